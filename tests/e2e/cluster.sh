@@ -1,0 +1,328 @@
+#!/usr/bin/env bash
+# A throw-away Kubernetes control plane plus Metacontroller, as local processes
+# on 127.0.0.1 only: etcd, kube-apiserver, kube-controller-manager (namespace,
+# garbage-collector and serviceaccount controllers: enough for ownerRef
+# cascades; there is no scheduler, kubelet or Deployment controller), then
+# Metacontroller with its CRDs.
+#
+# Usage: cluster.sh up | down | env | status | restart-metacontroller
+#
+#   up     start everything (each wait is bounded); prints the `env` lines
+#   down   stop exactly the processes `up` started (by recorded PID), keep logs
+#   env    print shell `export` lines for a running environment:
+#            KUBECONFIG, E2E_KUBECTL, E2E_APISERVER_URL, E2E_TOKEN, E2E_STATE_DIR,
+#            E2E_METACONTROLLER (running|absent), E2E_APPLY_STRATEGY,
+#            E2E_METACONTROLLER_METRICS_URL
+#   restart-metacontroller  stop Metacontroller and start it again (e.g. with
+#            another E2E_APPLY_STRATEGY) against the same API server
+#
+# Environment:
+#   E2E_STATE_DIR       state dir (logs, PIDs, certs, kubeconfig);
+#                       default ${TMPDIR:-/tmp}/memcached-hook-e2e-$(id -u)
+#   E2E_APPLY_STRATEGY  dynamic-apply (default) | server-side-apply
+#   E2E_METACONTROLLER  auto (default: start it when its binary and CRDs exist)
+#                       | 1 (required) | 0 (never)
+#   E2E_KCM_CONTROLLERS kube-controller-manager --controllers
+#   E2E_MC_LOG_LEVEL    Metacontroller --zap-log-level (default 4; 5 diffs, 6 bodies)
+#   E2E_WAIT_SECONDS    bound of each readiness wait (default 120)
+#   ETCD_BIN KUBE_APISERVER_BIN KUBE_CONTROLLER_MANAGER_BIN KUBECTL_BIN
+#   METACONTROLLER_BIN METACONTROLLER_CRDS_DIR   prebuilt binaries / CRD dir
+#                       (defaults: the cache filled by build-bins.sh)
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=versions.sh
+source "${here}/versions.sh"
+
+S="${E2E_STATE_DIR:-${TMPDIR:-/tmp}/memcached-hook-e2e-$(id -u)}"
+APPLY_STRATEGY="${E2E_APPLY_STRATEGY:-dynamic-apply}"
+WANT_MC="${E2E_METACONTROLLER:-auto}"
+KCM_CONTROLLERS="${E2E_KCM_CONTROLLERS:-namespace-controller,garbage-collector-controller,serviceaccount-controller}"
+WAIT="${E2E_WAIT_SECONDS:-120}"
+HOST=127.0.0.1
+
+log() { printf '[cluster] %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+kubectl_bin() {
+  if [[ -x "${KUBECTL_BIN}" ]]; then printf '%s\n' "${KUBECTL_BIN}"
+  else command -v kubectl || die "no kubectl (run build-bins.sh or set KUBECTL_BIN)"; fi
+}
+
+# free_ports N: N distinct free TCP ports on 127.0.0.1 (all held while chosen).
+free_ports() {
+  python3 - "$1" <<'EOF'
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+EOF
+}
+
+# start_time PID: the kernel's start time of PID (guards against PID reuse).
+start_time() {
+  local stat
+  stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
+  stat="${stat##*) }"          # drop "pid (comm) ", comm may contain spaces
+  # shellcheck disable=SC2086
+  set -- ${stat}
+  printf '%s\n' "${20}"        # field 22 of the full line
+}
+
+# alive NAME: the process recorded as NAME is still the one we started (same
+# PID and start time) and not a zombie.
+alive() {
+  local f="${S}/pids/$1" pid st stat
+  [[ -f "${f}" ]] || return 1
+  read -r pid st <"${f}"
+  [[ "$(start_time "${pid}" 2>/dev/null)" == "${st}" ]] || return 1
+  stat="$(cat "/proc/${pid}/stat" 2>/dev/null)" || return 1
+  stat="${stat##*) }"
+  [[ "${stat:0:1}" != Z ]]
+}
+
+# spawn NAME BIN ARGS...: start in the background, log to $S/logs/NAME.log,
+# record "PID STARTTIME" in $S/pids/NAME and the order in $S/pids/order.
+spawn() {
+  local name="$1"; shift
+  [[ -x "$1" ]] || die "$name: binary not found or not executable: $1"
+  "$@" >>"${S}/logs/${name}.log" 2>&1 </dev/null &
+  local pid=$!
+  printf '%s %s\n' "${pid}" "$(start_time "${pid}")" >"${S}/pids/${name}"
+  echo "${name}" >>"${S}/pids/order"
+  log "started ${name} (pid ${pid}, log ${S}/logs/${name}.log)"
+}
+
+# wait_for NAME WHAT CMD...: poll CMD for at most $WAIT seconds; fail early if
+# the process NAME has died.
+wait_for() {
+  local name="$1" what="$2"; shift 2
+  local deadline=$((SECONDS + WAIT))
+  until "$@" >/dev/null 2>&1; do
+    if ! alive "${name}"; then
+      tail -n 30 "${S}/logs/${name}.log" >&2 || true
+      die "${name} exited before ${what}"
+    fi
+    if ((SECONDS >= deadline)); then
+      tail -n 30 "${S}/logs/${name}.log" >&2 || true
+      die "${name}: ${what} not reached within ${WAIT}s"
+    fi
+    sleep 0.3
+  done
+  log "${name}: ${what}"
+}
+
+# stop NAME: TERM the recorded process, KILL it after 15 s; only if it is still
+# the very process we started.
+stop() {
+  local name="$1" f="${S}/pids/$1" pid st i
+  [[ -f "${f}" ]] || return 0
+  read -r pid st <"${f}"
+  if alive "${name}"; then
+    kill -TERM "${pid}" 2>/dev/null || true
+    for ((i = 0; i < 50; i++)); do alive "${name}" || break; sleep 0.3; done
+    if alive "${name}"; then
+      log "${name} (pid ${pid}) ignored TERM; sending KILL"
+      kill -KILL "${pid}" 2>/dev/null || true
+      for ((i = 0; i < 20; i++)); do alive "${name}" || break; sleep 0.3; done
+    fi
+    log "stopped ${name} (pid ${pid})"
+  fi
+  rm -f "${f}"
+}
+
+get_var() { sed -n "s/^$1=//p" "${S}/vars" | tail -n 1; }
+set_var() { printf '%s=%s\n' "$1" "$2" >>"${S}/vars"; }
+
+start_metacontroller() {
+  local mport hport
+  read -r mport hport <<<"$(free_ports 2)"
+  case "${APPLY_STRATEGY}" in
+    dynamic-apply | server-side-apply) ;;
+    *) die "E2E_APPLY_STRATEGY must be dynamic-apply or server-side-apply, not ${APPLY_STRATEGY}" ;;
+  esac
+  spawn metacontroller "${METACONTROLLER_BIN}" \
+    --kubeconfig="${S}/kubeconfig" \
+    --discovery-interval=1s \
+    --metrics-address="${HOST}:${mport}" \
+    --health-probe-bind-address="${HOST}:${hport}" \
+    --apply-strategy="${APPLY_STRATEGY}" \
+    --zap-log-level="${E2E_MC_LOG_LEVEL:-4}"
+  wait_for metacontroller "healthy on ${HOST}:${hport}" \
+    curl -sf --max-time 2 "http://${HOST}:${hport}/healthz"
+  set_var METACONTROLLER running
+  set_var APPLY_STRATEGY "${APPLY_STRATEGY}"
+  set_var METRICS_URL "http://${HOST}:${mport}/metrics"
+}
+
+have_metacontroller() {
+  [[ -x "${METACONTROLLER_BIN}" ]] && compgen -G "${METACONTROLLER_CRDS_DIR}/*.yaml" >/dev/null
+}
+
+cmd_up() {
+  local n
+  if [[ -d "${S}/pids" ]]; then
+    for n in $(cat "${S}/pids/order" 2>/dev/null); do
+      alive "${n}" && die "${S} still has running processes (${n}); run '$0 down' first"
+    done
+  fi
+  case "${WANT_MC}" in
+    1) have_metacontroller || die "Metacontroller required but missing: ${METACONTROLLER_BIN} / ${METACONTROLLER_CRDS_DIR}/*.yaml" ;;
+    0 | auto) ;;
+    *) die "E2E_METACONTROLLER must be auto, 1 or 0" ;;
+  esac
+  local b
+  for b in "${ETCD_BIN}" "${KUBE_APISERVER_BIN}" "${KUBE_CONTROLLER_MANAGER_BIN}"; do
+    [[ -x "${b}" ]] || die "missing ${b} (run tests/e2e/build-bins.sh, or set the *_BIN variables)"
+  done
+  rm -rf "${S}"
+  mkdir -p "${S}/logs" "${S}/pids" "${S}/certs"
+  chmod 700 "${S}"
+  : >"${S}/vars"
+  : >"${S}/pids/order"
+  local start=$SECONDS
+  local etcd_port peer_port api_port kcm_port
+  read -r etcd_port peer_port api_port kcm_port <<<"$(free_ports 4)"
+
+  # --- etcd -----------------------------------------------------------------
+  spawn etcd "${ETCD_BIN}" \
+    --name=e2e --data-dir="${S}/etcd-data" \
+    --listen-client-urls="http://${HOST}:${etcd_port}" \
+    --advertise-client-urls="http://${HOST}:${etcd_port}" \
+    --listen-peer-urls="http://${HOST}:${peer_port}" \
+    --initial-advertise-peer-urls="http://${HOST}:${peer_port}" \
+    --initial-cluster="e2e=http://${HOST}:${peer_port}" \
+    --unsafe-no-fsync --log-level=warn
+  wait_for etcd "healthy on ${HOST}:${etcd_port}" \
+    curl -sf --max-time 2 "http://${HOST}:${etcd_port}/health"
+
+  # --- kube-apiserver --------------------------------------------------------
+  local token
+  token="$(openssl rand -hex 24)"
+  printf '%s,admin,admin,system:masters\n' "${token}" >"${S}/tokens.csv"
+  openssl genrsa -out "${S}/certs/sa.key" 2048 2>/dev/null
+  openssl rsa -in "${S}/certs/sa.key" -pubout -out "${S}/certs/sa.pub" 2>/dev/null
+  spawn kube-apiserver "${KUBE_APISERVER_BIN}" \
+    --etcd-servers="http://${HOST}:${etcd_port}" \
+    --bind-address="${HOST}" --advertise-address="${HOST}" \
+    --secure-port="${api_port}" --cert-dir="${S}/certs/apiserver" \
+    --external-hostname=localhost \
+    --token-auth-file="${S}/tokens.csv" \
+    --authorization-mode=AlwaysAllow \
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file="${S}/certs/sa.pub" \
+    --service-account-signing-key-file="${S}/certs/sa.key" \
+    --service-cluster-ip-range=10.0.0.0/24 \
+    --allow-privileged=true
+  wait_for kube-apiserver "ready on https://${HOST}:${api_port}" \
+    curl -sfk --max-time 2 -H "Authorization: Bearer ${token}" "https://${HOST}:${api_port}/readyz"
+
+  # Kubeconfig: the apiserver's self-signed serving chain is the CA.
+  local ca="${S}/certs/apiserver/apiserver.crt"
+  cat >"${S}/kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: e2e
+  cluster:
+    server: https://${HOST}:${api_port}
+    certificate-authority-data: $(base64 -w0 <"${ca}")
+users:
+- name: admin
+  user:
+    token: ${token}
+contexts:
+- name: e2e
+  context: {cluster: e2e, user: admin, namespace: default}
+current-context: e2e
+EOF
+  chmod 600 "${S}/kubeconfig"
+  set_var APISERVER_URL "https://${HOST}:${api_port}"
+  set_var TOKEN "${token}"
+
+  # --- kube-controller-manager -------------------------------------------------
+  spawn kube-controller-manager "${KUBE_CONTROLLER_MANAGER_BIN}" \
+    --kubeconfig="${S}/kubeconfig" \
+    --authentication-kubeconfig="${S}/kubeconfig" \
+    --authorization-kubeconfig="${S}/kubeconfig" \
+    --bind-address="${HOST}" --secure-port="${kcm_port}" \
+    --cert-dir="${S}/certs/kcm" \
+    --leader-elect=false \
+    --controllers="${KCM_CONTROLLERS}"
+  wait_for kube-controller-manager "healthy on ${HOST}:${kcm_port}" \
+    curl -sfk --max-time 2 "https://${HOST}:${kcm_port}/healthz"
+
+  # --- Metacontroller ----------------------------------------------------------
+  local kc
+  kc="$(kubectl_bin)"
+  if [[ "${WANT_MC}" != 0 ]] && have_metacontroller; then
+    "${kc}" --kubeconfig="${S}/kubeconfig" apply -f "${METACONTROLLER_CRDS_DIR}" >>"${S}/logs/kubectl.log" 2>&1 \
+      || { tail -n 20 "${S}/logs/kubectl.log" >&2; die "applying Metacontroller CRDs failed"; }
+    "${kc}" --kubeconfig="${S}/kubeconfig" wait --for=condition=Established --timeout="${WAIT}s" \
+      crd/compositecontrollers.metacontroller.k8s.io crd/decoratorcontrollers.metacontroller.k8s.io \
+      crd/controllerrevisions.metacontroller.k8s.io >>"${S}/logs/kubectl.log" 2>&1 \
+      || { tail -n 20 "${S}/logs/kubectl.log" >&2; die "Metacontroller CRDs not Established"; }
+    start_metacontroller
+  else
+    log "Metacontroller not started (E2E_METACONTROLLER=${WANT_MC}; binary ${METACONTROLLER_BIN})"
+    set_var METACONTROLLER absent
+  fi
+  log "up in $((SECONDS - start))s"
+  cmd_env
+}
+
+cmd_env() {
+  [[ -f "${S}/vars" ]] || die "no environment in ${S} (run '$0 up')"
+  local mc
+  mc="$(get_var METACONTROLLER)"
+  if [[ "${mc}" == running ]] && ! alive metacontroller; then mc=dead; fi
+  printf 'export E2E_STATE_DIR=%q\n' "${S}"
+  printf 'export KUBECONFIG=%q\n' "${S}/kubeconfig"
+  printf 'export E2E_KUBECTL=%q\n' "$(kubectl_bin)"
+  printf 'export E2E_APISERVER_URL=%q\n' "$(get_var APISERVER_URL)"
+  printf 'export E2E_TOKEN=%q\n' "$(get_var TOKEN)"
+  printf 'export E2E_METACONTROLLER=%q\n' "${mc}"
+  printf 'export E2E_APPLY_STRATEGY=%q\n' "$(get_var APPLY_STRATEGY)"
+  printf 'export E2E_METACONTROLLER_METRICS_URL=%q\n' "$(get_var METRICS_URL)"
+}
+
+cmd_down() {
+  [[ -f "${S}/pids/order" ]] || { log "nothing to stop in ${S}"; return 0; }
+  local names n
+  # Reverse start order: Metacontroller and the controller manager before the
+  # API server, etcd last.
+  names="$(tac "${S}/pids/order")"
+  for n in ${names}; do stop "${n}"; done
+  : >"${S}/pids/order"
+  rm -rf "${S}/etcd-data"
+  log "down; logs kept in ${S}/logs"
+}
+
+cmd_restart_metacontroller() {
+  [[ -f "${S}/vars" ]] || die "no environment in ${S}"
+  alive kube-apiserver || die "kube-apiserver is not running"
+  have_metacontroller || die "no Metacontroller binary/CRDs"
+  stop metacontroller
+  start_metacontroller
+  cmd_env
+}
+
+cmd_status() {
+  local n pid st
+  for n in $(cat "${S}/pids/order" 2>/dev/null); do
+    read -r pid st <"${S}/pids/${n}" 2>/dev/null || continue
+    if alive "${n}"; then echo "${n} ${pid} running"; else echo "${n} ${pid} dead"; fi
+  done
+}
+
+case "${1:-}" in
+  up) cmd_up ;;
+  down) cmd_down ;;
+  env) cmd_env ;;
+  status) cmd_status ;;
+  restart-metacontroller) cmd_restart_metacontroller ;;
+  *) echo "usage: $0 up|down|env|status|restart-metacontroller" >&2; exit 2 ;;
+esac

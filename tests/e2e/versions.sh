@@ -1,0 +1,21 @@
+# Pinned versions and cache locations of the e2e binaries. Sourced by
+# build-bins.sh and cluster.sh; override any of these from the environment.
+# The wrapper modules under tools/ pin the same versions: change both together.
+
+ETCD_VERSION="${ETCD_VERSION:-v3.5.21}"
+K8S_VERSION="${K8S_VERSION:-v1.35.8}"
+METACONTROLLER_VERSION="${METACONTROLLER_VERSION:-v4.17.2}"
+
+# Outside the repository clone, so that it survives a fresh clone (CI).
+E2E_BIN_CACHE="${E2E_BIN_CACHE:-${HOME}/.cache/memcached-hook/e2e-bin}"
+
+# Where build-bins.sh puts each binary; cluster.sh uses these unless the
+# corresponding *_BIN variable is already set (prebuilt binaries).
+ETCD_BIN="${ETCD_BIN:-${E2E_BIN_CACHE}/etcd-${ETCD_VERSION}/etcd}"
+KUBE_APISERVER_BIN="${KUBE_APISERVER_BIN:-${E2E_BIN_CACHE}/kube-apiserver-${K8S_VERSION}/kube-apiserver}"
+KUBE_CONTROLLER_MANAGER_BIN="${KUBE_CONTROLLER_MANAGER_BIN:-${E2E_BIN_CACHE}/kube-controller-manager-${K8S_VERSION}/kube-controller-manager}"
+KUBECTL_BIN="${KUBECTL_BIN:-${E2E_BIN_CACHE}/kubectl-${K8S_VERSION}/kubectl}"
+METACONTROLLER_BIN="${METACONTROLLER_BIN:-${E2E_BIN_CACHE}/metacontroller-${METACONTROLLER_VERSION}/metacontroller}"
+# Directory holding Metacontroller's own CRD manifests (*.yaml), copied out of
+# the same module the binary is built from.
+METACONTROLLER_CRDS_DIR="${METACONTROLLER_CRDS_DIR:-${E2E_BIN_CACHE}/metacontroller-${METACONTROLLER_VERSION}/crds}"
