@@ -1,0 +1,49 @@
+//! The `Memcached` status (spec.md Part 2 §a.4) as the hook writes it and reads it back.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Observed state of a Memcached, written by the hook through Metacontroller.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct MemcachedStatus {
+    /// Available, Progressing, Degraded, Ready, DisruptionBudgetBlocking, ChildResourcesMissing;
+    /// condition types written by others are kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        with = "Option<Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>>",
+        extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"])
+    )]
+    pub conditions: Option<Vec<Condition>>,
+    /// Ready pods of the Deployment.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ready_replicas: Option<i32>,
+    /// The `metadata.generation` this status describes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// `<name>.<namespace>:11211` while the cache is Ready.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-list-type" = "atomic"))]
+    pub server_list: Option<Vec<String>>,
+}
+
+/// A `metav1.Condition`. `lastTransitionTime` is kept as the RFC 3339 text it was read as, so
+/// that a carried-over time is written back byte for byte.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Condition {
+    /// Condition type, e.g. `Ready`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// `True`, `False` or `Unknown`.
+    pub status: String,
+    /// CamelCase reason.
+    pub reason: String,
+    /// Human-readable message.
+    pub message: String,
+    /// When `status` last changed.
+    pub last_transition_time: String,
+    /// The generation this condition describes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}

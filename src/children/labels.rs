@@ -1,0 +1,106 @@
+//! Labels and selectors shared by every child (spec.md Part 2 §b.1, Part 1 §1.2).
+
+use std::collections::BTreeMap;
+
+/// `app.kubernetes.io/name`.
+pub const NAME: &str = "app.kubernetes.io/name";
+/// `app.kubernetes.io/instance`.
+pub const INSTANCE: &str = "app.kubernetes.io/instance";
+/// `app.kubernetes.io/managed-by`.
+pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+/// `app.kubernetes.io/version`.
+pub const VERSION: &str = "app.kubernetes.io/version";
+/// Value of `app.kubernetes.io/name`.
+pub const APP_NAME: &str = "memcached";
+/// Value of `app.kubernetes.io/managed-by`.
+pub const MANAGER: &str = "memcached-operator";
+
+/// The three base labels; also every selector (never changes with the spec).
+#[must_use]
+pub fn base(name: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (NAME.to_owned(), APP_NAME.to_owned()),
+        (INSTANCE.to_owned(), name.to_owned()),
+        (MANAGED_BY.to_owned(), MANAGER.to_owned()),
+    ])
+}
+
+/// Base labels plus the version label when the image has a usable tag (Deployment and pods).
+#[must_use]
+pub fn with_version(name: &str, image: &str) -> BTreeMap<String, String> {
+    let mut labels = base(name);
+    if let Some(tag) = version(image) {
+        labels.insert(VERSION.to_owned(), tag.to_owned());
+    }
+    labels
+}
+
+/// The two labels the anti-affinity terms select on (no managed-by, spec.md §b.5).
+#[must_use]
+pub fn anti_affinity(name: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([(NAME.to_owned(), APP_NAME.to_owned()), (INSTANCE.to_owned(), name.to_owned())])
+}
+
+/// The image tag when it is a valid label value: no digest, text after the last `:` that is
+/// not part of a registry host (`host:5000/img` has no tag), at most 63 characters of label
+/// syntax.
+#[must_use]
+pub fn version(image: &str) -> Option<&str> {
+    if image.contains('@') {
+        return None;
+    }
+    let (_, tag) = image.rsplit_once(':')?;
+    (!tag.is_empty() && is_label_value(tag)).then_some(tag)
+}
+
+/// Kubernetes label-value syntax: empty, or <= 63 characters of `[A-Za-z0-9._-]` starting and
+/// ending with an alphanumeric.
+#[must_use]
+pub fn is_label_value(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    bytes.len() <= 63
+        && bytes.first().is_none_or(u8::is_ascii_alphanumeric)
+        && bytes.last().is_none_or(u8::is_ascii_alphanumeric)
+        && bytes.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_label_rule() {
+        let cases = [
+            ("memcached:1.6", Some("1.6")),
+            ("memcached:1.6.29", Some("1.6.29")),
+            ("memcached:1.6-alpine", Some("1.6-alpine")),
+            ("registry.io/img:v2", Some("v2")),
+            ("memcached", None),
+            ("memcached@sha256:abcdef", None),
+            ("memcached:1.6@sha256:abcdef", None),
+            ("registry:5000/memcached", None),
+            ("registry:5000/memcached:1.6", Some("1.6")),
+            ("memcached:", None),
+        ];
+        for (image, want) in cases {
+            assert_eq!(version(image), want, "{image}");
+        }
+        let long = format!("memcached:{}", "a".repeat(64));
+        assert_eq!(version(&long), None);
+        let max = format!("memcached:{}", "a".repeat(63));
+        assert_eq!(version(&max).map(str::len), Some(63));
+        assert_eq!(version("memcached:-bad"), None);
+    }
+
+    #[test]
+    fn base_labels_are_the_recommended_three() {
+        let labels = base("cache");
+        assert_eq!(labels.len(), 3);
+        assert_eq!(labels[NAME], "memcached");
+        assert_eq!(labels[INSTANCE], "cache");
+        assert_eq!(labels[MANAGED_BY], "memcached-operator");
+        assert!(!with_version("cache", "memcached").contains_key(VERSION));
+        assert_eq!(with_version("cache", "memcached:1.6")[VERSION], "1.6");
+        assert_eq!(anti_affinity("cache").len(), 2);
+    }
+}

@@ -1,0 +1,79 @@
+//! Desired children: one pure builder per kind, from the effective spec to a typed object.
+//!
+//! Builders set only the fields the hook owns. They never set `namespace`, `ownerReferences`,
+//! `status`, `resourceVersion` or the `controller-uid` label (Metacontroller adds what it needs),
+//! and never an empty list or map.
+
+pub mod args;
+pub mod deployment;
+pub mod labels;
+pub mod pdb;
+pub mod service;
+
+/// Port of the plaintext memcached listener.
+pub const MEMCACHED_PORT: i32 = 11211;
+/// Port of the TLS memcached listener.
+pub const MEMCACHED_TLS_PORT: i32 = 11212;
+/// Port of the exporter's metrics endpoint.
+pub const METRICS_PORT: i32 = 9150;
+/// Name of the plaintext port.
+pub const MEMCACHED_PORT_NAME: &str = "memcached";
+/// Name of the TLS port.
+pub const MEMCACHED_TLS_PORT_NAME: &str = "memcached-tls";
+/// Name of the metrics port.
+pub const METRICS_PORT_NAME: &str = "metrics";
+/// Where the SASL Secret is mounted.
+pub const SASL_MOUNT_PATH: &str = "/etc/memcached/sasl";
+/// Where the TLS Secret is mounted.
+pub const TLS_MOUNT_PATH: &str = "/etc/memcached/tls";
+
+/// A child kind: how the CompositeController names it and which spec field asks for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ChildKind {
+    /// `apps/v1` Deployment.
+    Deployment,
+    /// `v1` Service.
+    Service,
+    /// `policy/v1` PodDisruptionBudget.
+    PodDisruptionBudget,
+}
+
+impl ChildKind {
+    /// `apiVersion` as written in `childResources`.
+    #[must_use]
+    pub fn api_version(self) -> &'static str {
+        match self {
+            Self::Deployment => "apps/v1",
+            Self::Service => "v1",
+            Self::PodDisruptionBudget => "policy/v1",
+        }
+    }
+
+    /// Plural resource name as written in `childResources`.
+    #[must_use]
+    pub fn resource(self) -> &'static str {
+        match self {
+            Self::Deployment => "deployments",
+            Self::Service => "services",
+            Self::PodDisruptionBudget => "poddisruptionbudgets",
+        }
+    }
+
+    /// `<resource>.<group>` (just `<resource>` for the core group).
+    #[must_use]
+    pub fn qualified_resource(self) -> String {
+        match self.api_version().split_once('/') {
+            Some((group, _)) => format!("{}.{group}", self.resource()),
+            None => self.resource().to_owned(),
+        }
+    }
+
+    /// The spec field that asks for this kind.
+    #[must_use]
+    pub fn needed_by(self) -> &'static str {
+        match self {
+            Self::Deployment | Self::Service => "spec",
+            Self::PodDisruptionBudget => "spec.highAvailability.podDisruptionBudget.enabled",
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! The PodDisruptionBudget (spec.md Part 2 §c.2, Part 1 §1.3 `DisruptionBudgetBlocking`).
+
+use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+use super::labels;
+use crate::api::effective::Budget;
+use crate::api::validation::parse_percent;
+
+/// The desired PodDisruptionBudget named `name` with its one budget (int or percent kept).
+#[must_use]
+pub fn build(name: &str, budget: &Budget<'_>) -> PodDisruptionBudget {
+    let (min_available, max_unavailable) = match budget {
+        Budget::MinAvailable(v) => (Some((*v).clone()), None),
+        Budget::MaxUnavailable(v) => (None, Some((*v).clone())),
+    };
+    PodDisruptionBudget {
+        metadata: ObjectMeta { name: Some(name.to_owned()), labels: Some(labels::base(name)), ..ObjectMeta::default() },
+        spec: Some(PodDisruptionBudgetSpec {
+            selector: Some(LabelSelector { match_labels: Some(labels::base(name)), match_expressions: None }),
+            min_available,
+            max_unavailable,
+            ..PodDisruptionBudgetSpec::default()
+        }),
+        status: None,
+    }
+}
+
+/// Pods a budget value stands for at `replicas`; percentages round up, as Kubernetes'
+/// disruption controller scales them.
+fn scaled(value: &IntOrString, replicas: i32) -> i64 {
+    match value {
+        IntOrString::Int(n) => i64::from(*n),
+        IntOrString::String(s) => {
+            let percent = i64::from(parse_percent(s).unwrap_or(0));
+            (percent * i64::from(replicas) + 99) / 100
+        }
+    }
+}
+
+/// Voluntary disruptions the budget allows when all `replicas` pods are healthy.
+#[must_use]
+pub fn disruptions_allowed(budget: &Budget<'_>, replicas: i32) -> i64 {
+    let replicas_wide = i64::from(replicas);
+    match budget {
+        Budget::MinAvailable(v) => (replicas_wide - scaled(v, replicas)).max(0),
+        Budget::MaxUnavailable(v) => scaled(v, replicas).min(replicas_wide).max(0),
+    }
+}
+
+/// The budget as `minAvailable 2` / `maxUnavailable 25%`, for messages.
+#[must_use]
+pub fn describe(budget: &Budget<'_>) -> String {
+    let text = |v: &IntOrString| match v {
+        IntOrString::Int(n) => n.to_string(),
+        IntOrString::String(s) => s.clone(),
+    };
+    match budget {
+        Budget::MinAvailable(v) => format!("minAvailable {}", text(v)),
+        Budget::MaxUnavailable(v) => format!("maxUnavailable {}", text(v)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn int(n: i32) -> IntOrString {
+        IntOrString::Int(n)
+    }
+    fn pct(s: &str) -> IntOrString {
+        IntOrString::String(s.to_owned())
+    }
+
+    #[test]
+    fn allowed_disruptions_follow_the_disruption_controller() {
+        assert_eq!(disruptions_allowed(&Budget::MinAvailable(&int(1)), 3), 2);
+        assert_eq!(disruptions_allowed(&Budget::MinAvailable(&int(3)), 3), 0);
+        assert_eq!(disruptions_allowed(&Budget::MinAvailable(&int(5)), 3), 0);
+        assert_eq!(disruptions_allowed(&Budget::MinAvailable(&pct("50%")), 3), 1);
+        assert_eq!(disruptions_allowed(&Budget::MinAvailable(&pct("67%")), 3), 0);
+        assert_eq!(disruptions_allowed(&Budget::MinAvailable(&pct("100%")), 4), 0);
+        assert_eq!(disruptions_allowed(&Budget::MaxUnavailable(&int(0)), 3), 0);
+        assert_eq!(disruptions_allowed(&Budget::MaxUnavailable(&pct("0%")), 3), 0);
+        assert_eq!(disruptions_allowed(&Budget::MaxUnavailable(&pct("25%")), 3), 1);
+        assert_eq!(disruptions_allowed(&Budget::MaxUnavailable(&int(1)), 3), 1);
+    }
+
+    #[test]
+    fn budget_types_are_preserved() {
+        let p = build("cache", &Budget::MinAvailable(&pct("50%")));
+        let spec = p.spec.unwrap();
+        assert_eq!(spec.min_available, Some(pct("50%")));
+        assert_eq!(spec.max_unavailable, None);
+        let p = build("cache", &Budget::MaxUnavailable(&int(1)));
+        let spec = p.spec.unwrap();
+        assert_eq!((spec.min_available, spec.max_unavailable), (None, Some(int(1))));
+    }
+}

@@ -1,0 +1,129 @@
+//! Metacontroller's wire format for the CompositeController sync hook (hook API v1 and v2).
+//!
+//! Requests are decoded narrowly: only what the hook reads is kept (the CompositeController's
+//! declared child resources; the parent's identity, spec and conditions; each observed child's
+//! identity, last-applied annotation, replicas and rollout status). Everything else, such as
+//! `managedFields` or pod templates, is skipped by serde without being stored. Observed children
+//! are collected by value: the map keys (`name` in v1, `namespace/name` in v2) are never read.
+
+mod observed;
+mod response;
+
+pub use observed::{ChildMeta, ChildStatus, Observed, ObservedChild, RelatedObject};
+pub use response::{Child, SyncResponse};
+
+use serde::Deserialize;
+
+use crate::api::{Condition, MemcachedSpec};
+
+/// The body of a sync (or finalize) call.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SyncRequest {
+    /// The calling CompositeController.
+    pub controller: Controller,
+    /// The parent Memcached, from Metacontroller's cache.
+    pub parent: Parent,
+    /// Observed children, grouped by `Kind.apiVersion`.
+    #[serde(default)]
+    pub children: Observed,
+    /// Related objects from the customize hook, same shape as `children`.
+    #[serde(default)]
+    pub related: Observed<RelatedObject>,
+    /// `true` for a finalize call; answered like a sync.
+    #[serde(default)]
+    pub finalizing: bool,
+}
+
+/// The CompositeController, reduced to its declared child resources.
+#[derive(Debug, Deserialize)]
+pub struct Controller {
+    /// `spec` of the CompositeController.
+    pub spec: ControllerSpec,
+}
+
+/// The part of a CompositeController's spec the hook reads.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ControllerSpec {
+    /// Child resources Metacontroller manages for this controller.
+    pub child_resources: Vec<ChildResource>,
+}
+
+/// One `childResources` entry.
+#[derive(Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ChildResource {
+    /// `group/version` or `v1`.
+    pub api_version: String,
+    /// Plural resource name, e.g. `deployments`.
+    pub resource: String,
+}
+
+impl Controller {
+    /// Whether the controller declares `resource` in `api_version`.
+    #[must_use]
+    pub fn declares(&self, api_version: &str, resource: &str) -> bool {
+        self.spec.child_resources.iter().any(|c| c.api_version == api_version && c.resource == resource)
+    }
+}
+
+/// The parent Memcached.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Parent {
+    /// `memcached.c5c3.io/v1beta1` or `memcached.c5c3.io/v1alpha1`.
+    pub api_version: String,
+    /// `Memcached`.
+    pub kind: String,
+    /// Identity and the restart-trigger annotation.
+    pub metadata: ParentMeta,
+    /// The spec (JSON `null` or absent means all defaults).
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub spec: MemcachedSpec,
+    /// The current status; only its conditions are read.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub status: ParentStatus,
+}
+
+/// Parent metadata the hook reads.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ParentMeta {
+    /// Name of the Memcached (and of every child).
+    pub name: String,
+    /// Namespace of the Memcached.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// `metadata.generation`.
+    #[serde(default)]
+    pub generation: Option<i64>,
+    /// Annotations the hook reads.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub annotations: ParentAnnotations,
+}
+
+/// Parent annotations the hook reads.
+#[derive(Debug, Default, Deserialize)]
+pub struct ParentAnnotations {
+    /// `memcached.c5c3.io/restart-trigger`, copied to the pod template.
+    #[serde(rename = "memcached.c5c3.io/restart-trigger", default)]
+    pub restart_trigger: Option<String>,
+}
+
+/// The parent's current status, reduced to its conditions.
+#[derive(Debug, Default, Deserialize)]
+pub struct ParentStatus {
+    /// Current conditions, including types other controllers wrote.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub conditions: Vec<Condition>,
+}
+
+/// Treats JSON `null` like an absent field.
+fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}

@@ -1,0 +1,36 @@
+//! The sync response: desired children and the parent's status.
+//!
+//! Only the two fields Metacontroller documents are written (`children`, `status`), so a
+//! CompositeController with `responseUnMarshallMode: strict` accepts it. `finalized` is never
+//! written (a `true` in a sync answer would remove a finalizer that the next sync re-adds).
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use crate::api::MemcachedStatus;
+
+/// One desired child.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum Child {
+    /// The memcached Deployment.
+    Deployment(Box<Deployment>),
+    /// The headless Service.
+    Service(Box<Service>),
+    /// The PodDisruptionBudget.
+    PodDisruptionBudget(Box<PodDisruptionBudget>),
+    /// An observed child kept exactly as this hook last desired it (invalid spec).
+    Kept(Box<RawValue>),
+}
+
+/// The answer to a sync call.
+#[derive(Debug, Serialize)]
+pub struct SyncResponse {
+    /// Every desired child; Metacontroller deletes observed children that are not listed.
+    pub children: Vec<Child>,
+    /// The parent's whole new status.
+    pub status: MemcachedStatus,
+}

@@ -1,0 +1,15 @@
+//! memcached-hook: a Metacontroller CompositeController sync hook that runs Memcached.
+//!
+//! The work is one pure function, [`sync`]: from a sync request (the parent `Memcached`, its
+//! observed children and the calling CompositeController) and the current time to the desired
+//! children and the parent's status. It does no I/O, takes no lock and keeps no state. The HTTP
+//! server ([`server`]) and the CLI are thin shells around it.
+
+pub mod api;
+pub mod children;
+pub mod hook;
+pub mod server;
+pub mod status;
+mod sync;
+
+pub use sync::{condition_time, sync, SyncError, RESTART_TRIGGER};

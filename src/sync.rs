@@ -1,0 +1,177 @@
+//! `sync`: the one pure function behind `/sync`, `replay` and `render`.
+
+use k8s_openapi::jiff::Timestamp;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use thiserror::Error;
+
+use crate::api::effective::{Budget, Effective};
+use crate::api::validation::{self, Violation};
+use crate::api::{GROUP, KIND, VERSIONS};
+use crate::children::deployment::TemplateAnnotations;
+use crate::children::{deployment, pdb, service, ChildKind};
+use crate::hook::{Child, SyncRequest, SyncResponse};
+use crate::status::{self, Inputs, PdbState};
+
+/// Annotation that restarts the pods when changed.
+pub const RESTART_TRIGGER: &str = "memcached.c5c3.io/restart-trigger";
+
+/// Why a well-formed request gets no 200 answer. Each maps to a 4xx: Metacontroller then
+/// changes nothing and shows the message as a Warning event.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum SyncError {
+    /// The parent is not a `memcached.c5c3.io` `Memcached` of a served version.
+    #[error("parent is {kind} {api_version}, expected {KIND} {GROUP}/v1beta1 or {GROUP}/v1alpha1")]
+    WrongParent {
+        /// The parent's `apiVersion`.
+        api_version: String,
+        /// The parent's `kind`.
+        kind: String,
+    },
+    /// The spec breaks a rule and the observed children cannot be kept as they are.
+    #[error("invalid spec ({reason}): {}", validation::summary(.violations))]
+    InvalidSpec {
+        /// Why the observed children could not be kept.
+        reason: &'static str,
+        /// Every broken rule.
+        violations: Vec<Violation>,
+    },
+}
+
+impl SyncError {
+    /// The JSON path of the field at fault.
+    #[must_use]
+    pub fn field(&self) -> &str {
+        match self {
+            Self::WrongParent { .. } => "parent.apiVersion",
+            Self::InvalidSpec { violations, .. } => violations.first().map_or("parent.spec", |v| v.field.as_str()),
+        }
+    }
+}
+
+/// Formats the request time the way conditions carry it: RFC 3339, whole seconds, UTC.
+#[must_use]
+pub fn condition_time(now: Timestamp) -> String {
+    Timestamp::from_second(now.as_second()).unwrap_or(now).to_string()
+}
+
+#[derive(Deserialize)]
+struct KindOnly<'a> {
+    #[serde(borrow)]
+    kind: std::borrow::Cow<'a, str>,
+}
+
+/// Observed children as this hook last desired them, when every one of them carries it.
+fn kept_children(req: &SyncRequest) -> Option<Vec<Child>> {
+    if req.children.is_empty() {
+        return None;
+    }
+    req.children
+        .iter()
+        .map(|child| {
+            let text = child.last_applied()?;
+            let raw = RawValue::from_string(text.to_owned()).ok()?;
+            let kind: KindOnly<'_> = serde_json::from_str(raw.get()).ok()?;
+            (kind.kind == child.kind).then_some(Child::Kept(raw))
+        })
+        .collect()
+}
+
+/// Computes the desired children and the status for one sync request at time `now`.
+///
+/// # Errors
+/// [`SyncError::WrongParent`] for a parent of another kind or group; [`SyncError::InvalidSpec`]
+/// for an invalid spec whose observed children cannot be kept (none observed, or one without
+/// Metacontroller's last-applied annotation).
+pub fn sync(req: &SyncRequest, now: Timestamp) -> Result<SyncResponse, SyncError> {
+    let parent = &req.parent;
+    let version_ok = parent
+        .api_version
+        .split_once('/')
+        .is_some_and(|(group, version)| group == GROUP && VERSIONS.contains(&version));
+    if !version_ok || parent.kind != KIND {
+        return Err(SyncError::WrongParent { api_version: parent.api_version.clone(), kind: parent.kind.clone() });
+    }
+    let name = parent.metadata.name.as_str();
+    let namespace = parent.metadata.namespace.as_deref().unwrap_or_default();
+    let spec = &parent.spec;
+    let now = condition_time(now);
+    let observed_deployment = req.children.find(ChildKind::Deployment.api_version(), "Deployment", name);
+    let mut inputs = Inputs {
+        name,
+        namespace,
+        generation: parent.metadata.generation,
+        spec_replicas: spec.replicas,
+        autoscaling: spec.autoscaling.as_ref().is_some_and(|a| a.enabled == Some(true)),
+        deployment: observed_deployment.map(|d| d.status),
+        ..Inputs::default()
+    };
+
+    let violations = validation::validate(name, spec);
+    if !violations.is_empty() {
+        let Some(children) = kept_children(req) else {
+            let reason = if req.children.is_empty() {
+                "no observed children to keep"
+            } else {
+                "an observed child has no last-applied configuration to keep"
+            };
+            return Err(SyncError::InvalidSpec { reason, violations });
+        };
+        inputs.invalid_spec = Some(validation::summary(&violations));
+        let status = status::build(&inputs, &parent.status.conditions, &now);
+        return Ok(SyncResponse { children, status });
+    }
+
+    let e = Effective::of(spec);
+    let declared = |kind: ChildKind| req.controller.declares(kind.api_version(), kind.resource());
+    let mut children = Vec::with_capacity(3);
+    let mut missing = Vec::new();
+    let mut want = |kind: ChildKind, child: &mut dyn FnMut() -> Child| {
+        if declared(kind) {
+            children.push(child());
+        } else {
+            missing.push((kind.qualified_resource(), kind.needed_by()));
+        }
+    };
+
+    let mut annotations = TemplateAnnotations::new();
+    if let Some(trigger) = parent.metadata.annotations.restart_trigger.as_deref().filter(|t| !t.is_empty()) {
+        annotations.insert(RESTART_TRIGGER.to_owned(), trigger.to_owned());
+    }
+    let replicas = deployment::replicas(&e, observed_deployment.and_then(|d| d.spec.replicas));
+    let mut annotations = Some(annotations);
+    want(ChildKind::Deployment, &mut || {
+        Child::Deployment(Box::new(deployment::build(name, &e, replicas, annotations.take().unwrap_or_default())))
+    });
+    want(ChildKind::Service, &mut || Child::Service(Box::new(service::build(name, &e))));
+    let mut pdb_emitted = false;
+    if let Some(budget) = &e.pdb {
+        want(ChildKind::PodDisruptionBudget, &mut || {
+            pdb_emitted = true;
+            Child::PodDisruptionBudget(Box::new(pdb::build(name, budget)))
+        });
+    }
+    if pdb_emitted {
+        if let Some(budget) = &e.pdb {
+            inputs.pdb = Some(pdb_state(name, budget, &e));
+        }
+    }
+    inputs.missing_kinds = missing;
+    let status = status::build(&inputs, &parent.status.conditions, &now);
+    Ok(SyncResponse { children, status })
+}
+
+/// The replica count a budget is judged at: the desired count, or under autoscaling the lowest
+/// count the HPA may choose (spec.md §1.4a).
+fn pdb_state(name: &str, budget: &Budget<'_>, e: &Effective<'_>) -> PdbState {
+    let replicas = match &e.autoscaling {
+        Some(a) => a.min_replicas.unwrap_or(1),
+        None => e.replicas.unwrap_or(1),
+    };
+    PdbState {
+        name: name.to_owned(),
+        budget: pdb::describe(budget),
+        replicas,
+        allowed: pdb::disruptions_allowed(budget, replicas),
+    }
+}
