@@ -8,8 +8,9 @@
 pub mod api;
 pub mod children;
 pub mod hook;
+pub mod secrets;
 pub mod server;
 pub mod status;
 mod sync;
 
-pub use sync::{condition_time, sync, SyncError, RESTART_TRIGGER};
+pub use sync::{condition_time, customize, sync, SyncError, RESTART_TRIGGER};

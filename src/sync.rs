@@ -10,7 +10,8 @@ use crate::api::validation::{self, Violation};
 use crate::api::{GROUP, KIND, VERSIONS};
 use crate::children::deployment::TemplateAnnotations;
 use crate::children::{deployment, pdb, service, ChildKind};
-use crate::hook::{Child, SyncRequest, SyncResponse};
+use crate::hook::{Child, CustomizeRequest, CustomizeResponse, Parent, ResourceRule, SyncRequest, SyncResponse};
+use crate::secrets;
 use crate::status::{self, Inputs, PdbState};
 
 /// Annotation that restarts the pods when changed.
@@ -49,6 +50,39 @@ impl SyncError {
     }
 }
 
+fn check_parent(parent: &Parent) -> Result<(), SyncError> {
+    let version_ok = parent
+        .api_version
+        .split_once('/')
+        .is_some_and(|(group, version)| group == GROUP && VERSIONS.contains(&version));
+    if version_ok && parent.kind == KIND {
+        Ok(())
+    } else {
+        Err(SyncError::WrongParent { api_version: parent.api_version.clone(), kind: parent.kind.clone() })
+    }
+}
+
+/// The related Secrets Metacontroller should send with each sync: those of the enabled SASL
+/// and TLS blocks, in the parent's namespace.
+///
+/// # Errors
+/// [`SyncError::WrongParent`] for a parent of another kind or group.
+pub fn customize(req: &CustomizeRequest) -> Result<CustomizeResponse, SyncError> {
+    check_parent(&req.parent)?;
+    let names = secrets::referenced(&Effective::of(&req.parent.spec));
+    let related_resources = if names.is_empty() {
+        Vec::new()
+    } else {
+        vec![ResourceRule {
+            api_version: "v1",
+            resource: "secrets",
+            namespace: req.parent.metadata.namespace.clone(),
+            names: names.into_iter().map(str::to_owned).collect(),
+        }]
+    };
+    Ok(CustomizeResponse { related_resources })
+}
+
 /// Formats the request time the way conditions carry it: RFC 3339, whole seconds, UTC.
 #[must_use]
 pub fn condition_time(now: Timestamp) -> String {
@@ -85,13 +119,7 @@ fn kept_children(req: &SyncRequest) -> Option<Vec<Child>> {
 /// Metacontroller's last-applied annotation).
 pub fn sync(req: &SyncRequest, now: Timestamp) -> Result<SyncResponse, SyncError> {
     let parent = &req.parent;
-    let version_ok = parent
-        .api_version
-        .split_once('/')
-        .is_some_and(|(group, version)| group == GROUP && VERSIONS.contains(&version));
-    if !version_ok || parent.kind != KIND {
-        return Err(SyncError::WrongParent { api_version: parent.api_version.clone(), kind: parent.kind.clone() });
-    }
+    check_parent(parent)?;
     let name = parent.metadata.name.as_str();
     let namespace = parent.metadata.namespace.as_deref().unwrap_or_default();
     let spec = &parent.spec;
@@ -138,6 +166,11 @@ pub fn sync(req: &SyncRequest, now: Timestamp) -> Result<SyncResponse, SyncError
     if let Some(trigger) = parent.metadata.annotations.restart_trigger.as_deref().filter(|t| !t.is_empty()) {
         annotations.insert(RESTART_TRIGGER.to_owned(), trigger.to_owned());
     }
+    let (hash, missing_secrets) = secrets::hash_and_missing(&secrets::referenced(&e), &req.related, namespace);
+    if let Some(hash) = hash {
+        annotations.insert(secrets::SECRET_HASH.to_owned(), hash);
+    }
+    inputs.missing_secrets = missing_secrets;
     let replicas = deployment::replicas(&e, observed_deployment.and_then(|d| d.spec.replicas));
     let mut annotations = Some(annotations);
     want(ChildKind::Deployment, &mut || {

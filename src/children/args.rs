@@ -4,8 +4,9 @@ use crate::api::effective::Effective;
 
 use super::{MEMCACHED_PORT, MEMCACHED_TLS_PORT, SASL_MOUNT_PATH, TLS_MOUNT_PATH};
 
-/// The address every listener binds to in the pod.
-pub const LISTEN_ADDRESS: &str = "0.0.0.0";
+/// The address every listener binds to: memcached's own "any address", dual stack (`0.0.0.0` is
+/// IPv4 only, `[::]` IPv6 only); tested with a real memcached in `tests/peers/FINDINGS.md`.
+pub const LISTEN_ADDRESS: &str = "*";
 
 /// The argument list, every flag and value its own element, in the reference order:
 /// `-m -c -t -I`, verbosity, SASL, TLS (with explicit listeners), then `extraArgs` verbatim.

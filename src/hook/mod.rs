@@ -6,9 +6,11 @@
 //! `managedFields` or pod templates, is skipped by serde without being stored. Observed children
 //! are collected by value: the map keys (`name` in v1, `namespace/name` in v2) are never read.
 
+mod customize;
 mod observed;
 mod response;
 
+pub use customize::{CustomizeRequest, CustomizeResponse, ResourceRule};
 pub use observed::{ChildMeta, ChildStatus, Observed, ObservedChild, RelatedObject};
 pub use response::{Child, SyncResponse};
 

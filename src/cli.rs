@@ -1,0 +1,206 @@
+//! Command line: the server, and the offline tools that run the same `sync` function.
+
+use std::io::{IsTerminal as _, Write as _};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context as _};
+use clap::{Parser, Subcommand, ValueEnum};
+use k8s_openapi::jiff::Timestamp;
+use memcached_hook::hook::{Child, SyncRequest, SyncResponse};
+use memcached_hook::server::{self, Config};
+
+/// Metacontroller sync hook for Memcached.
+#[derive(Debug, Parser)]
+#[command(version = env!("MEMCACHED_HOOK_BUILD_ID"), about)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve POST /sync, POST /customize, GET /healthz and GET /readyz (the default).
+    Serve(ServeArgs),
+    /// Run a saved sync request through the hook and print the response.
+    Replay {
+        /// A sync request as Metacontroller sends it (JSON).
+        request: PathBuf,
+        /// json: the whole response; yaml: the desired children as multi-document YAML.
+        #[arg(long, value_enum, default_value_t = Output::Json)]
+        output: Output,
+        /// The time to stamp on new condition transitions (RFC 3339); defaults to now.
+        #[arg(long)]
+        now: Option<Timestamp>,
+    },
+    /// Print the children the hook would create for Memcached CR file(s), as multi-document YAML.
+    Render {
+        /// A YAML file with one or more Memcached objects.
+        file: PathBuf,
+    },
+    /// Print the CustomResourceDefinition generated from the types.
+    Crd,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Output {
+    Json,
+    Yaml,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum LogFormat {
+    /// JSON when stderr is not a terminal, text otherwise.
+    Auto,
+    Json,
+    Text,
+}
+
+#[derive(Debug, clap::Args)]
+struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "MEMCACHED_HOOK_ADDR", default_value = "0.0.0.0:8080")]
+    addr: SocketAddr,
+    /// Largest accepted request body, in bytes.
+    #[arg(long, env = "MEMCACHED_HOOK_BODY_LIMIT", default_value_t = server::DEFAULT_BODY_LIMIT)]
+    body_limit: usize,
+    /// Time allowed for one request, in milliseconds (keep it below Metacontroller's 10 s).
+    #[arg(long, env = "MEMCACHED_HOOK_REQUEST_TIMEOUT_MS", default_value_t = 5000)]
+    request_timeout_ms: u64,
+    /// Log format.
+    #[arg(long, env = "MEMCACHED_HOOK_LOG_FORMAT", value_enum, default_value_t = LogFormat::Auto)]
+    log_format: LogFormat,
+}
+
+impl Default for ServeArgs {
+    fn default() -> Self {
+        Self {
+            addr: SocketAddr::from(([0, 0, 0, 0], 8080)),
+            body_limit: server::DEFAULT_BODY_LIMIT,
+            request_timeout_ms: 5000,
+            log_format: LogFormat::Auto,
+        }
+    }
+}
+
+/// Runs the chosen command.
+///
+/// # Errors
+/// Whatever stops it, naming the file and field at fault.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command.unwrap_or(Command::Serve(ServeArgs::default())) {
+        Command::Serve(args) => serve(&args),
+        Command::Replay { request, output, now } => replay(&request, output, now.unwrap_or_else(Timestamp::now)),
+        Command::Render { file } => render(&file),
+        Command::Crd => {
+            print(&memcached_hook::api::crd_yaml().context("encoding the CRD")?)
+        }
+    }
+}
+
+fn print(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes()).and_then(|()| out.flush()).context("writing to stdout")
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let json = match format {
+        LogFormat::Auto => !std::io::stderr().is_terminal(),
+        LogFormat::Json => true,
+        LogFormat::Text => false,
+    };
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    if json {
+        builder.json().flatten_event(true).init();
+    } else {
+        builder.init();
+    }
+}
+
+fn serve(args: &ServeArgs) -> anyhow::Result<()> {
+    init_logging(args.log_format);
+    let config = Config { body_limit: args.body_limit, request_timeout: Duration::from_millis(args.request_timeout_ms) };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
+    runtime.block_on(async {
+        let listener =
+            tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("listening on {}", args.addr))?;
+        tracing::info!(addr = %args.addr, build = env!("MEMCACHED_HOOK_BUILD_ID"), "memcached-hook serving");
+        server::serve(listener, server::router(&config), server::shutdown_signal()).await.context("serving")?;
+        tracing::info!("memcached-hook stopped");
+        Ok(())
+    })
+}
+
+fn read(path: &Path) -> anyhow::Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))
+}
+
+/// Decodes a sync request, naming the file and the JSON path of any problem.
+fn decode_request(path: &Path, bytes: &[u8]) -> anyhow::Result<SyncRequest> {
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(&mut deserializer)
+        .map_err(|e| anyhow!("{}: {}: {}", path.display(), e.path(), e.inner()))
+}
+
+fn run_sync(path: &Path, request: &SyncRequest, now: Timestamp) -> anyhow::Result<SyncResponse> {
+    memcached_hook::sync(request, now).map_err(|e| anyhow!("{}: {}: {e}", path.display(), e.field()))
+}
+
+fn children_yaml(children: &[Child]) -> anyhow::Result<String> {
+    let mut out = String::new();
+    for child in children {
+        out.push_str("---\n");
+        out.push_str(&serde_saphyr::to_string(child).context("encoding a child as YAML")?);
+    }
+    Ok(out)
+}
+
+fn replay(path: &Path, output: Output, now: Timestamp) -> anyhow::Result<()> {
+    let request = decode_request(path, &read(path)?)?;
+    let response = run_sync(path, &request, now)?;
+    match output {
+        Output::Json => print(&(serde_json::to_string_pretty(&response)? + "\n")),
+        Output::Yaml => print(&children_yaml(&response.children)?),
+    }
+}
+
+/// Every child kind the hook can emit, as a CompositeController would declare them.
+fn all_children_controller() -> serde_json::Value {
+    let kinds = [("apps/v1", "deployments"), ("v1", "services"), ("policy/v1", "poddisruptionbudgets")];
+    let child_resources: Vec<_> =
+        kinds.iter().map(|(v, r)| serde_json::json!({"apiVersion": v, "resource": r})).collect();
+    serde_json::json!({"spec": {"childResources": child_resources}})
+}
+
+fn render(path: &Path) -> anyhow::Result<()> {
+    let text = String::from_utf8(read(path)?).with_context(|| format!("{}: not UTF-8", path.display()))?;
+    let documents: Vec<serde_json::Value> =
+        serde_saphyr::from_str_multiple(&text).map_err(|e| anyhow!("{}: not YAML: {e}", path.display()))?;
+    let documents: Vec<_> = documents.into_iter().filter(|d| !d.is_null()).collect();
+    if documents.is_empty() {
+        bail!("{}: no Memcached object in the file", path.display());
+    }
+    let mut out = String::new();
+    for (index, mut parent) in documents.into_iter().enumerate() {
+        if let Some(meta) = parent.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+            meta.entry("namespace").or_insert_with(|| "default".into());
+            meta.entry("generation").or_insert_with(|| 1.into());
+        }
+        let request = serde_json::json!({
+            "controller": all_children_controller(),
+            "parent": parent,
+            "children": {},
+            "related": {},
+        });
+        let bytes = serde_json::to_vec(&request)?;
+        let label = format!("{} (document {})", path.display(), index + 1);
+        let request = decode_request(Path::new(&label), &bytes)
+            .map_err(|e| anyhow!("{}", e.to_string().replace(": parent.", ": ")))?;
+        let response = run_sync(Path::new(&label), &request, Timestamp::UNIX_EPOCH)?;
+        out.push_str(&children_yaml(&response.children)?);
+    }
+    print(&out)
+}

@@ -1,0 +1,139 @@
+//! Secrets behind SASL and TLS: which ones the customize hook asks Metacontroller for, the
+//! `memcached.c5c3.io/secret-hash` pod annotation (spec.md Part 2 §b.10) and which are missing.
+
+use base64::Engine as _;
+use sha2::{Digest, Sha256};
+
+use crate::api::effective::Effective;
+use crate::hook::{Observed, RelatedObject};
+
+/// Pod-template annotation that rolls the pods when a referenced Secret changes.
+pub const SECRET_HASH: &str = "memcached.c5c3.io/secret-hash";
+
+/// Names of the Secrets of the enabled SASL and TLS blocks, de-duplicated and sorted.
+#[must_use]
+pub fn referenced<'a>(e: &Effective<'a>) -> Vec<&'a str> {
+    let mut names: Vec<&str> =
+        [e.sasl_secret, e.tls.map(|t| t.secret_name)].into_iter().flatten().filter(|n| !n.is_empty()).collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
+/// A Secret found among the related objects, with its data decoded.
+struct Found<'a> {
+    name: &'a str,
+    data: Vec<(&'a str, Vec<u8>)>,
+}
+
+fn find<'a>(related: &'a Observed<RelatedObject>, namespace: &str, name: &str) -> Option<Found<'a>> {
+    let secret = related.iter().find(|o| {
+        o.kind == "Secret"
+            && o.api_version == "v1"
+            && o.metadata.name == name
+            && o.metadata.namespace.as_deref().is_none_or(|ns| ns == namespace)
+    })?;
+    let mut data = Vec::new();
+    for (key, value) in secret.data.iter().flatten() {
+        // A value that is not base64 cannot have come from the API server: treat the Secret as
+        // unreadable, which the reference counts as missing.
+        data.push((key.as_str(), base64::engine::general_purpose::STANDARD.decode(value).ok()?));
+    }
+    data.sort_by(|a, b| a.0.cmp(b.0));
+    Some(Found { name: secret.metadata.name.as_str(), data })
+}
+
+/// The hash annotation value and the sorted names of missing Secrets.
+#[must_use]
+pub fn hash_and_missing(
+    names: &[&str],
+    related: &Observed<RelatedObject>,
+    namespace: &str,
+) -> (Option<String>, Vec<String>) {
+    let mut hasher = Sha256::new();
+    let mut hashed_any = false;
+    let mut missing = Vec::new();
+    // `names` is sorted, so found Secrets are hashed in name order.
+    for name in names {
+        match find(related, namespace, name) {
+            Some(found) => {
+                for (key, value) in &found.data {
+                    hasher.update(found.name.as_bytes());
+                    hasher.update([0]);
+                    hasher.update(key.as_bytes());
+                    hasher.update([0]);
+                    hasher.update(value);
+                    hashed_any = true;
+                }
+            }
+            None => missing.push((*name).to_owned()),
+        }
+    }
+    let hash = hashed_any.then(|| {
+        hasher.finalize().iter().fold(String::with_capacity(64), |mut out, b| {
+            use std::fmt::Write as _;
+            let _ = write!(out, "{b:02x}");
+            out
+        })
+    });
+    (hash, missing)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn related(secrets: &[(&str, &[(&str, &str)])]) -> Observed<RelatedObject> {
+        let map: serde_json::Map<String, serde_json::Value> = secrets
+            .iter()
+            .map(|(name, data)| {
+                let data: serde_json::Map<String, serde_json::Value> = data
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), base64::engine::general_purpose::STANDARD.encode(v).into()))
+                    .collect();
+                (
+                    (*name).to_owned(),
+                    serde_json::json!({"apiVersion": "v1", "kind": "Secret",
+                                       "metadata": {"name": name, "namespace": "ns"}, "data": data}),
+                )
+            })
+            .collect();
+        serde_json::from_value(serde_json::json!({ "Secret.v1": map })).unwrap()
+    }
+
+    #[test]
+    fn reference_hash_vectors() {
+        let cases: [(&[&str], &[(&str, &[(&str, &str)])], &str); 5] = [
+            (
+                &["test-sasl-credentials"],
+                &[("test-sasl-credentials", &[("password-file", "testuser:testpassword")])],
+                "6ab9e62664ad1e9f57e90da645752b15b5faae2832cfb34a12124d74c226cafa",
+            ),
+            (&["sasl-secret"], &[("sasl-secret", &[("password-file", "pw")])], "5c079a91d0bde60e232cb94cb2aa76a1543ee9448537f25ba81f555938656bac"),
+            (&["sasl-secret"], &[("sasl-secret", &[("password-file", "rotated")])], "f42d557a7f0e7e217a505450c02972584c4972f065f6bb7c8d949ffaeaee9a95"),
+            (
+                &["sasl-secret", "tls-secret"],
+                &[("tls-secret", &[("tls.key", "key-data"), ("tls.crt", "cert-data")]), ("sasl-secret", &[("password-file", "pw")])],
+                "6d7c4f85888749271ca643e95d46c086092c9c9030bb072b5d4ea7fd9c63ad2f",
+            ),
+            (
+                &["shared"],
+                &[("shared", &[("password-file", "pw"), ("tls.crt", "c"), ("tls.key", "k")])],
+                "30e7df1582b3d64391243d961116696780e7cb13a530a2c3e70236b0e480569c",
+            ),
+        ];
+        for (names, secrets, want) in cases {
+            let (hash, missing) = hash_and_missing(names, &related(secrets), "ns");
+            assert_eq!(hash.as_deref(), Some(want), "{names:?}");
+            assert!(missing.is_empty());
+        }
+    }
+
+    #[test]
+    fn missing_secrets_are_sorted_and_empty_data_hashes_to_nothing() {
+        let (hash, missing) = hash_and_missing(&["a-secret", "b-secret"], &related(&[]), "ns");
+        assert_eq!((hash, missing), (None, vec!["a-secret".to_owned(), "b-secret".to_owned()]));
+        let (hash, missing) = hash_and_missing(&["empty"], &related(&[("empty", &[])]), "ns");
+        assert_eq!((hash, missing), (None, vec![]));
+    }
+}

@@ -1,0 +1,156 @@
+//! Route handlers.
+
+use std::any::Any;
+use std::time::Instant;
+
+use axum::body::{Body, Bytes};
+use axum::extract::rejection::BytesRejection;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use k8s_openapi::jiff::Timestamp;
+use serde::de::DeserializeOwned;
+use sha2::{Digest, Sha256};
+
+use super::ApiError;
+
+/// Identifies the code that computes answers; part of every ETag.
+pub const BUILD_ID: &str = env!("MEMCACHED_HOOK_BUILD_ID");
+
+/// Accepts JSON. Also accepts no content type and `application/x-www-form-urlencoded`, which
+/// is what `curl -d @request.json` sends, so the documented debugging command works; any
+/// other type is a 415.
+fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(value) = headers.get(header::CONTENT_TYPE) else { return Ok(()) };
+    let mime = value.to_str().unwrap_or("").split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    if mime == "application/json" || mime == "application/x-www-form-urlencoded" || mime.ends_with("+json") {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!("expected Content-Type application/json, got {:?}", value.to_str().unwrap_or("<not text>")),
+            None,
+        ))
+    }
+}
+
+fn read_body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+    body.map_err(|rejection| ApiError::new(rejection.status(), rejection.body_text(), None))
+}
+
+fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    let mut deserializer = serde_json::Deserializer::from_slice(body);
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|e| ApiError::decode(&e))?;
+    deserializer.end().map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, format!("malformed JSON: {e}"), None))?;
+    Ok(value)
+}
+
+/// A strong ETag of the request body and the build: equal requests to the same build get
+/// equal answers, so an unchanged request can be answered with 304 before decoding.
+fn etag(body: &[u8]) -> String {
+    let digest = Sha256::new().chain_update(BUILD_ID).chain_update([0]).chain_update(body).finalize();
+    let mut out = String::with_capacity(75);
+    out.push_str("\"sha256:");
+    for byte in digest {
+        use std::fmt::Write as _;
+        let _ = write!(out, "{byte:02x}");
+    }
+    out.push('"');
+    out
+}
+
+fn if_none_match(headers: &HeaderMap, etag: &str) -> bool {
+    headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|candidate| candidate.trim() == etag)
+}
+
+fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
+    (status, [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response()
+}
+
+fn encode<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, ApiError> {
+    serde_json::to_vec(value)
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("could not encode the answer: {e}"), None))
+}
+
+/// What one `/sync` call did, for its log line.
+struct Outcome {
+    parent: Option<(String, String)>,
+    children: usize,
+}
+
+fn sync_inner(headers: &HeaderMap, body: Result<Bytes, BytesRejection>, outcome: &mut Outcome) -> Result<Response, ApiError> {
+    check_content_type(headers)?;
+    let body = read_body(body)?;
+    let etag = etag(&body);
+    let etag_header = HeaderValue::from_str(&etag).map_err(|_| {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "could not build the ETag header", None)
+    })?;
+    if if_none_match(headers, &etag) {
+        return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, etag_header)], Body::empty()).into_response());
+    }
+    let request: crate::hook::SyncRequest = decode(&body)?;
+    let meta = &request.parent.metadata;
+    outcome.parent = Some((meta.namespace.clone().unwrap_or_default(), meta.name.clone()));
+    let response = crate::sync(&request, Timestamp::now())?;
+    outcome.children = response.children.len();
+    let mut answer = json_response(StatusCode::OK, encode(&response)?);
+    answer.headers_mut().insert(header::ETAG, etag_header);
+    Ok(answer)
+}
+
+/// `POST /sync`.
+pub async fn sync(headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> Response {
+    let started = Instant::now();
+    let mut outcome = Outcome { parent: None, children: 0 };
+    let result = sync_inner(&headers, body, &mut outcome);
+    let (namespace, name) = outcome.parent.unwrap_or_default();
+    let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+    match result {
+        Ok(response) => {
+            let code = response.status().as_u16();
+            tracing::info!(path = "/sync", %namespace, %name, code, children = outcome.children, latency_us = micros, "sync answered");
+            response
+        }
+        Err(error) => {
+            let code = error.status.as_u16();
+            tracing::warn!(path = "/sync", %namespace, %name, code, error = %error.error, field = error.field.as_deref().unwrap_or(""), latency_us = micros, "sync rejected");
+            error.into_response()
+        }
+    }
+}
+
+/// `POST /customize`.
+pub async fn customize(headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> Response {
+    let result = (|| {
+        check_content_type(&headers)?;
+        let body = read_body(body)?;
+        let request: crate::hook::CustomizeRequest = decode(&body)?;
+        let response = crate::customize(&request)?;
+        Ok::<_, ApiError>(json_response(StatusCode::OK, encode(&response)?))
+    })();
+    result.unwrap_or_else(|error| {
+        tracing::warn!(path = "/customize", code = error.status.as_u16(), error = %error.error, "customize rejected");
+        error.into_response()
+    })
+}
+
+/// `GET /healthz` and `GET /readyz`: the process serves requests.
+pub async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+/// Any other path.
+pub async fn not_found() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "no such route: use POST /sync, POST /customize, GET /healthz or GET /readyz", None)
+}
+
+/// A panic becomes a 500 with a JSON body; Metacontroller then retries and changes nothing.
+#[allow(clippy::needless_pass_by_value)]
+pub fn panic_response(_panic: Box<dyn Any + Send + 'static>) -> Response {
+    tracing::error!("handler panicked");
+    ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error", None).into_response()
+}
