@@ -1,0 +1,797 @@
+#!/usr/bin/env python3
+"""Run a real memcached with exactly the arguments the hook renders, and drive it with a real client.
+
+For every case (a Memcached CR in tests/peers/cases/NAME.yaml) the driver takes the Deployment the hook
+rendered for it (--rendered-dir DIR/NAME.yaml, the output of `memcached-hook render`), or, when no rendering
+is given, a Deployment assembled from the hand-written arguments in cases/expected-args.json.
+
+From the Deployment it takes containers[0].args, its ports, its volume mounts and the Secret volumes behind
+them. The Secret volumes are materialised in a temp dir (generated CA, server and client certificates, a
+password file) and only the mount paths in the arguments are rewritten to that dir. With --netns the driver
+runs inside a private network namespace that contains nothing but `lo`, so the listener addresses stay exactly
+as rendered (a wildcard there reaches loopback only); without it the listener addresses are rewritten to
+127.0.0.1 and free ports. memcached is started with those arguments, bounded by `timeout`, stopped by its PID.
+
+What is checked comes from the CR (what the user asked for), not from the arguments, so a flag that the hook
+drops or gets wrong shows up as a failed check. Prints one line per check and `peers: N passed, M failed`.
+Only the standard library plus PyYAML.
+"""
+
+import argparse
+import fcntl
+import json
+import os
+import pwd
+import shutil
+import socket
+import ssl
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+import yaml
+
+MIB = 1024 * 1024
+DEFAULTS = {"maxMemoryMB": 64, "maxConnections": 1024, "threads": 4, "maxItemSize": "1m"}
+SASL_USER = "peeruser"
+SASL_PASSWORD = "peer-Secret-pw"
+OP_TIMEOUT = 4.0          # seconds per socket operation
+START_ATTEMPTS = 100      # readiness polls, 0.05 s apart
+MEMCACHED_LIFETIME = 120  # hard limit for one memcached process (timeout(1))
+# extraArgs we know how to observe in `stats settings`: flag -> (settings key, how the value is found)
+KNOWN_EXTRA = {"--max-reqs-per-event": "reqs_per_event", "-R": "reqs_per_event"}
+
+
+# ----------------------------------------------------------------------------------------------- results
+class Results:
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+        self.failures = []
+
+    def check(self, name, ok, detail=""):
+        if ok:
+            self.passed += 1
+            print(f"ok    {name}" + (f"  ({detail})" if detail else ""), flush=True)
+        else:
+            self.failed += 1
+            self.failures.append(name)
+            print(f"FAIL  {name}: {detail}", flush=True)
+        return ok
+
+    def note(self, text):
+        print(f"note  {text}", flush=True)
+
+
+# ----------------------------------------------------------------------------------------------- helpers
+def run(cmd, timeout=60, **kw):
+    return subprocess.run(cmd, timeout=timeout, check=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kw)
+
+
+def bring_up_loopback():
+    """`ip link set lo up` without iproute2 (SIOCGIFFLAGS / SIOCSIFFLAGS)."""
+    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        req = struct.pack("16sH", b"lo", 0)
+        flags = struct.unpack("16sH", fcntl.ioctl(s, siocgifflags, req)[:18])[1]
+        fcntl.ioctl(s, siocsifflags, struct.pack("16sH", b"lo", flags | iff_up))
+
+
+def ipv6_loopback():
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def size_bytes(text):
+    unit = {"k": 1024, "m": MIB}[text[-1]]
+    return int(text[:-1]) * unit
+
+
+def dig(obj, *path, default=None):
+    for key in path:
+        if isinstance(obj, dict) and key in obj and obj[key] is not None:
+            obj = obj[key]
+        elif isinstance(obj, list) and isinstance(key, int) and 0 <= key < len(obj):
+            obj = obj[key]
+        else:
+            return default
+    return obj
+
+
+# ----------------------------------------------------------------------------------------------- intent
+def intent_of(cr):
+    """What the CR asks for, with the defaults of spec a.3 / 1.4a (0 and "" mean default)."""
+    spec = cr.get("spec") or {}
+    mc = spec.get("memcached") or {}
+    sec = spec.get("security") or {}
+    want = {}
+    for key, default in DEFAULTS.items():
+        value = mc.get(key)
+        want[key] = value if value not in (None, 0, "") else default
+    want["verbosity"] = mc.get("verbosity") if mc.get("verbosity") in (1, 2) else 0
+    want["extraArgs"] = list(mc.get("extraArgs") or [])
+    want["sasl"] = bool(dig(sec, "sasl", "enabled"))
+    want["tls"] = bool(dig(sec, "tls", "enabled"))
+    want["mtls"] = want["tls"] and bool(dig(sec, "tls", "enableClientCert"))
+    want["monitoring"] = bool(dig(spec, "monitoring", "enabled"))
+    want["sasl_secret"] = dig(sec, "sasl", "credentialsSecretRef", "name", default="")
+    want["tls_secret"] = dig(sec, "tls", "certificateSecretRef", "name", default="")
+    return want
+
+
+# ----------------------------------------------------------------------------------------------- PKI
+def make_pki(d):
+    """CA, server cert (localhost, 127.0.0.1, ::1), client cert from the CA, client cert from another CA."""
+    def ossl(*args):
+        run(["openssl", *args], cwd=d)
+
+    with open(os.path.join(d, "server.ext"), "w") as f:
+        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1\nextendedKeyUsage=serverAuth\n")
+    with open(os.path.join(d, "client.ext"), "w") as f:
+        f.write("extendedKeyUsage=clientAuth\n")
+    for ca in ("ca", "rogue-ca"):
+        ossl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{ca}.key", "-out", f"{ca}.crt",
+             "-days", "2", "-subj", f"/CN=peers-{ca}")
+    for name, ca, ext in (("server", "ca", "server.ext"), ("client", "ca", "client.ext"),
+                          ("rogue", "rogue-ca", "client.ext")):
+        ossl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
+             "-subj", "/CN=localhost" if name == "server" else f"/CN=peers-{name}")
+        ossl("x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.crt", "-CAkey", f"{ca}.key", "-CAcreateserial",
+             "-out", f"{name}.crt", "-days", "2", "-extfile", ext)
+
+    def read(name):
+        with open(os.path.join(d, name), "rb") as f:
+            return f.read()
+
+    # every fake Secret carries every key the hook may project
+    return {
+        "password-file": f"{SASL_USER}:{SASL_PASSWORD}\n".encode(),
+        "tls.crt": read("server.crt"),
+        "tls.key": read("server.key"),
+        "ca.crt": read("ca.crt"),
+    }
+
+
+# ----------------------------------------------------------------------------------------------- deployment
+def synthetic_deployment(cr, args, want):
+    """Only for development without the hook binary: a Deployment per spec b.3/b.8/b.9 around given args."""
+    c0 = {"name": "memcached", "image": "memcached:1.6", "args": list(args),
+          "ports": [{"name": "memcached", "containerPort": 11211, "protocol": "TCP"}],
+          "readinessProbe": {"tcpSocket": {"port": "memcached"}}, "livenessProbe": {"tcpSocket": {"port": "memcached"}}}
+    volumes, mounts = [], []
+    if want["sasl"]:
+        volumes.append({"name": "sasl-credentials", "secret": {"secretName": want["sasl_secret"],
+                        "items": [{"key": "password-file", "path": "password-file"}]}})
+        mounts.append({"name": "sasl-credentials", "mountPath": "/etc/memcached/sasl", "readOnly": True})
+    if want["tls"]:
+        c0["ports"].append({"name": "memcached-tls", "containerPort": 11212, "protocol": "TCP"})
+        items = [{"key": "tls.crt", "path": "tls.crt"}, {"key": "tls.key", "path": "tls.key"}]
+        if want["mtls"]:
+            items.append({"key": "ca.crt", "path": "ca.crt"})
+        volumes.append({"name": "tls-certificates", "secret": {"secretName": want["tls_secret"], "items": items}})
+        mounts.append({"name": "tls-certificates", "mountPath": "/etc/memcached/tls", "readOnly": True})
+    if mounts:
+        c0["volumeMounts"] = mounts
+    containers = [c0]
+    if want["monitoring"]:
+        containers.append({"name": "exporter", "image": "prom/memcached-exporter:v0.15.4",
+                           "ports": [{"name": "metrics", "containerPort": 9150, "protocol": "TCP"}]})
+    pod = {"containers": containers}
+    if volumes:
+        pod["volumes"] = volumes
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": cr["metadata"]["name"]},
+            "spec": {"template": {"spec": pod}}}
+
+
+def materialise_mounts(deploy, workdir, secret_data):
+    """Write each Secret volume mounted into containers[0] to workdir/mounts/<volume>; return mountPath -> dir."""
+    pod = dig(deploy, "spec", "template", "spec", default={})
+    volumes = {v.get("name"): v for v in pod.get("volumes") or []}
+    c0 = dig(pod, "containers", 0, default={})
+    mapping, problems = {}, []
+    for m in c0.get("volumeMounts") or []:
+        vol = volumes.get(m.get("name"))
+        if vol is None or "secret" not in vol:
+            problems.append(f"mount {m.get('name')} has no Secret volume")
+            continue
+        target = os.path.join(workdir, "mounts", m["name"])
+        os.makedirs(target, exist_ok=True)
+        os.chmod(target, 0o755)
+        items = vol["secret"].get("items") or [{"key": k, "path": k} for k in secret_data]
+        for item in items:
+            if item["key"] not in secret_data:
+                problems.append(f"volume {m['name']} projects unknown key {item['key']}")
+                continue
+            path = os.path.join(target, item["path"])
+            with open(path, "wb") as f:
+                f.write(secret_data[item["key"]])
+            os.chmod(path, 0o644)
+        mapping[m["mountPath"].rstrip("/")] = target
+    return mapping, problems
+
+
+def rewrite_mount_paths(args, mapping):
+    out = []
+    for arg in args:
+        for mount in sorted(mapping, key=len, reverse=True):
+            if mount + "/" in arg:
+                arg = arg.replace(mount + "/", mapping[mount] + "/")
+                break
+        out.append(arg)
+    return out
+
+
+def listener_values(args):
+    """Indexes and values of -l/--listen arguments."""
+    found = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in ("-l", "--listen") and i + 1 < len(args):
+            found.append((i + 1, args[i + 1]))
+            i += 2
+            continue
+        if a.startswith("--listen="):
+            found.append((i, a))
+        elif a.startswith("-l") and len(a) > 2:
+            found.append((i, a))
+        i += 1
+    return found
+
+
+def rewrite_listeners(args, portmap):
+    """Fallback without a private network namespace: every listener goes to 127.0.0.1, ports remapped."""
+    args = list(args)
+    found = listener_values(args)
+    for idx, raw in found:
+        prefix, value = "", raw
+        if args[idx - 1] not in ("-l", "--listen") or idx == 0:  # joined forms: --listen=X, -lX
+            if raw.startswith("--listen="):
+                prefix, value = "--listen=", raw[len("--listen="):]
+            elif raw.startswith("-l"):
+                prefix, value = "-l", raw[2:]
+        entries = []
+        for entry in value.split(","):
+            tls_prefix = ""
+            if entry.startswith("notls:"):
+                tls_prefix, entry = "notls:", entry[len("notls:"):]
+            port = 11211
+            if entry.startswith("["):
+                rest = entry[entry.index("]") + 1:]
+                if rest.startswith(":"):
+                    port = int(rest[1:])
+            elif ":" in entry:
+                port = int(entry.rsplit(":", 1)[1])
+            entries.append(f"{tls_prefix}127.0.0.1:{portmap.setdefault(port, free_port())}")
+        args[idx] = prefix + ",".join(entries)
+    if not found:
+        args += ["-p", str(portmap.setdefault(11211, free_port())), "-l", "127.0.0.1"]
+    return args
+
+
+def apply_break(args, mode):
+    """Deliberately broken arguments, to show that the checks catch a wrong hook (see FINDINGS.md)."""
+    args = list(args)
+    if mode == "flag" and "-m" in args:
+        args[args.index("-m")] = "--max-memory-mb"           # not a memcached flag
+    elif mode == "verify" and "ssl_verify_mode=2" in args:
+        i = args.index("ssl_verify_mode=2")
+        del args[i - 1:i + 1]                                  # C5C3's mTLS: ca cert but no verification
+    elif mode == "listeners":
+        for idx, _ in reversed(listener_values(args)):
+            del args[idx - 1:idx + 1]                          # C5C3's TLS: no listeners
+    elif mode == "threads" and "-t" in args:
+        args[args.index("-t") + 1] = "3"                       # a wrong value
+    return args
+
+
+# ----------------------------------------------------------------------------------------------- client
+class McError(Exception):
+    pass
+
+
+class Client:
+    """A minimal memcached ASCII-protocol client over plain TCP or TLS."""
+
+    def __init__(self, host, port, tls=None):
+        self.sock = socket.create_connection((host, port), timeout=OP_TIMEOUT)
+        if tls is not None:
+            self.sock = tls.wrap_socket(self.sock, server_hostname="localhost")
+        self.buf = b""
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _line(self):
+        for _ in range(10000):
+            if b"\r\n" in self.buf:
+                line, self.buf = self.buf.split(b"\r\n", 1)
+                return line.decode(errors="replace")
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise McError("connection closed by server")
+            self.buf += chunk
+        raise McError("response too long")
+
+    def _exact(self, n):
+        for _ in range(10000):
+            if len(self.buf) >= n + 2:
+                data, self.buf = self.buf[:n], self.buf[n + 2:]
+                return data
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise McError("connection closed by server")
+            self.buf += chunk
+        raise McError("value too long")
+
+    def set(self, key, value):
+        self.sock.sendall(b"set %s 0 0 %d\r\n%s\r\n" % (key.encode(), len(value), value))
+        return self._line()
+
+    def auth(self, user, password):
+        token = f"{user} {password}".encode()
+        return self.set("auth", token)
+
+    def get(self, key):
+        self.sock.sendall(b"get %s\r\n" % key.encode())
+        line = self._line()
+        if line.startswith("VALUE "):
+            value = self._exact(int(line.split()[3]))
+            end = self._line()
+            if end != "END":
+                raise McError(f"expected END, got {end!r}")
+            return value
+        if line == "END":
+            return None
+        raise McError(line)
+
+    def stats(self, sub=""):
+        self.sock.sendall(("stats %s\r\n" % sub).strip().encode() + b"\r\n")
+        out = {}
+        for _ in range(2000):
+            line = self._line()
+            if line == "END":
+                return out
+            parts = line.split(" ", 2)
+            if parts[0] != "STAT" or len(parts) < 3:
+                raise McError(line)
+            out[parts[1]] = parts[2]
+        raise McError("stats too long")
+
+
+def set_get(host, port, tls=None, auth=False, key="peer-key"):
+    """set + get round trip; returns (ok, detail)."""
+    value = os.urandom(8).hex().encode()
+    try:
+        with Client(host, port, tls) as c:
+            if auth:
+                r = c.auth(SASL_USER, SASL_PASSWORD)
+                if r != "STORED":
+                    return False, f"auth answered {r!r}"
+            r = c.set(key, value)
+            if r != "STORED":
+                return False, f"set answered {r!r}"
+            got = c.get(key)
+            if got != value:
+                return False, f"get returned {got!r}, expected {value!r}"
+            version = c.sock.version() if isinstance(c.sock, ssl.SSLSocket) else "plaintext"
+            return True, version
+    except (OSError, McError, ssl.SSLError) as e:
+        return False, f"{type(e).__name__}: {e}"
+
+
+def rejected(host, port, tls=None, auth=False):
+    """True when the server refuses a session: handshake error, alert or EOF on the first command."""
+    try:
+        with Client(host, port, tls) as c:
+            if auth:
+                c.auth(SASL_USER, SASL_PASSWORD)
+            r = c.set("peer-rejected", b"x")
+            return r != "STORED", f"server answered {r!r}"
+    except (OSError, McError, ssl.SSLError) as e:
+        return True, f"{type(e).__name__}: {str(e)[:90]}"
+
+
+def tls_context(pki_dir, client_cert=None, max_tls12=False):
+    ctx = ssl.create_default_context(cafile=os.path.join(pki_dir, "ca.crt"))  # verifies the server cert
+    if client_cert:
+        ctx.load_cert_chain(os.path.join(pki_dir, f"{client_cert}.crt"), os.path.join(pki_dir, f"{client_cert}.key"))
+    if max_tls12:
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    return ctx
+
+
+# ----------------------------------------------------------------------------------------------- memcached
+class Memcached:
+    def __init__(self, binary, args, workdir, name):
+        self.log_path = os.path.join(workdir, f"{name}.memcached.log")
+        prefix = ["timeout", "--kill-after=5", str(MEMCACHED_LIFETIME)]
+        if os.geteuid() == 0:  # memcached refuses root without -u; run as an unprivileged user, argv unchanged
+            user = "memcache" if _user_exists("memcache") else "nobody"
+            pw = pwd.getpwnam(user)
+            prefix += ["setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--clear-groups"]
+        self.cmd = prefix + [binary] + list(args)
+        self.proc = None
+
+    def start(self):
+        self.log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(self.cmd, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+    def wait_ready(self, host, port):
+        for _ in range(START_ATTEMPTS):
+            if self.proc.poll() is not None:
+                return False, f"memcached exited with {self.proc.returncode}: {self.log_tail()}"
+            try:
+                socket.create_connection((host, port), timeout=0.5).close()
+                return True, f"pid {self.proc.pid}"
+            except OSError:
+                time.sleep(0.05)
+        return False, f"nothing listens on {host}:{port} after {START_ATTEMPTS * 0.05:.0f}s: {self.log_tail()}"
+
+    def stop(self):
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.terminate()  # SIGTERM to timeout(1), which passes it on to memcached
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+        self.log.close()
+        return self.proc.returncode
+
+    def log_tail(self):
+        try:
+            self.log.flush()
+            with open(self.log_path, "rb") as f:
+                return f.read()[-300:].decode(errors="replace").strip().replace("\n", " | ")
+        except OSError:
+            return ""
+
+
+def _user_exists(name):
+    try:
+        pwd.getpwnam(name)
+        return True
+    except KeyError:
+        return False
+
+
+# ----------------------------------------------------------------------------------------------- exporter
+def scrape_like_exporter(port, hosts):
+    """What memcached_exporter does with its default address localhost:<port>: plain TCP, no SASL, `stats`.
+    A pod's /etc/hosts maps localhost to 127.0.0.1 and ::1, so every loopback address is tried."""
+    results = []
+    resolved = [a[4][0] for a in socket.getaddrinfo("localhost", port, type=socket.SOCK_STREAM)]
+    for host in dict.fromkeys(resolved + hosts):
+        try:
+            with Client(host, port) as c:
+                st = c.stats()
+                results.append((host, "pid" in st and "uptime" in st, f"{len(st)} stats"))
+        except (OSError, McError, ssl.SSLError) as e:
+            results.append((host, False, f"{type(e).__name__}: {e}"))
+    return results
+
+
+def run_exporter(binary, memcached_port, netns, workdir, name):
+    """Run the real exporter (with the rendered exporter args, i.e. none, in a private netns) and scrape it."""
+    import urllib.request
+    listen_port = 9150 if netns else free_port()
+    cmd = ["timeout", "--kill-after=5", "60", binary]
+    if not netns:
+        cmd += [f"--memcached.address=127.0.0.1:{memcached_port}", f"--web.listen-address=127.0.0.1:{listen_port}"]
+    log_path = os.path.join(workdir, f"{name}.exporter.log")
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        try:
+            body, err = "", ""
+            for _ in range(50):
+                if proc.poll() is not None:
+                    err = f"exporter exited with {proc.returncode}"
+                    break
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{listen_port}/metrics", timeout=5) as r:
+                        body = r.read().decode()
+                    break
+                except OSError as e:
+                    err = str(e)
+                    time.sleep(0.1)
+            up = [l for l in body.splitlines() if l.startswith("memcached_up")]
+            return up == ["memcached_up 1"], (up[0] if up else err)
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=5)
+
+
+# ----------------------------------------------------------------------------------------------- one case
+def run_case(R, name, cr, children, expected, opts, pki_dir, secret_data):
+    want = intent_of(cr)
+    ck = lambda check, ok, detail="": R.check(f"{name}/{check}", ok, detail)
+
+    if children is not None:
+        deploys = [d for d in children if isinstance(d, dict) and d.get("kind") == "Deployment"]
+        ck("render-deployment-first", bool(children) and children[0].get("kind") == "Deployment",
+           f"kinds: {[d.get('kind') for d in children if isinstance(d, dict)]}")
+        if not deploys:
+            return
+        deploy = deploys[0]
+    else:
+        deploy = synthetic_deployment(cr, expected, want)
+
+    pod = dig(deploy, "spec", "template", "spec", default={})
+    c0 = dig(pod, "containers", 0, default={})
+    args = c0.get("args") or []
+    if not ck("container-0-is-memcached", c0.get("name") == "memcached" and isinstance(args, list)
+              and all(isinstance(a, str) for a in args), f"name={c0.get('name')!r}"):
+        return
+    if expected is not None and children is not None:
+        ck("args-match-spec", args == expected,
+           "" if args == expected else f"\n        rendered {json.dumps(args)}\n        expected {json.dumps(expected)}")
+
+    ports = {p.get("name"): p.get("containerPort") for p in c0.get("ports") or []}
+    plain_port, tls_port = ports.get("memcached"), ports.get("memcached-tls")
+    ck("ports-declared", plain_port == 11211 and (tls_port == 11212 if want["tls"] else tls_port is None),
+       f"{ports}")
+    probe = {dig(c0, "readinessProbe", "tcpSocket", "port"), dig(c0, "livenessProbe", "tcpSocket", "port")}
+    ck("probes-use-plaintext-port", probe <= {"memcached", plain_port}, f"probe ports {probe}")
+    if plain_port is None:
+        return
+
+    workdir = tempfile.mkdtemp(prefix=f"{name}-", dir=opts.workdir)
+    os.chmod(workdir, 0o755)
+    mapping, problems = materialise_mounts(deploy, workdir, secret_data)
+    ck("secret-volumes-mountable", not problems, "; ".join(problems) or f"{sorted(mapping)}")
+    run_args = rewrite_mount_paths(args, mapping)
+    leftover = [a for a in run_args if "/etc/memcached/" in a]
+    ck("args-reference-only-mounted-paths", not leftover, f"unmounted paths: {leftover}")
+
+    hosts = ["127.0.0.1"]
+    if opts.netns:
+        plain, tlsp = plain_port, tls_port
+        if ipv6_loopback():
+            hosts.append("::1")
+    else:
+        portmap = {}
+        run_args = rewrite_listeners(run_args, portmap)
+        plain = portmap.get(plain_port) or portmap.setdefault(plain_port, free_port())
+        tlsp = portmap.get(tls_port) if tls_port else None
+    if opts.break_mode:
+        run_args = apply_break(run_args, opts.break_mode)
+    print(f"      memcached {' '.join(run_args)}", flush=True)
+
+    mc = Memcached(opts.memcached, run_args, workdir, name)
+    mc.start()
+    try:
+        ok, detail = mc.wait_ready("127.0.0.1", plain)
+        if not ck("starts-and-listens", ok, detail):
+            return
+        auth = want["sasl"]
+        for h in hosts:
+            ck(f"plaintext-set-get[{h}]", *set_get(h, plain, auth=auth))
+        if want["tls"]:
+            client = "client" if want["mtls"] else None
+            for h in hosts:
+                if tlsp is None:
+                    ck(f"tls-set-get[{h}]", False, "no TLS listener in the arguments")
+                    continue
+                ck(f"tls-set-get[{h}]", *set_get(h, tlsp, tls_context(pki_dir, client), auth=auth))
+            if tlsp is not None:
+                ck("tls-port-refuses-plaintext", *rejected("127.0.0.1", tlsp, auth=auth))
+            ck("plaintext-port-is-not-tls", *rejected("127.0.0.1", plain, tls_context(pki_dir, client)))
+            if tlsp is not None and want["mtls"]:
+                ck("mtls-rejects-no-client-cert", *rejected("127.0.0.1", tlsp, tls_context(pki_dir), auth=auth))
+                ck("mtls-rejects-no-client-cert-tls1.2",
+                   *rejected("127.0.0.1", tlsp, tls_context(pki_dir, max_tls12=True), auth=auth))
+                ck("mtls-rejects-cert-from-other-ca",
+                   *rejected("127.0.0.1", tlsp, tls_context(pki_dir, "rogue"), auth=auth))
+            elif tlsp is not None:
+                ck("tls-without-client-cert-accepted", *set_get("127.0.0.1", tlsp, tls_context(pki_dir), auth=auth))
+        elif opts.netns:
+            ok, detail = rejected("127.0.0.1", 11212)
+            ck("no-tls-listener", ok and "Refused" in detail, detail)
+        if want["sasl"]:
+            ck("auth-required-for-get", *_unauthenticated("127.0.0.1", plain, None))
+            ck("auth-wrong-password-rejected", *_wrong_password("127.0.0.1", plain, None))
+            if want["tls"] and tlsp is not None:
+                client = "client" if want["mtls"] else None
+                ck("auth-required-over-tls", *_unauthenticated("127.0.0.1", tlsp, tls_context(pki_dir, client)))
+        check_settings(ck, want, plain, mapping)
+        if want["monitoring"]:
+            check_exporter(ck, R, want, deploy, plain_port, plain, opts, workdir, name, hosts)
+    finally:
+        rc = mc.stop()
+    ck("stops-on-sigterm", rc is not None and rc in (0, 124, -15, 143), f"exit {rc}")
+
+
+def _unauthenticated(host, port, tls):
+    try:
+        with Client(host, port, tls) as c:
+            try:
+                got = c.get("peer-key")
+                return False, f"get without auth returned {got!r}"
+            except McError as e:
+                return "unauthenticated" in str(e), str(e)
+    except (OSError, ssl.SSLError) as e:
+        return False, f"{type(e).__name__}: {e}"
+
+
+def _wrong_password(host, port, tls):
+    try:
+        with Client(host, port, tls) as c:
+            r = c.auth(SASL_USER, "not-the-password")
+            try:
+                got = c.get("peer-key")
+                after = f"get then returned {got!r}"
+                ok_after = False
+            except McError as e:
+                after, ok_after = str(e), "unauthenticated" in str(e)
+            return r.startswith("CLIENT_ERROR") and ok_after, f"auth: {r!r}; {after}"
+    except (OSError, ssl.SSLError) as e:
+        return False, f"{type(e).__name__}: {e}"
+
+
+def check_settings(ck, want, port, mapping):
+    try:
+        with Client("127.0.0.1", port) as c:
+            if want["sasl"]:
+                c.auth(SASL_USER, SASL_PASSWORD)
+            st = c.stats("settings")
+    except (OSError, McError, ssl.SSLError) as e:
+        ck("stats-settings", False, f"{type(e).__name__}: {e}")
+        return
+    expect = {
+        "maxbytes": str(want["maxMemoryMB"] * MIB),
+        "maxconns": str(want["maxConnections"]),
+        "num_threads": str(want["threads"]),
+        "item_size_max": str(size_bytes(want["maxItemSize"])),
+        "verbosity": str(want["verbosity"]),
+        "ssl_enabled": "yes" if want["tls"] else "no",
+    }
+    if want["mtls"]:
+        # memcached shows OpenSSL's flags: 2 (Require) = SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT = 3
+        expect["ssl_verify_mode"] = "3"
+        expect["ssl_ca_cert"] = os.path.join(mapping.get("/etc/memcached/tls", "?"), "ca.crt")
+    if want["sasl"]:
+        expect["auth_enabled_ascii"] = os.path.join(mapping.get("/etc/memcached/sasl", "?"), "password-file")
+    else:
+        expect["auth_enabled_ascii"] = "no"
+    extra = want["extraArgs"]
+    for i, a in enumerate(extra[:-1]):
+        if a in KNOWN_EXTRA:
+            expect[KNOWN_EXTRA[a]] = extra[i + 1]
+        if a == "-o" and "=" in extra[i + 1]:
+            k, v = extra[i + 1].split("=", 1)
+            if k in st:
+                expect[k] = v
+    for key, value in expect.items():
+        ck(f"settings[{key}]", st.get(key) == value, f"{st.get(key)}" if st.get(key) == value
+           else f"stats settings says {st.get(key)!r}, CR asks for {value!r}")
+
+
+def check_exporter(ck, R, want, deploy, plain_port, plain, opts, workdir, name, hosts):
+    containers = dig(deploy, "spec", "template", "spec", "containers", default=[])
+    exp = containers[1] if len(containers) > 1 else {}
+    ck("exporter-sidecar", exp.get("name") == "exporter" and not exp.get("args") and not exp.get("command"),
+       f"containers: {[c.get('name') for c in containers]}, exporter args {exp.get('args')}")
+    # the sidecar has no arguments, so it scrapes its default localhost:11211 in plaintext without SASL
+    if opts.netns:
+        scrapes = scrape_like_exporter(plain_port, hosts)
+    else:
+        scrapes = [(h, *r) for h, r in (("127.0.0.1", _stats_ok("127.0.0.1", plain)),)]
+    for host, ok, detail in scrapes:
+        if want["sasl"]:
+            ck(f"exporter-style-scrape-refused-under-sasl[{host}]", not ok, detail)
+        else:
+            ck(f"exporter-style-scrape[{host}]", ok, detail)
+    if want["sasl"]:
+        R.note(f"{name}: with SASL on, the argument-less exporter cannot authenticate (memcached_up would be 0)")
+    if opts.exporter and not want["sasl"]:
+        ck("real-exporter-memcached_up", *run_exporter(opts.exporter, plain, opts.netns, workdir, name))
+
+
+def _stats_ok(host, port):
+    try:
+        with Client(host, port) as c:
+            st = c.stats()
+            return "pid" in st, f"{len(st)} stats"
+    except (OSError, McError, ssl.SSLError) as e:
+        return False, f"{type(e).__name__}: {e}"
+
+
+# ----------------------------------------------------------------------------------------------- main
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cases", required=True, help="directory with NAME.yaml Memcached CRs and expected-args.json")
+    ap.add_argument("--rendered-dir", help="directory with NAME.yaml = `memcached-hook render cases/NAME.yaml`")
+    ap.add_argument("--only", action="append", help="run only these cases")
+    ap.add_argument("--netns", action="store_true", help="running in a private network namespace (unshare -n)")
+    ap.add_argument("--memcached", default=shutil.which("memcached") or "/usr/bin/memcached")
+    ap.add_argument("--exporter", help="memcached_exporter binary, if one is installed")
+    ap.add_argument("--break", dest="break_mode", choices=["flag", "verify", "listeners", "threads"],
+                    help="deliberately break the arguments after rendering (shows that the checks fail)")
+    ap.add_argument("--workdir", help="temp dir (default: a new one, removed afterwards)")
+    ap.add_argument("--deadline", type=float, default=600, help="seconds for all cases")
+    opts = ap.parse_args()
+
+    started = time.monotonic()
+    own_workdir = opts.workdir is None
+    opts.workdir = opts.workdir or tempfile.mkdtemp(prefix="memcached-peers-")
+    os.chmod(opts.workdir, 0o755)
+    R = Results()
+    try:
+        if opts.netns:
+            bring_up_loopback()
+            R.note(f"private network namespace: listeners kept as rendered; IPv6 loopback: {ipv6_loopback()}")
+        else:
+            R.note("no private network namespace: listener addresses rewritten to 127.0.0.1 and free ports")
+        version = run([opts.memcached, "-V"]).stdout.decode().strip()
+        R.note(f"{version} ({opts.memcached}); mode: "
+               + ("rendered by the hook" if opts.rendered_dir else "hand-written expected args (no hook binary)"))
+        pki_dir = os.path.join(opts.workdir, "pki")
+        os.makedirs(pki_dir)
+        secret_data = make_pki(pki_dir)
+        with open(os.path.join(opts.cases, "expected-args.json")) as f:
+            expected_all = json.load(f)
+        names = sorted(n[:-5] for n in os.listdir(opts.cases) if n.endswith(".yaml"))
+        if opts.only:
+            names = [n for n in names if n in opts.only]
+        R.check("cases-found", bool(names), f"{len(names)} cases")
+        for name in names:
+            if time.monotonic() - started > opts.deadline:
+                R.check(f"{name}/deadline", False, f"over {opts.deadline}s, case not run")
+                continue
+            print(f"--- {name}", flush=True)
+            with open(os.path.join(opts.cases, f"{name}.yaml")) as f:
+                cr = yaml.safe_load(f)
+            expected = expected_all.get(name)
+            children = None
+            if opts.rendered_dir:
+                path = os.path.join(opts.rendered_dir, f"{name}.yaml")
+                if not R.check(f"{name}/rendered", os.path.exists(path), path):
+                    continue
+                with open(path) as f:
+                    children = [d for d in yaml.safe_load_all(f) if d is not None]
+            elif expected is None:
+                R.check(f"{name}/expected-args", False, "no entry in expected-args.json and no rendering")
+                continue
+            try:
+                run_case(R, name, cr, children, expected, opts, pki_dir, secret_data)
+            except Exception as e:  # a bug in the driver must fail the run, not pass silently
+                R.check(f"{name}/driver", False, f"{type(e).__name__}: {e}")
+    finally:
+        if own_workdir:
+            shutil.rmtree(opts.workdir, ignore_errors=True)
+    R.note(f"took {time.monotonic() - started:.0f}s" + (f"; failed: {' '.join(R.failures)}" if R.failures else ""))
+    print(f"peers: {R.passed} passed, {R.failed} failed")
+    return 0 if R.failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

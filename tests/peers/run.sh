@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Proof against a real memcached (issue 5): render every Memcached CR in tests/peers/cases with the hook, start
+# Debian's memcached with exactly the rendered arguments and drive it with real plaintext/TLS/mTLS/auth clients.
+#
+#   bash tests/peers/run.sh                 # everything; last line: "peers: N passed, M failed"
+#   PEERS_BREAK=flag bash tests/peers/run.sh   # deliberately broken arguments: must fail (flag|verify|listeners|threads)
+#   PEERS_ONLY="tls mtls" bash tests/peers/run.sh
+#
+# Environment: MEMCACHED_HOOK_BIN (use this binary instead of building), CARGO_TARGET_DIR (default
+# $HOME/.cache/memcached-hook/target), PEERS_REQUIRE_HOOK=1 (fail instead of falling back to the hand-written
+# arguments when the hook cannot be built; the default under CI=true), PEERS_NO_HOOK=1 (do not build or run the
+# hook: check the hand-written arguments of cases/expected-args.json only).
+# Installs what it needs (apt: memcached, openssl; PyYAML into a venv only when python3 lacks it).
+# Only loopback traffic: memcached runs in a private network namespace (unshare -n) when the machine allows,
+# otherwise on 127.0.0.1 with free ports. Every process is bounded by timeout(1) and stopped by its PID.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+CACHE=${MEMCACHED_HOOK_CACHE:-$HOME/.cache/memcached-hook}
+REQUIRE_HOOK=${PEERS_REQUIRE_HOOK:-$([ "${CI:-}" = true ] && echo 1 || echo 0)}
+
+die() {
+    echo "peers: setup failed: $*" >&2
+    echo "peers: 0 passed, 1 failed"
+    exit 1
+}
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo -n "$@"; fi; }
+
+# ---- 1. system packages ------------------------------------------------------------------------------------
+need=()
+command -v memcached >/dev/null 2>&1 || need+=(memcached)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
+command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
+if [ ${#need[@]} -gt 0 ]; then
+    echo "peers: installing ${need[*]}"
+    # keep the package's own service from starting (we start memcached ourselves, bounded)
+    policy=/usr/sbin/policy-rc.d
+    added_policy=0
+    if [ ! -e "$policy" ]; then
+        printf '#!/bin/sh\nexit 101\n' | as_root tee "$policy" >/dev/null && as_root chmod 755 "$policy" && added_policy=1
+    fi
+    as_root timeout 300 apt-get update -qq || die "apt-get update"
+    as_root env DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -qq --no-install-recommends "${need[@]}" \
+        >/dev/null || die "apt-get install ${need[*]}"
+    [ "$added_policy" = 1 ] && as_root rm -f "$policy"
+fi
+MEMCACHED=$(command -v memcached) || die "memcached not installed"
+
+# ---- 2. python with PyYAML ---------------------------------------------------------------------------------
+PY=python3
+if ! python3 -c 'import yaml' 2>/dev/null; then
+    VENV=$CACHE/venv-peers
+    if ! "$VENV/bin/python" -c 'import yaml' 2>/dev/null; then
+        echo "peers: creating $VENV with PyYAML"
+        python3 -m venv "$VENV" || die "python3 -m venv"
+        timeout 300 "$VENV/bin/pip" install -q pyyaml || die "pip install pyyaml"
+    fi
+    PY=$VENV/bin/python
+fi
+
+# ---- 3. the hook binary and its rendering ------------------------------------------------------------------
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/memcached-peers.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+chmod 755 "$WORK"
+BIN=${MEMCACHED_HOOK_BIN:-}
+if [ -z "$BIN" ] && [ "${PEERS_NO_HOOK:-0}" != 1 ] && [ -f "$ROOT/Cargo.toml" ] && command -v cargo >/dev/null 2>&1; then
+    export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$CACHE/target}
+    echo "peers: cargo build (CARGO_TARGET_DIR=$CARGO_TARGET_DIR)"
+    if (cd "$ROOT" && timeout 1800 cargo build --quiet --bin memcached-hook) >"$WORK/cargo.log" 2>&1; then
+        BIN=$CARGO_TARGET_DIR/debug/memcached-hook
+    else
+        tail -20 "$WORK/cargo.log" >&2
+        echo "peers: the hook does not build" >&2
+    fi
+fi
+driver=("$PY" "$HERE/memcached_args.py" --cases "$HERE/cases" --workdir "$WORK" --deadline 600)
+if [ -n "$BIN" ] && [ -x "$BIN" ]; then
+    mkdir -p "$WORK/rendered"
+    for cr in "$HERE"/cases/*.yaml; do
+        name=$(basename "$cr" .yaml)
+        if ! timeout 60 "$BIN" render "$cr" >"$WORK/rendered/$name.yaml" 2>"$WORK/rendered/$name.err"; then
+            echo "peers: render $name failed: $(head -c 400 "$WORK/rendered/$name.err")" >&2
+            rm -f "$WORK/rendered/$name.yaml"   # the driver reports the case as failed
+        fi
+    done
+    driver+=(--rendered-dir "$WORK/rendered")
+elif [ "$REQUIRE_HOOK" = 1 ]; then
+    die "no hook binary (set MEMCACHED_HOOK_BIN or make the crate build)"
+else
+    echo "peers: WARNING: no hook binary; running the hand-written expected arguments only" >&2
+fi
+
+# ---- 4. the exporter, if a package provides one ------------------------------------------------------------
+EXPORTER=$(command -v memcached_exporter || command -v prometheus-memcached-exporter || true)
+if [ -z "$EXPORTER" ] && apt-cache show prometheus-memcached-exporter >/dev/null 2>&1; then
+    as_root env DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -qq --no-install-recommends \
+        prometheus-memcached-exporter >/dev/null 2>&1 || true
+    EXPORTER=$(command -v prometheus-memcached-exporter || true)
+fi
+if [ -n "$EXPORTER" ]; then
+    driver+=(--exporter "$EXPORTER")
+else
+    echo "peers: no memcached exporter package on this machine; the exporter's scrape is emulated (plain 'stats')"
+fi
+
+[ -n "${PEERS_BREAK:-}" ] && driver+=(--break "$PEERS_BREAK")
+for only in ${PEERS_ONLY:-}; do driver+=(--only "$only"); done
+
+# ---- 5. run: in a private network namespace when possible (wildcard listeners then reach loopback only) ----
+set +e
+if as_root unshare -n true 2>/dev/null; then
+    as_root timeout --kill-after=10 900 unshare -n "${driver[@]}" --netns
+else
+    timeout --kill-after=10 900 "${driver[@]}"
+fi
+rc=$?
+set -e
+if [ $rc -ne 0 ] && [ $rc -ne 1 ]; then
+    echo "peers: driver ended abnormally (exit $rc)"
+    echo "peers: 0 passed, 1 failed"
+fi
+exit $rc
