@@ -40,7 +40,7 @@ SASL_PASSWORD = "peer-Secret-pw"
 OP_TIMEOUT = 4.0          # seconds per socket operation
 START_ATTEMPTS = 100      # readiness polls, 0.05 s apart
 MEMCACHED_LIFETIME = 120  # hard limit for one memcached process (timeout(1))
-# extraArgs we know how to observe in `stats settings`: flag -> (settings key, how the value is found)
+# extraArgs flags whose value `stats settings` shows: flag -> settings key (`-o key=value` is handled generically)
 KNOWN_EXTRA = {"--max-reqs-per-event": "reqs_per_event", "-R": "reqs_per_event"}
 
 
@@ -257,7 +257,7 @@ def rewrite_listeners(args, portmap):
     found = listener_values(args)
     for idx, raw in found:
         prefix, value = "", raw
-        if args[idx - 1] not in ("-l", "--listen") or idx == 0:  # joined forms: --listen=X, -lX
+        if idx == 0 or args[idx - 1] not in ("-l", "--listen"):  # joined forms: --listen=X, -lX
             if raw.startswith("--listen="):
                 prefix, value = "--listen=", raw[len("--listen="):]
             elif raw.startswith("-l"):
@@ -530,6 +530,60 @@ def run_exporter(binary, memcached_port, netns, workdir, name):
                     proc.wait(timeout=5)
 
 
+# ----------------------------------------------------------------------------------------------- replay
+CHILD_RESOURCES = [("apps/v1", "deployments", "Deployment"), ("v1", "services", "Service"),
+                   ("policy/v1", "poddisruptionbudgets", "PodDisruptionBudget"),
+                   ("networking.k8s.io/v1", "networkpolicies", "NetworkPolicy"),
+                   ("monitoring.coreos.com/v1", "servicemonitors", "ServiceMonitor"),
+                   ("autoscaling/v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler")]
+
+
+def replay_deployment(hook, cr, workdir, name):
+    """The Deployment of `memcached-hook replay` for a first-sync request (no observed children) of the CR."""
+    parent = json.loads(json.dumps(cr, default=str))
+    meta = parent.setdefault("metadata", {})
+    meta.setdefault("namespace", "peers")
+    meta.setdefault("uid", "00000000-0000-4000-8000-0000000000aa")
+    meta.setdefault("generation", 1)
+    request = {
+        "controller": {
+            "apiVersion": "metacontroller.k8s.io/v1alpha1", "kind": "CompositeController",
+            "metadata": {"name": "memcached-controller"},
+            "spec": {"parentResource": {"apiVersion": "memcached.c5c3.io/v1beta1", "resource": "memcacheds"},
+                     "childResources": [{"apiVersion": a, "resource": r, "updateStrategy": {"method": "InPlace"}}
+                                        for a, r, _ in CHILD_RESOURCES],
+                     "hooks": {"sync": {"version": "v1", "webhook": {"url": "http://hook/sync"}}}}},
+        "parent": parent,
+        "children": {f"{k}.{a}": {} for a, _, k in CHILD_RESOURCES},
+        "related": {},
+        "finalizing": False,
+    }
+    path = os.path.join(workdir, f"{name}.sync-request.json")
+    with open(path, "w") as f:
+        json.dump(request, f)
+    out = subprocess.run([hook, "replay", path, "--now", "2026-01-01T00:00:00Z"], timeout=60,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if out.returncode != 0:
+        raise RuntimeError(f"replay exited {out.returncode}: {out.stderr.decode()[:300]}")
+    children = json.loads(out.stdout).get("children") or []
+    return next((c for c in children if c.get("kind") == "Deployment"), None)
+
+
+def diff_paths(a, b, path="", out=None, limit=8):
+    out = [] if out is None else out
+    if len(out) >= limit:
+        return out
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            diff_paths(a.get(k), b.get(k), f"{path}.{k}", out, limit)
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            diff_paths(x, y, f"{path}[{i}]", out, limit)
+    elif a != b:
+        out.append(f"{path or '.'}: {json.dumps(a)[:80]} vs {json.dumps(b)[:80]}")
+    return out
+
+
 # ----------------------------------------------------------------------------------------------- one case
 def run_case(R, name, cr, children, expected, opts, pki_dir, secret_data):
     want = intent_of(cr)
@@ -554,6 +608,17 @@ def run_case(R, name, cr, children, expected, opts, pki_dir, secret_data):
     if expected is not None and children is not None:
         ck("args-match-spec", args == expected,
            "" if args == expected else f"\n        rendered {json.dumps(args)}\n        expected {json.dumps(expected)}")
+
+    if opts.hook and children is not None:
+        try:
+            replayed = replay_deployment(opts.hook, cr, opts.workdir, name)
+            rendered = json.loads(json.dumps(deploy, default=str))
+            for d in (replayed or {}), rendered:
+                d.get("metadata", {}).pop("namespace", None)
+            diffs = diff_paths(rendered, replayed)
+            ck("replay-deployment-equals-render", replayed is not None and not diffs, "; ".join(diffs))
+        except (RuntimeError, ValueError, subprocess.TimeoutExpired) as e:
+            ck("replay-deployment-equals-render", False, str(e))
 
     ports = {p.get("name"): p.get("containerPort") for p in c0.get("ports") or []}
     plain_port, tls_port = ports.get("memcached"), ports.get("memcached-tls")
@@ -692,7 +757,7 @@ def check_settings(ck, want, port, mapping):
                 expect[k] = v
     for key, value in expect.items():
         ck(f"settings[{key}]", st.get(key) == value, f"{st.get(key)}" if st.get(key) == value
-           else f"stats settings says {st.get(key)!r}, CR asks for {value!r}")
+           else f"stats settings says {st.get(key)!r}, the CR means {value!r}")
 
 
 def check_exporter(ck, R, want, deploy, plain_port, plain, opts, workdir, name, hosts):
@@ -730,6 +795,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", required=True, help="directory with NAME.yaml Memcached CRs and expected-args.json")
     ap.add_argument("--rendered-dir", help="directory with NAME.yaml = `memcached-hook render cases/NAME.yaml`")
+    ap.add_argument("--samples", help="directory of more Memcached CRs (config/samples), run as sample-NAME; "
+                    "their renderings are sample-NAME.yaml in --rendered-dir; no expected arguments")
+    ap.add_argument("--hook", help="memcached-hook binary: also compare `replay` of a sync request with `render`")
     ap.add_argument("--only", action="append", help="run only these cases")
     ap.add_argument("--netns", action="store_true", help="running in a private network namespace (unshare -n)")
     ap.add_argument("--memcached", default=shutil.which("memcached") or "/usr/bin/memcached")
@@ -759,7 +827,14 @@ def main():
         secret_data = make_pki(pki_dir)
         with open(os.path.join(opts.cases, "expected-args.json")) as f:
             expected_all = json.load(f)
-        names = sorted(n[:-5] for n in os.listdir(opts.cases) if n.endswith(".yaml"))
+        sources = {n[:-5]: os.path.join(opts.cases, n) for n in os.listdir(opts.cases) if n.endswith(".yaml")}
+        if opts.samples and os.path.isdir(opts.samples):
+            if not opts.rendered_dir:
+                R.note("samples need --rendered-dir (the hook's rendering); skipped")
+            else:
+                sources.update({f"sample-{n[:-5]}": os.path.join(opts.samples, n)
+                                for n in os.listdir(opts.samples) if n.endswith(".yaml")})
+        names = sorted(sources)
         if opts.only:
             names = [n for n in names if n in opts.only]
         R.check("cases-found", bool(names), f"{len(names)} cases")
@@ -768,7 +843,7 @@ def main():
                 R.check(f"{name}/deadline", False, f"over {opts.deadline}s, case not run")
                 continue
             print(f"--- {name}", flush=True)
-            with open(os.path.join(opts.cases, f"{name}.yaml")) as f:
+            with open(sources[name]) as f:
                 cr = yaml.safe_load(f)
             expected = expected_all.get(name)
             children = None

@@ -78,14 +78,18 @@ fi
 driver=("$PY" "$HERE/memcached_args.py" --cases "$HERE/cases" --workdir "$WORK" --deadline 600)
 if [ -n "$BIN" ] && [ -x "$BIN" ]; then
     mkdir -p "$WORK/rendered"
-    for cr in "$HERE"/cases/*.yaml; do
+    SAMPLES=$ROOT/config/samples
+    for cr in "$HERE"/cases/*.yaml "$SAMPLES"/*.yaml; do
+        [ -f "$cr" ] || continue
         name=$(basename "$cr" .yaml)
+        [ "$(dirname "$cr")" = "$SAMPLES" ] && name=sample-$name
         if ! timeout 60 "$BIN" render "$cr" >"$WORK/rendered/$name.yaml" 2>"$WORK/rendered/$name.err"; then
             echo "peers: render $name failed: $(head -c 400 "$WORK/rendered/$name.err")" >&2
             rm -f "$WORK/rendered/$name.yaml"   # the driver reports the case as failed
         fi
     done
-    driver+=(--rendered-dir "$WORK/rendered")
+    driver+=(--rendered-dir "$WORK/rendered" --hook "$BIN")
+    [ -d "$SAMPLES" ] && driver+=(--samples "$SAMPLES")
 elif [ "$REQUIRE_HOOK" = 1 ]; then
     die "no hook binary (set MEMCACHED_HOOK_BIN or make the crate build)"
 else
