@@ -59,6 +59,9 @@ pub struct Inputs<'a> {
     /// Child kinds the spec needs but the CompositeController does not declare:
     /// `(<resource>.<group>, spec field)`.
     pub missing_kinds: Vec<(String, &'static str)>,
+    /// Keep the hook's conditions that are not computed this time (invalid spec: the kept
+    /// children still are what those conditions describe).
+    pub keep_previous: bool,
 }
 
 /// A computed condition before the merge.
@@ -174,11 +177,16 @@ fn computed(inputs: &Inputs<'_>) -> Vec<Computed> {
 }
 
 /// Upserts `computed` into `previous` by type; removes managed types that are not computed.
-fn merge(previous: &[Condition], computed: Vec<Computed>, generation: Option<i64>, now: &str) -> Vec<Condition> {
+fn merge(previous: &[Condition], computed: Vec<Computed>, inputs: &Inputs<'_>, now: &str) -> Vec<Condition> {
+    let generation = inputs.generation;
     let managed = [AVAILABLE, PROGRESSING, DEGRADED, READY, DISRUPTION_BUDGET_BLOCKING, CHILD_RESOURCES_MISSING];
     let mut out: Vec<Condition> = previous
         .iter()
-        .filter(|c| !managed.contains(&c.type_.as_str()) || computed.iter().any(|n| n.type_ == c.type_))
+        .filter(|c| {
+            inputs.keep_previous
+                || !managed.contains(&c.type_.as_str())
+                || computed.iter().any(|n| n.type_ == c.type_)
+        })
         .cloned()
         .collect();
     for new in computed {
@@ -209,7 +217,7 @@ fn merge(previous: &[Condition], computed: Vec<Computed>, generation: Option<i64
 /// The whole new status. `now` is the request's wall-clock time in RFC 3339, whole seconds.
 #[must_use]
 pub fn build(inputs: &Inputs<'_>, previous: &[Condition], now: &str) -> MemcachedStatus {
-    let conditions = merge(previous, computed(inputs), inputs.generation, now);
+    let conditions = merge(previous, computed(inputs), inputs, now);
     let ready = conditions.iter().any(|c| c.type_ == READY && c.status == "True");
     let ready_replicas = inputs.deployment.and_then(|d| d.ready_replicas).filter(|r| *r != 0);
     MemcachedStatus {

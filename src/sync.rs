@@ -135,6 +135,15 @@ pub fn sync(req: &SyncRequest, now: Timestamp) -> Result<SyncResponse, SyncError
         ..Inputs::default()
     };
 
+    let e = Effective::of(spec);
+    let declared = |kind: &ChildKind| req.controller.declares(kind.api_version(), kind.resource());
+    let mut needed = vec![ChildKind::Deployment, ChildKind::Service];
+    if e.pdb.is_some() {
+        needed.push(ChildKind::PodDisruptionBudget);
+    }
+    inputs.missing_kinds =
+        needed.iter().filter(|k| !declared(k)).map(|k| (k.qualified_resource(), k.needed_by())).collect();
+
     let violations = validation::validate(name, spec);
     if !violations.is_empty() {
         let Some(children) = kept_children(req) else {
@@ -146,50 +155,38 @@ pub fn sync(req: &SyncRequest, now: Timestamp) -> Result<SyncResponse, SyncError
             return Err(SyncError::InvalidSpec { reason, violations });
         };
         inputs.invalid_spec = Some(validation::summary(&violations));
+        // Judge the kept children against what they run, not against the rejected spec.
+        inputs.autoscaling = false;
+        inputs.spec_replicas = observed_deployment.map(|d| d.spec.replicas.or(d.status.replicas).unwrap_or(1));
+        inputs.keep_previous = true;
         let status = status::build(&inputs, &parent.status.conditions, &now);
         return Ok(SyncResponse { children, status });
     }
 
-    let e = Effective::of(spec);
-    let declared = |kind: ChildKind| req.controller.declares(kind.api_version(), kind.resource());
-    let mut children = Vec::with_capacity(3);
-    let mut missing = Vec::new();
-    let mut want = |kind: ChildKind, child: &mut dyn FnMut() -> Child| {
-        if declared(kind) {
-            children.push(child());
-        } else {
-            missing.push((kind.qualified_resource(), kind.needed_by()));
-        }
-    };
-
-    let mut annotations = TemplateAnnotations::new();
-    if let Some(trigger) = parent.metadata.annotations.restart_trigger.as_deref().filter(|t| !t.is_empty()) {
-        annotations.insert(RESTART_TRIGGER.to_owned(), trigger.to_owned());
-    }
     let (hash, missing_secrets) = secrets::hash_and_missing(&secrets::referenced(&e), &req.related, namespace);
-    if let Some(hash) = hash {
-        annotations.insert(secrets::SECRET_HASH.to_owned(), hash);
-    }
     inputs.missing_secrets = missing_secrets;
-    let replicas = deployment::replicas(&e, observed_deployment.and_then(|d| d.spec.replicas));
-    let mut annotations = Some(annotations);
-    want(ChildKind::Deployment, &mut || {
-        Child::Deployment(Box::new(deployment::build(name, &e, replicas, annotations.take().unwrap_or_default())))
-    });
-    want(ChildKind::Service, &mut || Child::Service(Box::new(service::build(name, &e))));
-    let mut pdb_emitted = false;
-    if let Some(budget) = &e.pdb {
-        want(ChildKind::PodDisruptionBudget, &mut || {
-            pdb_emitted = true;
-            Child::PodDisruptionBudget(Box::new(pdb::build(name, budget)))
+    let mut children = Vec::with_capacity(needed.len());
+    for kind in needed.iter().filter(|k| declared(k)) {
+        children.push(match kind {
+            ChildKind::Deployment => {
+                let mut annotations = TemplateAnnotations::new();
+                if let Some(hash) = &hash {
+                    annotations.insert(secrets::SECRET_HASH.to_owned(), hash.clone());
+                }
+                if let Some(trigger) = parent.metadata.annotations.restart_trigger.as_deref().filter(|t| !t.is_empty()) {
+                    annotations.insert(RESTART_TRIGGER.to_owned(), trigger.to_owned());
+                }
+                let replicas = deployment::replicas(&e, observed_deployment.and_then(|d| d.spec.replicas));
+                Child::Deployment(Box::new(deployment::build(name, &e, replicas, annotations)))
+            }
+            ChildKind::Service => Child::Service(Box::new(service::build(name, &e))),
+            ChildKind::PodDisruptionBudget => {
+                let Some(budget) = &e.pdb else { continue };
+                inputs.pdb = Some(pdb_state(name, budget, &e));
+                Child::PodDisruptionBudget(Box::new(pdb::build(name, budget)))
+            }
         });
     }
-    if pdb_emitted {
-        if let Some(budget) = &e.pdb {
-            inputs.pdb = Some(pdb_state(name, budget, &e));
-        }
-    }
-    inputs.missing_kinds = missing;
     let status = status::build(&inputs, &parent.status.conditions, &now);
     Ok(SyncResponse { children, status })
 }

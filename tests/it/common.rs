@@ -1,0 +1,69 @@
+//! Helpers shared by the integration tests.
+
+use k8s_openapi::jiff::Timestamp;
+use memcached_hook::hook::SyncRequest;
+use serde_json::{json, Value};
+
+/// The fixed "now" of every test.
+pub fn now() -> Timestamp {
+    "2026-11-22T12:00:00Z".parse().expect("a valid timestamp")
+}
+
+/// Every child kind the hook emits, as a CompositeController declares them.
+pub fn controller() -> Value {
+    json!({"spec": {"childResources": [
+        {"apiVersion": "apps/v1", "resource": "deployments"},
+        {"apiVersion": "v1", "resource": "services"},
+        {"apiVersion": "policy/v1", "resource": "poddisruptionbudgets"}
+    ]}})
+}
+
+/// A first-sync request for the Memcached `my-cache` in `default` with `spec`.
+pub fn request_json(spec: Value) -> Value {
+    json!({
+        "controller": controller(),
+        "parent": {"apiVersion": "memcached.c5c3.io/v1beta1", "kind": "Memcached",
+                   "metadata": {"name": "my-cache", "namespace": "default", "generation": 1}, "spec": spec},
+        "children": {"Deployment.apps/v1": {}, "Service.v1": {}, "PodDisruptionBudget.policy/v1": {}},
+        "related": {}
+    })
+}
+
+/// Decodes a request the way the server does.
+pub fn decode(value: &Value) -> SyncRequest {
+    serde_json::from_value(value.clone()).expect("a well-formed request")
+}
+
+/// Runs `sync` and returns the response as JSON.
+pub fn sync_value(request: &Value) -> Value {
+    let response = memcached_hook::sync(&decode(request), now()).expect("sync succeeds");
+    serde_json::to_value(&response).expect("the response encodes")
+}
+
+/// The response to a first sync with `spec`.
+pub fn render(spec: Value) -> Value {
+    sync_value(&request_json(spec))
+}
+
+/// The child of `kind` in a response, if any.
+pub fn child<'a>(response: &'a Value, kind: &str) -> Option<&'a Value> {
+    response["children"].as_array()?.iter().find(|c| c["kind"] == kind)
+}
+
+/// The child of `kind`, which must be there.
+pub fn must<'a>(response: &'a Value, kind: &str) -> &'a Value {
+    child(response, kind).unwrap_or_else(|| panic!("no {kind} in {response:#}"))
+}
+
+/// The condition of `type_` in a response's status.
+pub fn condition<'a>(response: &'a Value, type_: &str) -> &'a Value {
+    response["status"]["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == type_))
+        .unwrap_or_else(|| panic!("no {type_} condition in {response:#}"))
+}
+
+/// The memcached container of a response's Deployment.
+pub fn container(response: &Value) -> &Value {
+    &must(response, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+}
