@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context as _};
+use anyhow::{Context as _, anyhow, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use k8s_openapi::jiff::Timestamp;
 use memcached_hook::hook::{Child, SyncRequest, SyncResponse};
@@ -66,7 +66,11 @@ struct ServeArgs {
     #[arg(long, env = "MEMCACHED_HOOK_BODY_LIMIT", default_value_t = server::DEFAULT_BODY_LIMIT)]
     body_limit: usize,
     /// Time allowed for one request, in milliseconds (keep it below Metacontroller's 10 s).
-    #[arg(long, env = "MEMCACHED_HOOK_REQUEST_TIMEOUT_MS", default_value_t = 5000)]
+    #[arg(
+        long,
+        env = "MEMCACHED_HOOK_REQUEST_TIMEOUT_MS",
+        default_value_t = 5000
+    )]
     request_timeout_ms: u64,
     /// Log format.
     #[arg(long, env = "MEMCACHED_HOOK_LOG_FORMAT", value_enum, default_value_t = LogFormat::Auto)]
@@ -91,17 +95,21 @@ impl Default for ServeArgs {
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command.unwrap_or(Command::Serve(ServeArgs::default())) {
         Command::Serve(args) => serve(&args),
-        Command::Replay { request, output, now } => replay(&request, output, now.unwrap_or_else(Timestamp::now)),
+        Command::Replay {
+            request,
+            output,
+            now,
+        } => replay(&request, output, now.unwrap_or_else(Timestamp::now)),
         Command::Render { file } => render(&file),
-        Command::Crd => {
-            print(&memcached_hook::api::crd_yaml().context("encoding the CRD")?)
-        }
+        Command::Crd => print(&memcached_hook::api::crd_yaml().context("encoding the CRD")?),
     }
 }
 
 fn print(text: &str) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes()).and_then(|()| out.flush()).context("writing to stdout")
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .context("writing to stdout")
 }
 
 fn init_logging(format: LogFormat) {
@@ -112,7 +120,9 @@ fn init_logging(format: LogFormat) {
         LogFormat::Json => true,
         LogFormat::Text => false,
     };
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     if json {
         builder.json().flatten_event(true).init();
     } else {
@@ -122,8 +132,14 @@ fn init_logging(format: LogFormat) {
 
 fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     init_logging(args.log_format);
-    let config = Config { body_limit: args.body_limit, request_timeout: Duration::from_millis(args.request_timeout_ms) };
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
+    let config = Config {
+        body_limit: args.body_limit,
+        request_timeout: Duration::from_millis(args.request_timeout_ms),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
     runtime.block_on(async {
         let listener =
             tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("listening on {}", args.addr))?;
@@ -146,7 +162,8 @@ fn decode_request(path: &Path, bytes: &[u8]) -> anyhow::Result<SyncRequest> {
 }
 
 fn run_sync(path: &Path, request: &SyncRequest, now: Timestamp) -> anyhow::Result<SyncResponse> {
-    memcached_hook::sync(request, now).map_err(|e| anyhow!("{}: {}: {e}", path.display(), e.field()))
+    memcached_hook::sync(request, now)
+        .map_err(|e| anyhow!("{}: {}: {e}", path.display(), e.field()))
 }
 
 fn children_yaml(children: &[Child]) -> anyhow::Result<String> {
@@ -169,16 +186,23 @@ fn replay(path: &Path, output: Output, now: Timestamp) -> anyhow::Result<()> {
 
 /// Every child kind the hook can emit, as a CompositeController would declare them.
 fn all_children_controller() -> serde_json::Value {
-    let kinds = [("apps/v1", "deployments"), ("v1", "services"), ("policy/v1", "poddisruptionbudgets")];
-    let child_resources: Vec<_> =
-        kinds.iter().map(|(v, r)| serde_json::json!({"apiVersion": v, "resource": r})).collect();
+    let kinds = [
+        ("apps/v1", "deployments"),
+        ("v1", "services"),
+        ("policy/v1", "poddisruptionbudgets"),
+    ];
+    let child_resources: Vec<_> = kinds
+        .iter()
+        .map(|(v, r)| serde_json::json!({"apiVersion": v, "resource": r}))
+        .collect();
     serde_json::json!({"spec": {"childResources": child_resources}})
 }
 
 fn render(path: &Path) -> anyhow::Result<()> {
-    let text = String::from_utf8(read(path)?).with_context(|| format!("{}: not UTF-8", path.display()))?;
-    let documents: Vec<serde_json::Value> =
-        serde_saphyr::from_str_multiple(&text).map_err(|e| anyhow!("{}: not YAML: {e}", path.display()))?;
+    let text =
+        String::from_utf8(read(path)?).with_context(|| format!("{}: not UTF-8", path.display()))?;
+    let documents: Vec<serde_json::Value> = serde_saphyr::from_str_multiple(&text)
+        .map_err(|e| anyhow!("{}: not YAML: {e}", path.display()))?;
     let documents: Vec<_> = documents.into_iter().filter(|d| !d.is_null()).collect();
     if documents.is_empty() {
         bail!("{}: no Memcached object in the file", path.display());

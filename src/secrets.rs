@@ -13,8 +13,11 @@ pub const SECRET_HASH: &str = "memcached.c5c3.io/secret-hash";
 /// Names of the Secrets of the enabled SASL and TLS blocks, de-duplicated and sorted.
 #[must_use]
 pub fn referenced<'a>(e: &Effective<'a>) -> Vec<&'a str> {
-    let mut names: Vec<&str> =
-        [e.sasl_secret, e.tls.map(|t| t.secret_name)].into_iter().flatten().filter(|n| !n.is_empty()).collect();
+    let mut names: Vec<&str> = [e.sasl_secret, e.tls.map(|t| t.secret_name)]
+        .into_iter()
+        .flatten()
+        .filter(|n| !n.is_empty())
+        .collect();
     names.sort_unstable();
     names.dedup();
     names
@@ -26,21 +29,36 @@ struct Found<'a> {
     data: Vec<(&'a str, Vec<u8>)>,
 }
 
-fn find<'a>(related: &'a Observed<RelatedObject>, namespace: &str, name: &str) -> Option<Found<'a>> {
+fn find<'a>(
+    related: &'a Observed<RelatedObject>,
+    namespace: &str,
+    name: &str,
+) -> Option<Found<'a>> {
     let secret = related.iter().find(|o| {
         o.kind == "Secret"
             && o.api_version == "v1"
             && o.metadata.name == name
-            && o.metadata.namespace.as_deref().is_none_or(|ns| ns == namespace)
+            && o.metadata
+                .namespace
+                .as_deref()
+                .is_none_or(|ns| ns == namespace)
     })?;
     let mut data = Vec::new();
     for (key, value) in secret.data.iter().flatten() {
         // A value that is not base64 cannot have come from the API server: treat the Secret as
         // unreadable, which the reference counts as missing.
-        data.push((key.as_str(), base64::engine::general_purpose::STANDARD.decode(value).ok()?));
+        data.push((
+            key.as_str(),
+            base64::engine::general_purpose::STANDARD
+                .decode(value)
+                .ok()?,
+        ));
     }
     data.sort_by(|a, b| a.0.cmp(b.0));
-    Some(Found { name: secret.metadata.name.as_str(), data })
+    Some(Found {
+        name: secret.metadata.name.as_str(),
+        data,
+    })
 }
 
 /// The hash annotation value and the sorted names of missing Secrets.
@@ -70,11 +88,14 @@ pub fn hash_and_missing(
         }
     }
     let hash = hashed_any.then(|| {
-        hasher.finalize().iter().fold(String::with_capacity(64), |mut out, b| {
-            use std::fmt::Write as _;
-            let _ = write!(out, "{b:02x}");
-            out
-        })
+        hasher
+            .finalize()
+            .iter()
+            .fold(String::with_capacity(64), |mut out, b| {
+                use std::fmt::Write as _;
+                let _ = write!(out, "{b:02x}");
+                out
+            })
     });
     (hash, missing)
 }
@@ -103,22 +124,43 @@ mod tests {
 
     #[test]
     fn reference_hash_vectors() {
-        let cases: [(&[&str], &[(&str, &[(&str, &str)])], &str); 5] = [
+        type Secrets<'a> = &'a [(&'a str, &'a [(&'a str, &'a str)])];
+        let cases: [(&[&str], Secrets<'_>, &str); 5] = [
             (
                 &["test-sasl-credentials"],
-                &[("test-sasl-credentials", &[("password-file", "testuser:testpassword")])],
+                &[(
+                    "test-sasl-credentials",
+                    &[("password-file", "testuser:testpassword")],
+                )],
                 "6ab9e62664ad1e9f57e90da645752b15b5faae2832cfb34a12124d74c226cafa",
             ),
-            (&["sasl-secret"], &[("sasl-secret", &[("password-file", "pw")])], "5c079a91d0bde60e232cb94cb2aa76a1543ee9448537f25ba81f555938656bac"),
-            (&["sasl-secret"], &[("sasl-secret", &[("password-file", "rotated")])], "f42d557a7f0e7e217a505450c02972584c4972f065f6bb7c8d949ffaeaee9a95"),
+            (
+                &["sasl-secret"],
+                &[("sasl-secret", &[("password-file", "pw")])],
+                "5c079a91d0bde60e232cb94cb2aa76a1543ee9448537f25ba81f555938656bac",
+            ),
+            (
+                &["sasl-secret"],
+                &[("sasl-secret", &[("password-file", "rotated")])],
+                "f42d557a7f0e7e217a505450c02972584c4972f065f6bb7c8d949ffaeaee9a95",
+            ),
             (
                 &["sasl-secret", "tls-secret"],
-                &[("tls-secret", &[("tls.key", "key-data"), ("tls.crt", "cert-data")]), ("sasl-secret", &[("password-file", "pw")])],
+                &[
+                    (
+                        "tls-secret",
+                        &[("tls.key", "key-data"), ("tls.crt", "cert-data")],
+                    ),
+                    ("sasl-secret", &[("password-file", "pw")]),
+                ],
                 "6d7c4f85888749271ca643e95d46c086092c9c9030bb072b5d4ea7fd9c63ad2f",
             ),
             (
                 &["shared"],
-                &[("shared", &[("password-file", "pw"), ("tls.crt", "c"), ("tls.key", "k")])],
+                &[(
+                    "shared",
+                    &[("password-file", "pw"), ("tls.crt", "c"), ("tls.key", "k")],
+                )],
                 "30e7df1582b3d64391243d961116696780e7cb13a530a2c3e70236b0e480569c",
             ),
         ];
@@ -132,7 +174,10 @@ mod tests {
     #[test]
     fn missing_secrets_are_sorted_and_empty_data_hashes_to_nothing() {
         let (hash, missing) = hash_and_missing(&["a-secret", "b-secret"], &related(&[]), "ns");
-        assert_eq!((hash, missing), (None, vec!["a-secret".to_owned(), "b-secret".to_owned()]));
+        assert_eq!(
+            (hash, missing),
+            (None, vec!["a-secret".to_owned(), "b-secret".to_owned()])
+        );
         let (hash, missing) = hash_and_missing(&["empty"], &related(&[("empty", &[])]), "ns");
         assert_eq!((hash, missing), (None, vec![]));
     }

@@ -74,7 +74,12 @@ struct Computed {
 }
 
 fn condition(type_: &'static str, status: bool, reason: &'static str, message: String) -> Computed {
-    Computed { type_, status, reason, message }
+    Computed {
+        type_,
+        status,
+        reason,
+        message,
+    }
 }
 
 /// The desired replica count the conditions compare against (§d.1).
@@ -90,38 +95,92 @@ fn computed(inputs: &Inputs<'_>) -> Vec<Computed> {
     let desired = desired(inputs);
     let has_dep = inputs.deployment.is_some();
     let dep = inputs.deployment.unwrap_or_default();
-    let (ready, updated, total) =
-        (dep.ready_replicas.unwrap_or(0), dep.updated_replicas.unwrap_or(0), dep.replicas.unwrap_or(0));
+    let (ready, updated, total) = (
+        dep.ready_replicas.unwrap_or(0),
+        dep.updated_replicas.unwrap_or(0),
+        dep.replicas.unwrap_or(0),
+    );
     const WAITING: &str = "Waiting for deployment to be created";
 
-    let hpa = if inputs.autoscaling { " (HPA-managed)" } else { "" };
-    let available = if ready > 0 {
-        condition(AVAILABLE, true, "Available", format!("{ready}/{desired} replicas are ready{hpa}"))
+    let hpa = if inputs.autoscaling {
+        " (HPA-managed)"
     } else {
-        condition(AVAILABLE, false, "Unavailable", format!("{ready}/{desired} replicas are ready{hpa}"))
+        ""
+    };
+    let available = if ready > 0 {
+        condition(
+            AVAILABLE,
+            true,
+            "Available",
+            format!("{ready}/{desired} replicas are ready{hpa}"),
+        )
+    } else {
+        condition(
+            AVAILABLE,
+            false,
+            "Unavailable",
+            format!("{ready}/{desired} replicas are ready{hpa}"),
+        )
     };
 
     let progressing = if !has_dep {
         condition(PROGRESSING, true, "Progressing", WAITING.to_owned())
     } else if updated < desired || total != desired {
-        condition(PROGRESSING, true, "Progressing", format!("Rollout in progress: {updated}/{desired} replicas updated"))
+        condition(
+            PROGRESSING,
+            true,
+            "Progressing",
+            format!("Rollout in progress: {updated}/{desired} replicas updated"),
+        )
     } else {
-        condition(PROGRESSING, false, "ProgressingComplete", format!("All {desired} replicas are updated"))
+        condition(
+            PROGRESSING,
+            false,
+            "ProgressingComplete",
+            format!("All {desired} replicas are updated"),
+        )
     };
 
     let degraded = if let Some(message) = &inputs.invalid_spec {
-        condition(DEGRADED, true, "InvalidSpec", format!("Invalid spec, children left as they are: {message}"))
+        condition(
+            DEGRADED,
+            true,
+            "InvalidSpec",
+            format!("Invalid spec, children left as they are: {message}"),
+        )
     } else if !inputs.missing_secrets.is_empty() {
-        condition(DEGRADED, true, "SecretNotFound", format!("Referenced Secrets not found: {}", inputs.missing_secrets.join(", ")))
+        condition(
+            DEGRADED,
+            true,
+            "SecretNotFound",
+            format!(
+                "Referenced Secrets not found: {}",
+                inputs.missing_secrets.join(", ")
+            ),
+        )
     } else if desired > 0 && ready < desired {
-        let message = if has_dep { format!("Only {ready}/{desired} replicas are ready") } else { WAITING.to_owned() };
+        let message = if has_dep {
+            format!("Only {ready}/{desired} replicas are ready")
+        } else {
+            WAITING.to_owned()
+        };
         condition(DEGRADED, true, "Degraded", message)
     } else {
-        condition(DEGRADED, false, "NotDegraded", format!("All {desired} desired replicas are ready"))
+        condition(
+            DEGRADED,
+            false,
+            "NotDegraded",
+            format!("All {desired} desired replicas are ready"),
+        )
     };
 
     let ready_condition = if desired > 0 && ready == desired {
-        condition(READY, true, "MemcachedReady", format!("All {desired} replicas are ready"))
+        condition(
+            READY,
+            true,
+            "MemcachedReady",
+            format!("All {desired} replicas are ready"),
+        )
     } else {
         let message = if desired == 0 {
             "Instance has zero desired replicas".to_owned()
@@ -177,9 +236,21 @@ fn computed(inputs: &Inputs<'_>) -> Vec<Computed> {
 }
 
 /// Upserts `computed` into `previous` by type; removes managed types that are not computed.
-fn merge(previous: &[Condition], computed: Vec<Computed>, inputs: &Inputs<'_>, now: &str) -> Vec<Condition> {
+fn merge(
+    previous: &[Condition],
+    computed: Vec<Computed>,
+    inputs: &Inputs<'_>,
+    now: &str,
+) -> Vec<Condition> {
     let generation = inputs.generation;
-    let managed = [AVAILABLE, PROGRESSING, DEGRADED, READY, DISRUPTION_BUDGET_BLOCKING, CHILD_RESOURCES_MISSING];
+    let managed = [
+        AVAILABLE,
+        PROGRESSING,
+        DEGRADED,
+        READY,
+        DISRUPTION_BUDGET_BLOCKING,
+        CHILD_RESOURCES_MISSING,
+    ];
     let mut out: Vec<Condition> = previous
         .iter()
         .filter(|c| {
@@ -218,12 +289,22 @@ fn merge(previous: &[Condition], computed: Vec<Computed>, inputs: &Inputs<'_>, n
 #[must_use]
 pub fn build(inputs: &Inputs<'_>, previous: &[Condition], now: &str) -> MemcachedStatus {
     let conditions = merge(previous, computed(inputs), inputs, now);
-    let ready = conditions.iter().any(|c| c.type_ == READY && c.status == "True");
-    let ready_replicas = inputs.deployment.and_then(|d| d.ready_replicas).filter(|r| *r != 0);
+    let ready = conditions
+        .iter()
+        .any(|c| c.type_ == READY && c.status == "True");
+    let ready_replicas = inputs
+        .deployment
+        .and_then(|d| d.ready_replicas)
+        .filter(|r| *r != 0);
     MemcachedStatus {
         conditions: Some(conditions),
         ready_replicas,
         observed_generation: inputs.generation,
-        server_list: ready.then(|| vec![format!("{}.{}:{MEMCACHED_PORT}", inputs.name, inputs.namespace)]),
+        server_list: ready.then(|| {
+            vec![format!(
+                "{}.{}:{MEMCACHED_PORT}",
+                inputs.name, inputs.namespace
+            )]
+        }),
     }
 }

@@ -9,8 +9,10 @@ use crate::api::effective::{Budget, Effective};
 use crate::api::validation::{self, Violation};
 use crate::api::{GROUP, KIND, VERSIONS};
 use crate::children::deployment::TemplateAnnotations;
-use crate::children::{deployment, pdb, service, ChildKind};
-use crate::hook::{Child, CustomizeRequest, CustomizeResponse, Parent, ResourceRule, SyncRequest, SyncResponse};
+use crate::children::{ChildKind, deployment, pdb, service};
+use crate::hook::{
+    Child, CustomizeRequest, CustomizeResponse, Parent, ResourceRule, SyncRequest, SyncResponse,
+};
 use crate::secrets;
 use crate::status::{self, Inputs, PdbState};
 
@@ -45,7 +47,9 @@ impl SyncError {
     pub fn field(&self) -> &str {
         match self {
             Self::WrongParent { .. } => "parent.apiVersion",
-            Self::InvalidSpec { violations, .. } => violations.first().map_or("parent.spec", |v| v.field.as_str()),
+            Self::InvalidSpec { violations, .. } => violations
+                .first()
+                .map_or("parent.spec", |v| v.field.as_str()),
         }
     }
 }
@@ -58,7 +62,10 @@ fn check_parent(parent: &Parent) -> Result<(), SyncError> {
     if version_ok && parent.kind == KIND {
         Ok(())
     } else {
-        Err(SyncError::WrongParent { api_version: parent.api_version.clone(), kind: parent.kind.clone() })
+        Err(SyncError::WrongParent {
+            api_version: parent.api_version.clone(),
+            kind: parent.kind.clone(),
+        })
     }
 }
 
@@ -86,7 +93,9 @@ pub fn customize(req: &CustomizeRequest) -> Result<CustomizeResponse, SyncError>
 /// Formats the request time the way conditions carry it: RFC 3339, whole seconds, UTC.
 #[must_use]
 pub fn condition_time(now: Timestamp) -> String {
-    Timestamp::from_second(now.as_second()).unwrap_or(now).to_string()
+    Timestamp::from_second(now.as_second())
+        .unwrap_or(now)
+        .to_string()
 }
 
 #[derive(Deserialize)]
@@ -124,13 +133,18 @@ pub fn sync(req: &SyncRequest, now: Timestamp) -> Result<SyncResponse, SyncError
     let namespace = parent.metadata.namespace.as_deref().unwrap_or_default();
     let spec = &parent.spec;
     let now = condition_time(now);
-    let observed_deployment = req.children.find(ChildKind::Deployment.api_version(), "Deployment", name);
+    let observed_deployment =
+        req.children
+            .find(ChildKind::Deployment.api_version(), "Deployment", name);
     let mut inputs = Inputs {
         name,
         namespace,
         generation: parent.metadata.generation,
         spec_replicas: spec.replicas,
-        autoscaling: spec.autoscaling.as_ref().is_some_and(|a| a.enabled == Some(true)),
+        autoscaling: spec
+            .autoscaling
+            .as_ref()
+            .is_some_and(|a| a.enabled == Some(true)),
         deployment: observed_deployment.map(|d| d.status),
         ..Inputs::default()
     };
@@ -141,8 +155,11 @@ pub fn sync(req: &SyncRequest, now: Timestamp) -> Result<SyncResponse, SyncError
     if e.pdb.is_some() {
         needed.push(ChildKind::PodDisruptionBudget);
     }
-    inputs.missing_kinds =
-        needed.iter().filter(|k| !declared(k)).map(|k| (k.qualified_resource(), k.needed_by())).collect();
+    inputs.missing_kinds = needed
+        .iter()
+        .filter(|k| !declared(k))
+        .map(|k| (k.qualified_resource(), k.needed_by()))
+        .collect();
 
     let violations = validation::validate(name, spec);
     if !violations.is_empty() {
@@ -157,13 +174,15 @@ pub fn sync(req: &SyncRequest, now: Timestamp) -> Result<SyncResponse, SyncError
         inputs.invalid_spec = Some(validation::summary(&violations));
         // Judge the kept children against what they run, not against the rejected spec.
         inputs.autoscaling = false;
-        inputs.spec_replicas = observed_deployment.map(|d| d.spec.replicas.or(d.status.replicas).unwrap_or(1));
+        inputs.spec_replicas =
+            observed_deployment.map(|d| d.spec.replicas.or(d.status.replicas).unwrap_or(1));
         inputs.keep_previous = true;
         let status = status::build(&inputs, &parent.status.conditions, &now);
         return Ok(SyncResponse { children, status });
     }
 
-    let (hash, missing_secrets) = secrets::hash_and_missing(&secrets::referenced(&e), &req.related, namespace);
+    let (hash, missing_secrets) =
+        secrets::hash_and_missing(&secrets::referenced(&e), &req.related, namespace);
     inputs.missing_secrets = missing_secrets;
     let mut children = Vec::with_capacity(needed.len());
     for kind in needed.iter().filter(|k| declared(k)) {
@@ -173,10 +192,17 @@ pub fn sync(req: &SyncRequest, now: Timestamp) -> Result<SyncResponse, SyncError
                 if let Some(hash) = &hash {
                     annotations.insert(secrets::SECRET_HASH.to_owned(), hash.clone());
                 }
-                if let Some(trigger) = parent.metadata.annotations.restart_trigger.as_deref().filter(|t| !t.is_empty()) {
+                if let Some(trigger) = parent
+                    .metadata
+                    .annotations
+                    .restart_trigger
+                    .as_deref()
+                    .filter(|t| !t.is_empty())
+                {
                     annotations.insert(RESTART_TRIGGER.to_owned(), trigger.to_owned());
                 }
-                let replicas = deployment::replicas(&e, observed_deployment.and_then(|d| d.spec.replicas));
+                let replicas =
+                    deployment::replicas(&e, observed_deployment.and_then(|d| d.spec.replicas));
                 Child::Deployment(Box::new(deployment::build(name, &e, replicas, annotations)))
             }
             ChildKind::Service => Child::Service(Box::new(service::build(name, &e))),

@@ -7,7 +7,8 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::autoscaling::v2::{
-    HPAScalingRules, HorizontalPodAutoscalerBehavior, MetricSpec, MetricTarget, ResourceMetricSource,
+    HPAScalingRules, HorizontalPodAutoscalerBehavior, MetricSpec, MetricTarget,
+    ResourceMetricSource,
 };
 use k8s_openapi::api::core::v1::{
     PodSecurityContext, ResourceRequirements, SecurityContext, TopologySpreadConstraint,
@@ -178,7 +179,10 @@ fn default_metrics() -> Vec<MetricSpec> {
 /// The webhook's default behaviour: scale-down stabilisation of 300 s.
 fn default_behavior() -> HorizontalPodAutoscalerBehavior {
     HorizontalPodAutoscalerBehavior {
-        scale_down: Some(HPAScalingRules { stabilization_window_seconds: Some(300), ..HPAScalingRules::default() }),
+        scale_down: Some(HPAScalingRules {
+            stabilization_window_seconds: Some(300),
+            ..HPAScalingRules::default()
+        }),
         scale_up: None,
     }
 }
@@ -190,69 +194,117 @@ impl<'a> Effective<'a> {
         let config = spec.memcached.as_ref();
         let ha = spec.high_availability.as_ref();
         let security = spec.security.as_ref();
-        let autoscaling = spec.autoscaling.as_ref().filter(|a| a.enabled == Some(true)).map(|a| Autoscaling {
-            min_replicas: a.min_replicas,
-            max_replicas: a.max_replicas,
-            metrics: a.metrics.clone().filter(|m| !m.is_empty()).unwrap_or_else(default_metrics),
-            behavior: a.behavior.clone().unwrap_or_else(default_behavior),
-        });
-        let pdb = ha.and_then(|h| h.pod_disruption_budget.as_ref()).filter(|p| p.enabled == Some(true)).map(|p| {
-            match (&p.min_available, &p.max_unavailable) {
+        let autoscaling = spec
+            .autoscaling
+            .as_ref()
+            .filter(|a| a.enabled == Some(true))
+            .map(|a| Autoscaling {
+                min_replicas: a.min_replicas,
+                max_replicas: a.max_replicas,
+                metrics: a
+                    .metrics
+                    .clone()
+                    .filter(|m| !m.is_empty())
+                    .unwrap_or_else(default_metrics),
+                behavior: a.behavior.clone().unwrap_or_else(default_behavior),
+            });
+        let pdb = ha
+            .and_then(|h| h.pod_disruption_budget.as_ref())
+            .filter(|p| p.enabled == Some(true))
+            .map(|p| match (&p.min_available, &p.max_unavailable) {
                 (Some(min), _) => Budget::MinAvailable(min),
                 (None, Some(max)) => Budget::MaxUnavailable(max),
                 (None, None) => Budget::MinAvailable(&MIN_AVAILABLE_ONE),
-            }
-        });
-        let graceful_shutdown =
-            ha.and_then(|h| h.graceful_shutdown.as_ref()).filter(|g| g.enabled == Some(true)).map(|g| {
-                GracefulShutdown {
-                    pre_stop_delay_seconds: non_zero(g.pre_stop_delay_seconds, DEFAULT_PRE_STOP_DELAY_SECONDS),
-                    termination_grace_period_seconds: non_zero(
-                        g.termination_grace_period_seconds,
-                        DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS,
-                    ),
-                }
             });
-        let monitoring = spec.monitoring.as_ref().filter(|m| m.enabled == Some(true)).map(|m| Monitoring {
-            exporter_image: m.exporter_image.as_deref().unwrap_or(DEFAULT_EXPORTER_IMAGE),
-            exporter_resources: m.exporter_resources.as_ref(),
-            service_monitor: m.service_monitor.as_ref().map(|s| ServiceMonitor {
-                additional_labels: s.additional_labels.as_ref().filter(|l| !l.is_empty()),
-                interval: non_empty(s.interval.as_deref(), DEFAULT_SCRAPE_INTERVAL),
-                scrape_timeout: non_empty(s.scrape_timeout.as_deref(), DEFAULT_SCRAPE_TIMEOUT),
-            }),
-        });
+        let graceful_shutdown = ha
+            .and_then(|h| h.graceful_shutdown.as_ref())
+            .filter(|g| g.enabled == Some(true))
+            .map(|g| GracefulShutdown {
+                pre_stop_delay_seconds: non_zero(
+                    g.pre_stop_delay_seconds,
+                    DEFAULT_PRE_STOP_DELAY_SECONDS,
+                ),
+                termination_grace_period_seconds: non_zero(
+                    g.termination_grace_period_seconds,
+                    DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS,
+                ),
+            });
+        let monitoring = spec
+            .monitoring
+            .as_ref()
+            .filter(|m| m.enabled == Some(true))
+            .map(|m| Monitoring {
+                exporter_image: m
+                    .exporter_image
+                    .as_deref()
+                    .unwrap_or(DEFAULT_EXPORTER_IMAGE),
+                exporter_resources: m.exporter_resources.as_ref(),
+                service_monitor: m.service_monitor.as_ref().map(|s| ServiceMonitor {
+                    additional_labels: s.additional_labels.as_ref().filter(|l| !l.is_empty()),
+                    interval: non_empty(s.interval.as_deref(), DEFAULT_SCRAPE_INTERVAL),
+                    scrape_timeout: non_empty(s.scrape_timeout.as_deref(), DEFAULT_SCRAPE_TIMEOUT),
+                }),
+            });
         Self {
-            replicas: if autoscaling.is_some() { None } else { Some(spec.replicas.unwrap_or(DEFAULT_REPLICAS)) },
+            replicas: if autoscaling.is_some() {
+                None
+            } else {
+                Some(spec.replicas.unwrap_or(DEFAULT_REPLICAS))
+            },
             image: spec.image.as_deref().unwrap_or(DEFAULT_IMAGE),
             resources: spec.resources.as_ref(),
             max_memory_mb: non_zero(config.and_then(|c| c.max_memory_mb), DEFAULT_MAX_MEMORY_MB),
-            max_connections: non_zero(config.and_then(|c| c.max_connections), DEFAULT_MAX_CONNECTIONS),
+            max_connections: non_zero(
+                config.and_then(|c| c.max_connections),
+                DEFAULT_MAX_CONNECTIONS,
+            ),
             threads: non_zero(config.and_then(|c| c.threads), DEFAULT_THREADS),
-            max_item_size: non_empty(config.and_then(|c| c.max_item_size.as_deref()), DEFAULT_MAX_ITEM_SIZE),
+            max_item_size: non_empty(
+                config.and_then(|c| c.max_item_size.as_deref()),
+                DEFAULT_MAX_ITEM_SIZE,
+            ),
             verbosity: config.and_then(|c| c.verbosity).unwrap_or(0),
             extra_args: config.and_then(|c| c.extra_args.as_deref()).unwrap_or(&[]),
             anti_affinity: ha.map(|h| h.anti_affinity_preset.unwrap_or(AntiAffinityPreset::Soft)),
-            topology_spread: ha.and_then(|h| h.topology_spread_constraints.as_deref()).filter(|t| !t.is_empty()),
+            topology_spread: ha
+                .and_then(|h| h.topology_spread_constraints.as_deref())
+                .filter(|t| !t.is_empty()),
             pdb,
             graceful_shutdown,
             monitoring,
             pod_security_context: security.and_then(|s| s.pod_security_context.as_ref()),
-            container_security_context: security.and_then(|s| s.container_security_context.as_ref()),
+            container_security_context: security
+                .and_then(|s| s.container_security_context.as_ref()),
             sasl_secret: security
                 .and_then(|s| s.sasl.as_ref())
                 .filter(|s| s.enabled == Some(true))
-                .map(|s| s.credentials_secret_ref.as_ref().and_then(|r| r.name.as_deref()).unwrap_or("")),
-            tls: security.and_then(|s| s.tls.as_ref()).filter(|t| t.enabled == Some(true)).map(|t| Tls {
-                secret_name: t.certificate_secret_ref.as_ref().and_then(|r| r.name.as_deref()).unwrap_or(""),
-                client_cert: t.enable_client_cert == Some(true),
-            }),
+                .map(|s| {
+                    s.credentials_secret_ref
+                        .as_ref()
+                        .and_then(|r| r.name.as_deref())
+                        .unwrap_or("")
+                }),
+            tls: security
+                .and_then(|s| s.tls.as_ref())
+                .filter(|t| t.enabled == Some(true))
+                .map(|t| Tls {
+                    secret_name: t
+                        .certificate_secret_ref
+                        .as_ref()
+                        .and_then(|r| r.name.as_deref())
+                        .unwrap_or(""),
+                    client_cert: t.enable_client_cert == Some(true),
+                }),
             network_policy: security
                 .and_then(|s| s.network_policy.as_ref())
                 .filter(|n| n.enabled == Some(true))
                 .map(|n| n.allowed_sources.as_deref().unwrap_or(&[])),
             autoscaling,
-            service_annotations: spec.service.as_ref().and_then(|s| s.annotations.as_ref()).filter(|a| !a.is_empty()),
+            service_annotations: spec
+                .service
+                .as_ref()
+                .and_then(|s| s.annotations.as_ref())
+                .filter(|a| !a.is_empty()),
         }
     }
 }
@@ -268,7 +320,15 @@ mod tests {
         let e = Effective::of(&spec);
         assert_eq!(e.replicas, Some(1));
         assert_eq!(e.image, "memcached:1.6");
-        assert_eq!((e.max_memory_mb, e.max_connections, e.threads, e.max_item_size), (64, 1024, 4, "1m"));
+        assert_eq!(
+            (
+                e.max_memory_mb,
+                e.max_connections,
+                e.threads,
+                e.max_item_size
+            ),
+            (64, 1024, 4, "1m")
+        );
         assert_eq!(e.verbosity, 0);
         assert!(e.anti_affinity.is_none() && e.pdb.is_none() && e.monitoring.is_none());
     }
@@ -286,36 +346,65 @@ mod tests {
             ..MemcachedSpec::default()
         };
         let e = Effective::of(&spec);
-        assert_eq!((e.max_memory_mb, e.max_connections, e.threads, e.max_item_size), (64, 1024, 4, "1m"));
+        assert_eq!(
+            (
+                e.max_memory_mb,
+                e.max_connections,
+                e.threads,
+                e.max_item_size
+            ),
+            (64, 1024, 4, "1m")
+        );
     }
 
     #[test]
     fn explicit_empty_image_is_kept_for_validation_to_reject() {
-        let spec = MemcachedSpec { image: Some(String::new()), ..MemcachedSpec::default() };
+        let spec = MemcachedSpec {
+            image: Some(String::new()),
+            ..MemcachedSpec::default()
+        };
         assert_eq!(Effective::of(&spec).image, "");
     }
 
     #[test]
     fn any_high_availability_block_means_soft_anti_affinity() {
-        let spec =
-            MemcachedSpec { high_availability: Some(HighAvailabilitySpec::default()), ..MemcachedSpec::default() };
-        assert_eq!(Effective::of(&spec).anti_affinity, Some(AntiAffinityPreset::Soft));
+        let spec = MemcachedSpec {
+            high_availability: Some(HighAvailabilitySpec::default()),
+            ..MemcachedSpec::default()
+        };
+        assert_eq!(
+            Effective::of(&spec).anti_affinity,
+            Some(AntiAffinityPreset::Soft)
+        );
     }
 
     #[test]
     fn pdb_budget_precedence_and_default() {
         let pdb = |min, max| MemcachedSpec {
             high_availability: Some(HighAvailabilitySpec {
-                pod_disruption_budget: Some(PdbSpec { enabled: Some(true), min_available: min, max_unavailable: max }),
+                pod_disruption_budget: Some(PdbSpec {
+                    enabled: Some(true),
+                    min_available: min,
+                    max_unavailable: max,
+                }),
                 ..HighAvailabilitySpec::default()
             }),
             ..MemcachedSpec::default()
         };
         let both = pdb(Some(IntOrString::Int(2)), Some(IntOrString::Int(1)));
-        assert_eq!(Effective::of(&both).pdb, Some(Budget::MinAvailable(&IntOrString::Int(2))));
+        assert_eq!(
+            Effective::of(&both).pdb,
+            Some(Budget::MinAvailable(&IntOrString::Int(2)))
+        );
         let max = pdb(None, Some(IntOrString::String("25%".into())));
-        assert_eq!(Effective::of(&max).pdb, Some(Budget::MaxUnavailable(&IntOrString::String("25%".into()))));
+        assert_eq!(
+            Effective::of(&max).pdb,
+            Some(Budget::MaxUnavailable(&IntOrString::String("25%".into())))
+        );
         let neither = pdb(None, None);
-        assert_eq!(Effective::of(&neither).pdb, Some(Budget::MinAvailable(&IntOrString::Int(1))));
+        assert_eq!(
+            Effective::of(&neither).pdb,
+            Some(Budget::MinAvailable(&IntOrString::Int(1)))
+        );
     }
 }

@@ -13,7 +13,9 @@ use thiserror::Error;
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum QuantityError {
     /// Not of the form `<number><suffix>`.
-    #[error("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")]
+    #[error(
+        "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+    )]
     Syntax,
     /// Too many digits or too large an exponent to handle exactly.
     #[error("quantity is too large")]
@@ -38,8 +40,18 @@ pub struct Quantity {
 }
 
 const BINARY: [&str; 7] = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
-const DECIMAL: [(&str, i32); 10] =
-    [("n", -9), ("u", -6), ("m", -3), ("", 0), ("k", 3), ("M", 6), ("G", 9), ("T", 12), ("P", 15), ("E", 18)];
+const DECIMAL: [(&str, i32); 10] = [
+    ("n", -9),
+    ("u", -6),
+    ("m", -3),
+    ("", 0),
+    ("k", 3),
+    ("M", 6),
+    ("G", 9),
+    ("T", 12),
+    ("P", 15),
+    ("E", 18),
+];
 
 impl Quantity {
     /// Parses a quantity such as `128Mi`, `100m`, `1.5`, `2e3`.
@@ -53,7 +65,10 @@ impl Quantity {
             Some(b'+') => (false, &text[1..]),
             _ => (false, text),
         };
-        let number_len = rest.bytes().take_while(|b| b.is_ascii_digit() || *b == b'.').count();
+        let number_len = rest
+            .bytes()
+            .take_while(|b| b.is_ascii_digit() || *b == b'.')
+            .count();
         let (number, suffix) = rest.split_at(number_len);
         let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
         if (whole.is_empty() && fraction.is_empty()) || fraction.contains('.') {
@@ -68,7 +83,10 @@ impl Quantity {
         }
         let mut exp10 = -i32::try_from(fraction.len()).map_err(|_| QuantityError::Range)?;
         let (format, exp2) = if let Some(power) = BINARY.iter().skip(1).position(|s| *s == suffix) {
-            (Format::BinarySi, 10 * (u32::try_from(power).unwrap_or(0) + 1))
+            (
+                Format::BinarySi,
+                10 * (u32::try_from(power).unwrap_or(0) + 1),
+            )
         } else if let Some((_, e)) = DECIMAL.iter().find(|(s, _)| *s == suffix) {
             exp10 += e;
             (Format::DecimalSi, 0)
@@ -86,13 +104,25 @@ impl Quantity {
         } else {
             return Err(QuantityError::Syntax);
         };
-        Ok(Self { negative: negative && mantissa != 0, mantissa, exp10, exp2, format })
+        Ok(Self {
+            negative: negative && mantissa != 0,
+            mantissa,
+            exp10,
+            exp2,
+            format,
+        })
     }
 
     /// A binary-SI quantity of `bytes` (its canonical form is `96Mi`, `1Gi`, ...).
     #[must_use]
     pub fn from_bytes(bytes: u128) -> Self {
-        Self { negative: false, mantissa: bytes, exp10: 0, exp2: 0, format: Format::BinarySi }
+        Self {
+            negative: false,
+            mantissa: bytes,
+            exp10: 0,
+            exp2: 0,
+            format: Format::BinarySi,
+        }
     }
 
     /// Whether the quantity is below zero.
@@ -141,21 +171,23 @@ impl Quantity {
             return Ok("0".to_owned());
         }
         let sign = if self.negative { "-" } else { "" };
-        if self.format == Format::BinarySi {
-            if let Some(value) = self.exact_integer().filter(|v| *v >= 1024) {
-                let mut power = 0;
-                let mut scaled = value;
-                while power + 1 < BINARY.len() && scaled % 1024 == 0 {
-                    scaled /= 1024;
-                    power += 1;
-                }
-                return Ok(format!("{sign}{scaled}{}", BINARY[power]));
+        if self.format == Format::BinarySi
+            && let Some(value) = self.exact_integer().filter(|v| *v >= 1024)
+        {
+            let mut power = 0;
+            let mut scaled = value;
+            while power + 1 < BINARY.len() && scaled % 1024 == 0 {
+                scaled /= 1024;
+                power += 1;
             }
+            return Ok(format!("{sign}{scaled}{}", BINARY[power]));
         }
         let (mut mantissa, mut exp10) = self.decimal().ok_or(QuantityError::Range)?;
         // Nano is the smallest unit; smaller values round up (away from zero).
         if exp10 < -9 {
-            let divisor = 10u128.checked_pow((-9 - exp10).unsigned_abs()).ok_or(QuantityError::Range)?;
+            let divisor = 10u128
+                .checked_pow((-9 - exp10).unsigned_abs())
+                .ok_or(QuantityError::Range)?;
             mantissa = mantissa.div_ceil(divisor);
             exp10 = -9;
         }
@@ -178,7 +210,10 @@ impl Quantity {
             mantissa = mantissa.checked_mul(1000).ok_or(QuantityError::Range)?;
             exp10 -= 3;
         }
-        let suffix = DECIMAL.iter().find(|(_, e)| *e == exp10).map_or("", |(s, _)| s);
+        let suffix = DECIMAL
+            .iter()
+            .find(|(_, e)| *e == exp10)
+            .map_or("", |(s, _)| s);
         Ok(format!("{sign}{mantissa}{suffix}"))
     }
 }
@@ -231,15 +266,23 @@ mod tests {
 
     #[test]
     fn rejects_what_the_api_server_rejects() {
-        for bad in ["", "abc", "1.2.3", "1Q", "Mi", "1e", "1ee3", "1 Mi", "1mi", "."] {
+        for bad in [
+            "", "abc", "1.2.3", "1Q", "Mi", "1e", "1ee3", "1 Mi", "1mi", ".",
+        ] {
             assert_eq!(canonicalize(bad), Err(QuantityError::Syntax), "{bad}");
         }
-        assert_eq!(canonicalize("9999999999999999999999999999999999999999999"), Err(QuantityError::Range));
+        assert_eq!(
+            canonicalize("9999999999999999999999999999999999999999999"),
+            Err(QuantityError::Range)
+        );
     }
 
     #[test]
     fn ceil_rounds_up_to_whole_units() {
-        assert_eq!(Quantity::parse("96Mi").unwrap().ceil(), Some(96 * 1024 * 1024));
+        assert_eq!(
+            Quantity::parse("96Mi").unwrap().ceil(),
+            Some(96 * 1024 * 1024)
+        );
         assert_eq!(Quantity::parse("1500m").unwrap().ceil(), Some(2));
         assert_eq!(Quantity::parse("1n").unwrap().ceil(), Some(1));
         assert_eq!(Quantity::parse("1G").unwrap().ceil(), Some(1_000_000_000));

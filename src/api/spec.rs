@@ -31,10 +31,10 @@ use super::status::MemcachedStatus;
     namespaced,
     status = "MemcachedStatus",
     doc = "Memcached is a memcached cache managed by the memcached-hook Metacontroller sync hook.",
-    printcolumn(name = "Replicas", type_ = "integer", json_path = ".spec.replicas", description = "Number of desired Memcached pods"),
-    printcolumn(name = "Ready", type_ = "integer", json_path = ".status.readyReplicas", description = "Number of ready Memcached pods"),
-    printcolumn(name = "Status", type_ = "string", json_path = ".status.conditions[?(@.type==\"Ready\")].status", description = "Whether all desired Memcached pods are ready"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn = r#"{"name":"Replicas","type":"integer","jsonPath":".spec.replicas","description":"Number of desired Memcached pods"}"#,
+    printcolumn = r#"{"name":"Ready","type":"integer","jsonPath":".status.readyReplicas","description":"Number of ready Memcached pods"}"#,
+    printcolumn = r#"{"name":"Status","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status","description":"Whether all desired Memcached pods are ready"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
 pub struct MemcachedSpec {
@@ -83,7 +83,11 @@ pub struct MemcachedSpec {
 #[serde(rename_all = "camelCase")]
 pub struct MemcachedConfig {
     /// Item memory in megabytes (`-m`).
-    #[serde(default, skip_serializing_if = "Option::is_none", rename = "maxMemoryMB")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        rename = "maxMemoryMB"
+    )]
     #[schemars(range(min = 16, max = 65536), extend("default" = 64))]
     pub max_memory_mb: Option<i32>,
 

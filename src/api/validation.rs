@@ -10,9 +10,9 @@ use std::fmt;
 use k8s_openapi::api::core::v1::ResourceRequirements;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
+use super::MemcachedSpec;
 use super::effective::Effective;
 use super::quantity::Quantity;
-use super::MemcachedSpec;
 
 /// One broken rule, with the JSON path of the offending field.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,19 +26,35 @@ pub struct Violation {
 }
 
 impl Violation {
-    fn invalid(field: impl Into<String>, value: impl fmt::Display, detail: impl Into<String>) -> Self {
-        Self { field: field.into(), value: Some(value.to_string()), detail: detail.into() }
+    fn invalid(
+        field: impl Into<String>,
+        value: impl fmt::Display,
+        detail: impl Into<String>,
+    ) -> Self {
+        Self {
+            field: field.into(),
+            value: Some(value.to_string()),
+            detail: detail.into(),
+        }
     }
 
     fn required(field: impl Into<String>, detail: impl Into<String>) -> Self {
-        Self { field: field.into(), value: None, detail: detail.into() }
+        Self {
+            field: field.into(),
+            value: None,
+            detail: detail.into(),
+        }
     }
 }
 
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.value {
-            Some(value) => write!(f, "{}: Invalid value: {}: {}", self.field, value, self.detail),
+            Some(value) => write!(
+                f,
+                "{}: Invalid value: {}: {}",
+                self.field, value, self.detail
+            ),
             None => write!(f, "{}: Required value: {}", self.field, self.detail),
         }
     }
@@ -49,7 +65,13 @@ impl fmt::Display for Violation {
 pub fn summary(violations: &[Violation]) -> String {
     match violations {
         [one] => one.to_string(),
-        many => format!("[{}]", many.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")),
+        many => format!(
+            "[{}]",
+            many.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
 }
 
@@ -64,30 +86,58 @@ fn is_dns1035_label(name: &str) -> bool {
         && bytes.len() <= 63
         && bytes[0].is_ascii_lowercase()
         && bytes[bytes.len() - 1].is_ascii_alphanumeric()
-        && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
 }
 
-fn in_range(out: &mut Vec<Violation>, field: &str, value: Option<i64>, min: i64, max: i64, zero_means_default: bool) {
+fn in_range(
+    out: &mut Vec<Violation>,
+    field: &str,
+    value: Option<i64>,
+    min: i64,
+    max: i64,
+    zero_means_default: bool,
+) {
     let Some(v) = value else { return };
     if zero_means_default && v == 0 {
         return;
     }
     if v < min {
-        out.push(Violation::invalid(field, v, format!("should be greater than or equal to {min}")));
+        out.push(Violation::invalid(
+            field,
+            v,
+            format!("should be greater than or equal to {min}"),
+        ));
     } else if v > max {
-        out.push(Violation::invalid(field, v, format!("should be less than or equal to {max}")));
+        out.push(Violation::invalid(
+            field,
+            v,
+            format!("should be less than or equal to {max}"),
+        ));
     }
 }
 
-fn check_resources(out: &mut Vec<Violation>, field: &str, resources: Option<&ResourceRequirements>) {
+fn check_resources(
+    out: &mut Vec<Violation>,
+    field: &str,
+    resources: Option<&ResourceRequirements>,
+) {
     let Some(resources) = resources else { return };
-    for (part, list) in [("limits", &resources.limits), ("requests", &resources.requests)] {
+    for (part, list) in [
+        ("limits", &resources.limits),
+        ("requests", &resources.requests),
+    ] {
         for (name, quantity) in list.iter().flatten() {
             let path = format!("{field}.{part}.{name}");
             match Quantity::parse(&quantity.0) {
                 Err(e) => out.push(Violation::invalid(path, quoted(&quantity.0), e.to_string())),
                 Ok(q) if q.is_negative() => {
-                    out.push(Violation::invalid(path, quoted(&quantity.0), "must be greater than or equal to 0"));
+                    out.push(Violation::invalid(
+                        path,
+                        quoted(&quantity.0),
+                        "must be greater than or equal to 0",
+                    ));
                 }
                 Ok(_) => {}
             }
@@ -99,12 +149,24 @@ fn check_resources(out: &mut Vec<Violation>, field: &str, resources: Option<&Res
 fn check_budget(out: &mut Vec<Violation>, field: &str, value: Option<&IntOrString>) {
     match value {
         Some(IntOrString::Int(n)) if *n < 0 => {
-            out.push(Violation::invalid(field, n, "must be greater than or equal to 0"));
+            out.push(Violation::invalid(
+                field,
+                n,
+                "must be greater than or equal to 0",
+            ));
         }
         Some(IntOrString::String(s)) => match parse_percent(s) {
             Some(p) if p <= 100 => {}
-            Some(_) => out.push(Violation::invalid(field, quoted(s), "must not be greater than 100%")),
-            None => out.push(Violation::invalid(field, quoted(s), "a valid percent string must be a numeric string followed by an ending '%'")),
+            Some(_) => out.push(Violation::invalid(
+                field,
+                quoted(s),
+                "must not be greater than 100%",
+            )),
+            None => out.push(Violation::invalid(
+                field,
+                quoted(s),
+                "a valid percent string must be a numeric string followed by an ending '%'",
+            )),
         },
         _ => {}
     }
@@ -121,7 +183,8 @@ pub fn parse_percent(text: &str) -> Option<u32> {
 }
 
 fn is_item_size(text: &str) -> bool {
-    text.strip_suffix(['k', 'm']).is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+    text.strip_suffix(['k', 'm'])
+        .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Every rule the Memcached named `name` breaks, in a fixed order.
@@ -138,77 +201,165 @@ pub fn validate(name: &str, spec: &MemcachedSpec) -> Vec<Violation> {
     }
 
     // Schema bounds, enums and patterns (§a.3).
-    in_range(&mut out, "spec.replicas", spec.replicas.map(i64::from), 0, 64, false);
+    in_range(
+        &mut out,
+        "spec.replicas",
+        spec.replicas.map(i64::from),
+        0,
+        64,
+        false,
+    );
     if spec.image.as_deref() == Some("") {
         out.push(Violation::required("spec.image", "image must not be empty"));
     }
     check_resources(&mut out, "spec.resources", spec.resources.as_ref());
     if let Some(c) = &spec.memcached {
-        in_range(&mut out, "spec.memcached.maxMemoryMB", c.max_memory_mb.map(i64::from), 16, 65536, true);
-        in_range(&mut out, "spec.memcached.maxConnections", c.max_connections.map(i64::from), 1, 65536, true);
-        in_range(&mut out, "spec.memcached.threads", c.threads.map(i64::from), 1, 128, true);
-        if let Some(size) = c.max_item_size.as_deref().filter(|s| !s.is_empty() && !is_item_size(s)) {
+        in_range(
+            &mut out,
+            "spec.memcached.maxMemoryMB",
+            c.max_memory_mb.map(i64::from),
+            16,
+            65536,
+            true,
+        );
+        in_range(
+            &mut out,
+            "spec.memcached.maxConnections",
+            c.max_connections.map(i64::from),
+            1,
+            65536,
+            true,
+        );
+        in_range(
+            &mut out,
+            "spec.memcached.threads",
+            c.threads.map(i64::from),
+            1,
+            128,
+            true,
+        );
+        if let Some(size) = c
+            .max_item_size
+            .as_deref()
+            .filter(|s| !s.is_empty() && !is_item_size(s))
+        {
             out.push(Violation::invalid(
                 "spec.memcached.maxItemSize",
                 quoted(size),
                 "should match '^[0-9]+(k|m)$'",
             ));
         }
-        in_range(&mut out, "spec.memcached.verbosity", c.verbosity.map(i64::from), 0, 2, false);
+        in_range(
+            &mut out,
+            "spec.memcached.verbosity",
+            c.verbosity.map(i64::from),
+            0,
+            2,
+            false,
+        );
     }
     if let Some(ha) = &spec.high_availability {
         if let Some(pdb) = &ha.pod_disruption_budget {
             let field = "spec.highAvailability.podDisruptionBudget";
-            check_budget(&mut out, &format!("{field}.minAvailable"), pdb.min_available.as_ref());
-            check_budget(&mut out, &format!("{field}.maxUnavailable"), pdb.max_unavailable.as_ref());
+            check_budget(
+                &mut out,
+                &format!("{field}.minAvailable"),
+                pdb.min_available.as_ref(),
+            );
+            check_budget(
+                &mut out,
+                &format!("{field}.maxUnavailable"),
+                pdb.max_unavailable.as_ref(),
+            );
         }
         if let Some(g) = &ha.graceful_shutdown {
             let field = "spec.highAvailability.gracefulShutdown";
-            in_range(&mut out, &format!("{field}.preStopDelaySeconds"), g.pre_stop_delay_seconds.map(i64::from), 1, 300, true);
-            in_range(&mut out, &format!("{field}.terminationGracePeriodSeconds"), g.termination_grace_period_seconds, 1, 600, true);
+            in_range(
+                &mut out,
+                &format!("{field}.preStopDelaySeconds"),
+                g.pre_stop_delay_seconds.map(i64::from),
+                1,
+                300,
+                true,
+            );
+            in_range(
+                &mut out,
+                &format!("{field}.terminationGracePeriodSeconds"),
+                g.termination_grace_period_seconds,
+                1,
+                600,
+                true,
+            );
         }
     }
     if let Some(m) = &spec.monitoring {
-        check_resources(&mut out, "spec.monitoring.exporterResources", m.exporter_resources.as_ref());
+        check_resources(
+            &mut out,
+            "spec.monitoring.exporterResources",
+            m.exporter_resources.as_ref(),
+        );
         if m.enabled == Some(true) && m.exporter_image.as_deref() == Some("") {
-            out.push(Violation::required("spec.monitoring.exporterImage", "exporterImage must not be empty"));
+            out.push(Violation::required(
+                "spec.monitoring.exporterImage",
+                "exporterImage must not be empty",
+            ));
         }
     }
     if let Some(a) = &spec.autoscaling {
-        in_range(&mut out, "spec.autoscaling.minReplicas", a.min_replicas.map(i64::from), 1, i64::from(i32::MAX), false);
-        in_range(&mut out, "spec.autoscaling.maxReplicas", a.max_replicas.map(i64::from), 1, i64::from(i32::MAX), false);
+        in_range(
+            &mut out,
+            "spec.autoscaling.minReplicas",
+            a.min_replicas.map(i64::from),
+            1,
+            i64::from(i32::MAX),
+            false,
+        );
+        in_range(
+            &mut out,
+            "spec.autoscaling.maxReplicas",
+            a.max_replicas.map(i64::from),
+            1,
+            i64::from(i32::MAX),
+            false,
+        );
     }
 
     // Cross-field rules (the CRD's CEL rules, Part 2 §e.2 without the three PDB rules).
-    if let Some(limit) = spec.resources.as_ref().and_then(|r| r.limits.as_ref()).and_then(|l| l.get("memory")) {
-        if let Ok(q) = Quantity::parse(&limit.0) {
-            let mb = u128::try_from(effective.max_memory_mb).unwrap_or(0);
-            let required = (mb + 32) << 20;
-            if q.is_negative() || q.ceil().is_some_and(|bytes| bytes < required) {
-                let shown = q.canonical().unwrap_or_else(|_| limit.0.clone());
-                let need = Quantity::from_bytes(required).canonical().unwrap_or_default();
-                out.push(Violation::invalid(
-                    "spec.resources.limits.memory",
-                    quoted(&shown),
-                    format!(
-                        "memory limit must be at least {need} (maxMemoryMB={}Mi + 32Mi overhead)",
-                        effective.max_memory_mb
-                    ),
-                ));
-            }
-        }
-    }
-    if let Some(g) = effective.graceful_shutdown {
-        if g.termination_grace_period_seconds <= i64::from(g.pre_stop_delay_seconds) {
+    if let Some(limit) = spec
+        .resources
+        .as_ref()
+        .and_then(|r| r.limits.as_ref())
+        .and_then(|l| l.get("memory"))
+        && let Ok(q) = Quantity::parse(&limit.0)
+    {
+        let mb = u128::try_from(effective.max_memory_mb).unwrap_or(0);
+        let required = (mb + 32) << 20;
+        if q.is_negative() || q.ceil().is_some_and(|bytes| bytes < required) {
+            let shown = q.canonical().unwrap_or_else(|_| limit.0.clone());
+            let need = Quantity::from_bytes(required)
+                .canonical()
+                .unwrap_or_default();
             out.push(Violation::invalid(
-                "spec.highAvailability.gracefulShutdown.terminationGracePeriodSeconds",
-                g.termination_grace_period_seconds,
+                "spec.resources.limits.memory",
+                quoted(&shown),
                 format!(
-                    "terminationGracePeriodSeconds ({}) must exceed preStopDelaySeconds ({})",
-                    g.termination_grace_period_seconds, g.pre_stop_delay_seconds
+                    "memory limit must be at least {need} (maxMemoryMB={}Mi + 32Mi overhead)",
+                    effective.max_memory_mb
                 ),
             ));
         }
+    }
+    if let Some(g) = effective.graceful_shutdown
+        && g.termination_grace_period_seconds <= i64::from(g.pre_stop_delay_seconds)
+    {
+        out.push(Violation::invalid(
+            "spec.highAvailability.gracefulShutdown.terminationGracePeriodSeconds",
+            g.termination_grace_period_seconds,
+            format!(
+                "terminationGracePeriodSeconds ({}) must exceed preStopDelaySeconds ({})",
+                g.termination_grace_period_seconds, g.pre_stop_delay_seconds
+            ),
+        ));
     }
     if effective.sasl_secret == Some("") {
         out.push(Violation::required(
@@ -244,10 +395,15 @@ pub fn validate(name: &str, spec: &MemcachedSpec) -> Vec<Violation> {
         }
         let cpu_utilization = a.metrics.iter().any(|m| {
             m.type_ == "Resource"
-                && m.resource.as_ref().is_some_and(|r| r.name == "cpu" && r.target.type_ == "Utilization")
+                && m.resource
+                    .as_ref()
+                    .is_some_and(|r| r.name == "cpu" && r.target.type_ == "Utilization")
         });
-        let has_cpu_request =
-            spec.resources.as_ref().and_then(|r| r.requests.as_ref()).is_some_and(|r| r.contains_key("cpu"));
+        let has_cpu_request = spec
+            .resources
+            .as_ref()
+            .and_then(|r| r.requests.as_ref())
+            .is_some_and(|r| r.contains_key("cpu"));
         if cpu_utilization && !has_cpu_request {
             out.push(Violation::required(
                 "spec.resources.requests.cpu",

@@ -70,12 +70,18 @@ mod tests {
 
     #[test]
     fn defaults() {
-        assert_eq!(args_of(&MemcachedSpec::default()), ["-m", "64", "-c", "1024", "-t", "4", "-I", "1m"]);
+        assert_eq!(
+            args_of(&MemcachedSpec::default()),
+            ["-m", "64", "-c", "1024", "-t", "4", "-I", "1m"]
+        );
     }
 
     #[test]
     fn each_setting_and_verbosity() {
-        let spec = |config: MemcachedConfig| MemcachedSpec { memcached: Some(config), ..MemcachedSpec::default() };
+        let spec = |config: MemcachedConfig| MemcachedSpec {
+            memcached: Some(config),
+            ..MemcachedSpec::default()
+        };
         let all = spec(MemcachedConfig {
             max_memory_mb: Some(256),
             max_connections: Some(2048),
@@ -86,11 +92,30 @@ mod tests {
         });
         assert_eq!(
             args_of(&all),
-            ["-m", "256", "-c", "2048", "-t", "8", "-I", "2m", "-vv", "--max-reqs-per-event", "20"]
+            [
+                "-m",
+                "256",
+                "-c",
+                "2048",
+                "-t",
+                "8",
+                "-I",
+                "2m",
+                "-vv",
+                "--max-reqs-per-event",
+                "20"
+            ]
         );
-        let v1 = spec(MemcachedConfig { verbosity: Some(1), ..MemcachedConfig::default() });
+        let v1 = spec(MemcachedConfig {
+            verbosity: Some(1),
+            ..MemcachedConfig::default()
+        });
         assert_eq!(args_of(&v1)[8..], ["-v"]);
-        let v0 = spec(MemcachedConfig { verbosity: Some(0), extra_args: Some(vec![]), ..MemcachedConfig::default() });
+        let v0 = spec(MemcachedConfig {
+            verbosity: Some(0),
+            extra_args: Some(vec![]),
+            ..MemcachedConfig::default()
+        });
         assert_eq!(args_of(&v0).len(), 8);
     }
 }

@@ -2,21 +2,23 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment};
+use k8s_openapi::api::apps::v1::{
+    Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment,
+};
 use k8s_openapi::api::core::v1::{
-    Affinity, Container, ContainerPort, ExecAction, KeyToPath, Lifecycle, LifecycleHandler, PodAffinityTerm,
-    PodAntiAffinity, PodSpec, PodTemplateSpec, Probe, ResourceRequirements, SecretVolumeSource, TCPSocketAction,
-    Volume, VolumeMount, WeightedPodAffinityTerm,
+    Affinity, Container, ContainerPort, ExecAction, KeyToPath, Lifecycle, LifecycleHandler,
+    PodAffinityTerm, PodAntiAffinity, PodSpec, PodTemplateSpec, Probe, ResourceRequirements,
+    SecretVolumeSource, TCPSocketAction, Volume, VolumeMount, WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::{
-    args, labels, MEMCACHED_PORT, MEMCACHED_PORT_NAME, MEMCACHED_TLS_PORT, MEMCACHED_TLS_PORT_NAME, METRICS_PORT,
-    METRICS_PORT_NAME, SASL_MOUNT_PATH, TLS_MOUNT_PATH,
+    MEMCACHED_PORT, MEMCACHED_PORT_NAME, MEMCACHED_TLS_PORT, MEMCACHED_TLS_PORT_NAME, METRICS_PORT,
+    METRICS_PORT_NAME, SASL_MOUNT_PATH, TLS_MOUNT_PATH, args, labels,
 };
-use crate::api::effective::{Effective, Monitoring};
 use crate::api::AntiAffinityPreset;
+use crate::api::effective::{Effective, Monitoring};
 
 const SASL_VOLUME: &str = "sasl-credentials";
 const TLS_VOLUME: &str = "tls-certificates";
@@ -29,11 +31,20 @@ pub type TemplateAnnotations = BTreeMap<String, String>;
 /// count (so the hand-over to the HPA never dips to 1), absent on the first create.
 #[must_use]
 pub fn replicas(e: &Effective<'_>, observed: Option<i32>) -> Option<i32> {
-    if e.autoscaling.is_some() { observed } else { e.replicas }
+    if e.autoscaling.is_some() {
+        observed
+    } else {
+        e.replicas
+    }
 }
 
 fn port(name: &str, number: i32) -> ContainerPort {
-    ContainerPort { name: Some(name.to_owned()), container_port: number, protocol: Some("TCP".to_owned()), ..ContainerPort::default() }
+    ContainerPort {
+        name: Some(name.to_owned()),
+        container_port: number,
+        protocol: Some("TCP".to_owned()),
+        ..ContainerPort::default()
+    }
 }
 
 fn tcp_probe(initial_delay_seconds: i32, period_seconds: i32) -> Probe {
@@ -51,12 +62,18 @@ fn tcp_probe(initial_delay_seconds: i32, period_seconds: i32) -> Probe {
 /// Resources with canonical quantities, absent when empty.
 fn resources(requirements: Option<&ResourceRequirements>) -> Option<ResourceRequirements> {
     let r = requirements?;
-    let canonical = |list: &Option<BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>| {
+    let canonical = |list: &Option<
+        BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
+    >| {
         list.as_ref().filter(|l| !l.is_empty()).map(|l| {
             l.iter()
                 .map(|(k, q)| {
-                    let text = crate::api::quantity::canonicalize(&q.0).unwrap_or_else(|_| q.0.clone());
-                    (k.clone(), k8s_openapi::apimachinery::pkg::api::resource::Quantity(text))
+                    let text =
+                        crate::api::quantity::canonicalize(&q.0).unwrap_or_else(|_| q.0.clone());
+                    (
+                        k.clone(),
+                        k8s_openapi::apimachinery::pkg::api::resource::Quantity(text),
+                    )
                 })
                 .collect()
         })
@@ -72,15 +89,20 @@ fn resources(requirements: Option<&ResourceRequirements>) -> Option<ResourceRequ
 fn affinity(name: &str, preset: Option<AntiAffinityPreset>) -> Option<Affinity> {
     let term = || PodAffinityTerm {
         topology_key: HOSTNAME_TOPOLOGY_KEY.to_owned(),
-        label_selector: Some(LabelSelector { match_labels: Some(labels::anti_affinity(name)), match_expressions: None }),
+        label_selector: Some(LabelSelector {
+            match_labels: Some(labels::anti_affinity(name)),
+            match_expressions: None,
+        }),
         ..PodAffinityTerm::default()
     };
     let anti = match preset? {
         AntiAffinityPreset::Soft => PodAntiAffinity {
-            preferred_during_scheduling_ignored_during_execution: Some(vec![WeightedPodAffinityTerm {
-                weight: 100,
-                pod_affinity_term: term(),
-            }]),
+            preferred_during_scheduling_ignored_during_execution: Some(vec![
+                WeightedPodAffinityTerm {
+                    weight: 100,
+                    pod_affinity_term: term(),
+                },
+            ]),
             required_during_scheduling_ignored_during_execution: None,
         },
         AntiAffinityPreset::Hard => PodAntiAffinity {
@@ -88,7 +110,10 @@ fn affinity(name: &str, preset: Option<AntiAffinityPreset>) -> Option<Affinity> 
             required_during_scheduling_ignored_during_execution: Some(vec![term()]),
         },
     };
-    Some(Affinity { pod_anti_affinity: Some(anti), ..Affinity::default() })
+    Some(Affinity {
+        pod_anti_affinity: Some(anti),
+        ..Affinity::default()
+    })
 }
 
 fn secret_volume(volume: &str, secret: &str, keys: &[&str]) -> Volume {
@@ -98,7 +123,11 @@ fn secret_volume(volume: &str, secret: &str, keys: &[&str]) -> Volume {
             secret_name: Some(secret.to_owned()),
             items: Some(
                 keys.iter()
-                    .map(|k| KeyToPath { key: (*k).to_owned(), path: (*k).to_owned(), mode: None })
+                    .map(|k| KeyToPath {
+                        key: (*k).to_owned(),
+                        path: (*k).to_owned(),
+                        mode: None,
+                    })
                     .collect(),
             ),
             ..SecretVolumeSource::default()
@@ -108,7 +137,12 @@ fn secret_volume(volume: &str, secret: &str, keys: &[&str]) -> Volume {
 }
 
 fn mount(volume: &str, path: &str) -> VolumeMount {
-    VolumeMount { name: volume.to_owned(), mount_path: path.to_owned(), read_only: Some(true), ..VolumeMount::default() }
+    VolumeMount {
+        name: volume.to_owned(),
+        mount_path: path.to_owned(),
+        read_only: Some(true),
+        ..VolumeMount::default()
+    }
 }
 
 fn volumes_and_mounts(e: &Effective<'_>) -> (Vec<Volume>, Vec<VolumeMount>) {
@@ -119,7 +153,11 @@ fn volumes_and_mounts(e: &Effective<'_>) -> (Vec<Volume>, Vec<VolumeMount>) {
         mounts.push(mount(SASL_VOLUME, SASL_MOUNT_PATH));
     }
     if let Some(tls) = e.tls {
-        let keys: &[&str] = if tls.client_cert { &["tls.crt", "tls.key", "ca.crt"] } else { &["tls.crt", "tls.key"] };
+        let keys: &[&str] = if tls.client_cert {
+            &["tls.crt", "tls.key", "ca.crt"]
+        } else {
+            &["tls.crt", "tls.key"]
+        };
         volumes.push(secret_volume(TLS_VOLUME, tls.secret_name, keys));
         mounts.push(mount(TLS_VOLUME, TLS_MOUNT_PATH));
     }
@@ -142,7 +180,10 @@ fn memcached_container(e: &Effective<'_>, mounts: Vec<VolumeMount>) -> Container
         lifecycle: e.graceful_shutdown.map(|g| Lifecycle {
             pre_stop: Some(LifecycleHandler {
                 exec: Some(ExecAction {
-                    command: Some(vec!["sleep".to_owned(), g.pre_stop_delay_seconds.to_string()]),
+                    command: Some(vec![
+                        "sleep".to_owned(),
+                        g.pre_stop_delay_seconds.to_string(),
+                    ]),
                 }),
                 ..LifecycleHandler::default()
             }),
@@ -167,7 +208,12 @@ fn exporter_container(e: &Effective<'_>, m: &Monitoring<'_>) -> Container {
 
 /// The desired Deployment named `name`.
 #[must_use]
-pub fn build(name: &str, e: &Effective<'_>, replicas: Option<i32>, annotations: TemplateAnnotations) -> Deployment {
+pub fn build(
+    name: &str,
+    e: &Effective<'_>,
+    replicas: Option<i32>,
+    annotations: TemplateAnnotations,
+) -> Deployment {
     let pod_labels = labels::with_version(name, e.image);
     let (volumes, mounts) = volumes_and_mounts(e);
     let mut containers = vec![memcached_container(e, mounts)];
@@ -175,10 +221,17 @@ pub fn build(name: &str, e: &Effective<'_>, replicas: Option<i32>, annotations: 
         containers.push(exporter_container(e, m));
     }
     Deployment {
-        metadata: ObjectMeta { name: Some(name.to_owned()), labels: Some(pod_labels.clone()), ..ObjectMeta::default() },
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            labels: Some(pod_labels.clone()),
+            ..ObjectMeta::default()
+        },
         spec: Some(DeploymentSpec {
             replicas,
-            selector: LabelSelector { match_labels: Some(labels::base(name)), match_expressions: None },
+            selector: LabelSelector {
+                match_labels: Some(labels::base(name)),
+                match_expressions: None,
+            },
             strategy: Some(DeploymentStrategy {
                 type_: Some("RollingUpdate".to_owned()),
                 rolling_update: Some(RollingUpdateDeployment {
@@ -195,7 +248,9 @@ pub fn build(name: &str, e: &Effective<'_>, replicas: Option<i32>, annotations: 
                 spec: Some(PodSpec {
                     affinity: affinity(name, e.anti_affinity),
                     topology_spread_constraints: e.topology_spread.map(<[_]>::to_vec),
-                    termination_grace_period_seconds: e.graceful_shutdown.map(|g| g.termination_grace_period_seconds),
+                    termination_grace_period_seconds: e
+                        .graceful_shutdown
+                        .map(|g| g.termination_grace_period_seconds),
                     security_context: e.pod_security_context.cloned(),
                     containers,
                     volumes: (!volumes.is_empty()).then_some(volumes),

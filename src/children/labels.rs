@@ -38,7 +38,10 @@ pub fn with_version(name: &str, image: &str) -> BTreeMap<String, String> {
 /// The two labels the anti-affinity terms select on (no managed-by, spec.md §b.5).
 #[must_use]
 pub fn anti_affinity(name: &str) -> BTreeMap<String, String> {
-    BTreeMap::from([(NAME.to_owned(), APP_NAME.to_owned()), (INSTANCE.to_owned(), name.to_owned())])
+    BTreeMap::from([
+        (NAME.to_owned(), APP_NAME.to_owned()),
+        (INSTANCE.to_owned(), name.to_owned()),
+    ])
 }
 
 /// The image tag when it is a valid label value: no digest, text after the last `:` that is
@@ -61,7 +64,9 @@ pub fn is_label_value(value: &str) -> bool {
     bytes.len() <= 63
         && bytes.first().is_none_or(u8::is_ascii_alphanumeric)
         && bytes.last().is_none_or(u8::is_ascii_alphanumeric)
-        && bytes.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
 #[cfg(test)]

@@ -16,9 +16,16 @@ pub fn build(name: &str, budget: &Budget<'_>) -> PodDisruptionBudget {
         Budget::MaxUnavailable(v) => (None, Some((*v).clone())),
     };
     PodDisruptionBudget {
-        metadata: ObjectMeta { name: Some(name.to_owned()), labels: Some(labels::base(name)), ..ObjectMeta::default() },
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            labels: Some(labels::base(name)),
+            ..ObjectMeta::default()
+        },
         spec: Some(PodDisruptionBudgetSpec {
-            selector: Some(LabelSelector { match_labels: Some(labels::base(name)), match_expressions: None }),
+            selector: Some(LabelSelector {
+                match_labels: Some(labels::base(name)),
+                match_expressions: None,
+            }),
             min_available,
             max_unavailable,
             ..PodDisruptionBudgetSpec::default()
@@ -78,12 +85,27 @@ mod tests {
         assert_eq!(disruptions_allowed(&Budget::MinAvailable(&int(1)), 3), 2);
         assert_eq!(disruptions_allowed(&Budget::MinAvailable(&int(3)), 3), 0);
         assert_eq!(disruptions_allowed(&Budget::MinAvailable(&int(5)), 3), 0);
-        assert_eq!(disruptions_allowed(&Budget::MinAvailable(&pct("50%")), 3), 1);
-        assert_eq!(disruptions_allowed(&Budget::MinAvailable(&pct("67%")), 3), 0);
-        assert_eq!(disruptions_allowed(&Budget::MinAvailable(&pct("100%")), 4), 0);
+        assert_eq!(
+            disruptions_allowed(&Budget::MinAvailable(&pct("50%")), 3),
+            1
+        );
+        assert_eq!(
+            disruptions_allowed(&Budget::MinAvailable(&pct("67%")), 3),
+            0
+        );
+        assert_eq!(
+            disruptions_allowed(&Budget::MinAvailable(&pct("100%")), 4),
+            0
+        );
         assert_eq!(disruptions_allowed(&Budget::MaxUnavailable(&int(0)), 3), 0);
-        assert_eq!(disruptions_allowed(&Budget::MaxUnavailable(&pct("0%")), 3), 0);
-        assert_eq!(disruptions_allowed(&Budget::MaxUnavailable(&pct("25%")), 3), 1);
+        assert_eq!(
+            disruptions_allowed(&Budget::MaxUnavailable(&pct("0%")), 3),
+            0
+        );
+        assert_eq!(
+            disruptions_allowed(&Budget::MaxUnavailable(&pct("25%")), 3),
+            1
+        );
         assert_eq!(disruptions_allowed(&Budget::MaxUnavailable(&int(1)), 3), 1);
     }
 
@@ -95,6 +117,9 @@ mod tests {
         assert_eq!(spec.max_unavailable, None);
         let p = build("cache", &Budget::MaxUnavailable(&int(1)));
         let spec = p.spec.unwrap();
-        assert_eq!((spec.min_available, spec.max_unavailable), (None, Some(int(1))));
+        assert_eq!(
+            (spec.min_available, spec.max_unavailable),
+            (None, Some(int(1)))
+        );
     }
 }

@@ -5,8 +5,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::{
-    labels, MEMCACHED_PORT, MEMCACHED_PORT_NAME, MEMCACHED_TLS_PORT, MEMCACHED_TLS_PORT_NAME, METRICS_PORT,
-    METRICS_PORT_NAME,
+    MEMCACHED_PORT, MEMCACHED_PORT_NAME, MEMCACHED_TLS_PORT, MEMCACHED_TLS_PORT_NAME, METRICS_PORT,
+    METRICS_PORT_NAME, labels,
 };
 use crate::api::effective::Effective;
 

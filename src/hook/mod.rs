@@ -66,7 +66,10 @@ impl Controller {
     /// Whether the controller declares `resource` in `api_version`.
     #[must_use]
     pub fn declares(&self, api_version: &str, resource: &str) -> bool {
-        self.spec.child_resources.iter().any(|c| c.api_version == api_version && c.resource == resource)
+        self.spec
+            .child_resources
+            .iter()
+            .any(|c| c.api_version == api_version && c.resource == resource)
     }
 }
 

@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::marker::PhantomData;
 
-use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 
 /// All objects of a `children` or `related` map, in request order, keys ignored.
 #[derive(Debug)]
@@ -34,7 +34,9 @@ impl Observed<ObservedChild> {
     /// The observed child of `kind` in `api_version` named `name`.
     #[must_use]
     pub fn find(&self, api_version: &str, kind: &str, name: &str) -> Option<&ObservedChild> {
-        self.0.iter().find(|c| c.kind == kind && c.api_version == api_version && c.metadata.name == name)
+        self.0
+            .iter()
+            .find(|c| c.kind == kind && c.api_version == api_version && c.metadata.name == name)
     }
 }
 
@@ -169,7 +171,11 @@ impl ObservedChild {
     /// The last-applied configuration, if Metacontroller stored one.
     #[must_use]
     pub fn last_applied(&self) -> Option<&str> {
-        self.metadata.annotations.as_ref().and_then(|a| a.last_applied.as_deref()).filter(|s| !s.is_empty())
+        self.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.last_applied.as_deref())
+            .filter(|s| !s.is_empty())
     }
 }
 

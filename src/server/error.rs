@@ -1,6 +1,6 @@
 //! Error answers: a status code and `{"error": ..., "field": ...}`.
 
-use axum::http::{header, StatusCode};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
@@ -23,7 +23,11 @@ impl ApiError {
     /// An error with a status, a message and an optional field.
     #[must_use]
     pub fn new(status: StatusCode, error: impl Into<String>, field: Option<String>) -> Self {
-        Self { status, error: error.into(), field }
+        Self {
+            status,
+            error: error.into(),
+            field,
+        }
     }
 
     /// Classifies a decoding error: bad JSON syntax or encoding is 400, JSON of the wrong
@@ -37,7 +41,11 @@ impl ApiError {
             serde_json::error::Category::Data => StatusCode::UNPROCESSABLE_ENTITY,
             _ => StatusCode::BAD_REQUEST,
         };
-        let kind = if status == StatusCode::BAD_REQUEST { "malformed JSON" } else { "unexpected request shape" };
+        let kind = if status == StatusCode::BAD_REQUEST {
+            "malformed JSON"
+        } else {
+            "unexpected request shape"
+        };
         Self::new(status, format!("{kind}: {inner}"), field)
     }
 }
@@ -51,7 +59,13 @@ impl From<SyncError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = serde_json::to_vec(&self).unwrap_or_else(|_| br#"{"error":"internal error"}"#.to_vec());
-        (self.status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+        let body =
+            serde_json::to_vec(&self).unwrap_or_else(|_| br#"{"error":"internal error"}"#.to_vec());
+        (
+            self.status,
+            [(header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response()
     }
 }

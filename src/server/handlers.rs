@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use k8s_openapi::jiff::Timestamp;
 use serde::de::DeserializeOwned;
@@ -20,14 +20,29 @@ pub const BUILD_ID: &str = env!("MEMCACHED_HOOK_BUILD_ID");
 /// is what `curl -d @request.json` sends, so the documented debugging command works; any
 /// other type is a 415.
 fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
-    let Some(value) = headers.get(header::CONTENT_TYPE) else { return Ok(()) };
-    let mime = value.to_str().unwrap_or("").split(';').next().unwrap_or("").trim().to_ascii_lowercase();
-    if mime == "application/json" || mime == "application/x-www-form-urlencoded" || mime.ends_with("+json") {
+    let Some(value) = headers.get(header::CONTENT_TYPE) else {
+        return Ok(());
+    };
+    let mime = value
+        .to_str()
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    if mime == "application/json"
+        || mime == "application/x-www-form-urlencoded"
+        || mime.ends_with("+json")
+    {
         Ok(())
     } else {
         Err(ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            format!("expected Content-Type application/json, got {:?}", value.to_str().unwrap_or("<not text>")),
+            format!(
+                "expected Content-Type application/json, got {:?}",
+                value.to_str().unwrap_or("<not text>")
+            ),
             None,
         ))
     }
@@ -39,15 +54,26 @@ fn read_body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
 
 fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     let mut deserializer = serde_json::Deserializer::from_slice(body);
-    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|e| ApiError::decode(&e))?;
-    deserializer.end().map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, format!("malformed JSON: {e}"), None))?;
+    let value =
+        serde_path_to_error::deserialize(&mut deserializer).map_err(|e| ApiError::decode(&e))?;
+    deserializer.end().map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("malformed JSON: {e}"),
+            None,
+        )
+    })?;
     Ok(value)
 }
 
 /// A strong ETag of the request body and the build: equal requests to the same build get
 /// equal answers, so an unchanged request can be answered with 304 before decoding.
 fn etag(body: &[u8]) -> String {
-    let digest = Sha256::new().chain_update(BUILD_ID).chain_update([0]).chain_update(body).finalize();
+    let digest = Sha256::new()
+        .chain_update(BUILD_ID)
+        .chain_update([0])
+        .chain_update(body)
+        .finalize();
     let mut out = String::with_capacity(75);
     out.push_str("\"sha256:");
     for byte in digest {
@@ -68,12 +94,25 @@ fn if_none_match(headers: &HeaderMap, etag: &str) -> bool {
 }
 
 fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
-    (status, [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response()
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response()
 }
 
 fn encode<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, ApiError> {
-    serde_json::to_vec(value)
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("could not encode the answer: {e}"), None))
+    serde_json::to_vec(value).map_err(|e| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("could not encode the answer: {e}"),
+            None,
+        )
+    })
 }
 
 /// What one `/sync` call did, for its log line.
@@ -82,19 +121,35 @@ struct Outcome {
     children: usize,
 }
 
-fn sync_inner(headers: &HeaderMap, body: Result<Bytes, BytesRejection>, outcome: &mut Outcome) -> Result<Response, ApiError> {
+fn sync_inner(
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+    outcome: &mut Outcome,
+) -> Result<Response, ApiError> {
     check_content_type(headers)?;
     let body = read_body(body)?;
     let etag = etag(&body);
     let etag_header = HeaderValue::from_str(&etag).map_err(|_| {
-        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "could not build the ETag header", None)
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "could not build the ETag header",
+            None,
+        )
     })?;
     if if_none_match(headers, &etag) {
-        return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, etag_header)], Body::empty()).into_response());
+        return Ok((
+            StatusCode::NOT_MODIFIED,
+            [(header::ETAG, etag_header)],
+            Body::empty(),
+        )
+            .into_response());
     }
     let request: crate::hook::SyncRequest = decode(&body)?;
     let meta = &request.parent.metadata;
-    outcome.parent = Some((meta.namespace.clone().unwrap_or_default(), meta.name.clone()));
+    outcome.parent = Some((
+        meta.namespace.clone().unwrap_or_default(),
+        meta.name.clone(),
+    ));
     let response = crate::sync(&request, Timestamp::now())?;
     outcome.children = response.children.len();
     let mut answer = json_response(StatusCode::OK, encode(&response)?);
@@ -105,7 +160,10 @@ fn sync_inner(headers: &HeaderMap, body: Result<Bytes, BytesRejection>, outcome:
 /// `POST /sync`.
 pub async fn sync(headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> Response {
     let started = Instant::now();
-    let mut outcome = Outcome { parent: None, children: 0 };
+    let mut outcome = Outcome {
+        parent: None,
+        children: 0,
+    };
     let result = sync_inner(&headers, body, &mut outcome);
     let (namespace, name) = outcome.parent.unwrap_or_default();
     let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
@@ -145,7 +203,11 @@ pub async fn healthz() -> &'static str {
 
 /// Any other path.
 pub async fn not_found() -> ApiError {
-    ApiError::new(StatusCode::NOT_FOUND, "no such route: use POST /sync, POST /customize, GET /healthz or GET /readyz", None)
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "no such route: use POST /sync, POST /customize, GET /healthz or GET /readyz",
+        None,
+    )
 }
 
 /// A panic becomes a 500 with a JSON body; Metacontroller then retries and changes nothing.

@@ -12,10 +12,10 @@ use std::future::Future;
 use std::io;
 use std::time::Duration;
 
+use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
-use axum::Router;
 use tokio::net::TcpListener;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::timeout::TimeoutLayer;
@@ -38,7 +38,10 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Self { body_limit: DEFAULT_BODY_LIMIT, request_timeout: DEFAULT_REQUEST_TIMEOUT }
+        Self {
+            body_limit: DEFAULT_BODY_LIMIT,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+        }
     }
 }
 
@@ -68,7 +71,9 @@ pub async fn serve(
     router: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    axum::serve(listener, router).with_graceful_shutdown(shutdown).await
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await
 }
 
 /// Resolves on SIGTERM or SIGINT.

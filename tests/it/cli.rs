@@ -10,19 +10,32 @@ const BIN: &str = env!("CARGO_BIN_EXE_memcached-hook");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 fn run(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(BIN).args(args).current_dir(ROOT).output().expect("binary runs");
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    let out = Command::new(BIN)
+        .args(args)
+        .current_dir(ROOT)
+        .output()
+        .expect("binary runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 fn yaml_documents(text: &str) -> Vec<Value> {
-    serde_saphyr::from_str_multiple::<Value, Vec<Value>>(text).expect("YAML").into_iter().filter(|d| !d.is_null()).collect()
+    serde_saphyr::from_str_multiple::<Value, Vec<Value>>(text)
+        .expect("YAML")
+        .into_iter()
+        .filter(|d| !d.is_null())
+        .collect()
 }
 
 #[test]
 fn checked_in_crd_matches_the_generated_one() {
     let (ok, generated, err) = run(&["crd"]);
     assert!(ok, "{err}");
-    let checked_in = std::fs::read_to_string(Path::new(ROOT).join("deploy/crd.yaml")).expect("deploy/crd.yaml");
+    let checked_in =
+        std::fs::read_to_string(Path::new(ROOT).join("deploy/crd.yaml")).expect("deploy/crd.yaml");
     assert!(
         generated == checked_in,
         "deploy/crd.yaml is stale: run `cargo run -- crd > deploy/crd.yaml` and commit it"
@@ -31,11 +44,30 @@ fn checked_in_crd_matches_the_generated_one() {
     let versions = crd["spec"]["versions"].as_array().expect("versions");
     assert_eq!(versions.len(), 2);
     let (alpha, beta) = (&versions[0], &versions[1]);
-    assert_eq!((alpha["name"].as_str(), alpha["storage"].as_bool(), alpha["served"].as_bool()), (Some("v1alpha1"), Some(false), Some(true)));
-    assert_eq!((beta["name"].as_str(), beta["storage"].as_bool(), beta["served"].as_bool()), (Some("v1beta1"), Some(true), Some(true)));
+    assert_eq!(
+        (
+            alpha["name"].as_str(),
+            alpha["storage"].as_bool(),
+            alpha["served"].as_bool()
+        ),
+        (Some("v1alpha1"), Some(false), Some(true))
+    );
+    assert_eq!(
+        (
+            beta["name"].as_str(),
+            beta["storage"].as_bool(),
+            beta["served"].as_bool()
+        ),
+        (Some("v1beta1"), Some(true), Some(true))
+    );
     assert_eq!(alpha["schema"], beta["schema"], "identical schemas");
     assert_eq!(beta["subresources"], serde_json::json!({"status": {}}));
-    let columns: Vec<&str> = beta["additionalPrinterColumns"].as_array().expect("columns").iter().filter_map(|c| c["name"].as_str()).collect();
+    let columns: Vec<&str> = beta["additionalPrinterColumns"]
+        .as_array()
+        .expect("columns")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
     assert_eq!(columns, ["Replicas", "Ready", "Status", "Age"]);
     assert!(beta["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]["observedGeneration"].is_object());
 }
@@ -55,7 +87,11 @@ fn render_prints_the_seeds_expected_objects() {
     let mut checked = 0;
     for entry in std::fs::read_dir(&dir).expect("dir") {
         let path = entry.expect("entry").path();
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_owned();
         if !name.starts_with("seed-") || name.ends_with(".expected.yaml") {
             continue;
         }
@@ -63,16 +99,26 @@ fn render_prints_the_seeds_expected_objects() {
         assert!(ok, "{name}: {err}");
         let rendered = yaml_documents(&out);
         let expected_path = path.with_extension("expected.yaml");
-        let expected = yaml_documents(&std::fs::read_to_string(&expected_path).expect("expected file"));
+        let expected =
+            yaml_documents(&std::fs::read_to_string(&expected_path).expect("expected file"));
         for want in expected {
             let want = strip_metacontroller_fields(want);
-            let got = rendered.iter().find(|o| o["kind"] == want["kind"]).unwrap_or_else(|| panic!("{name}: no {}", want["kind"]));
+            let got = rendered
+                .iter()
+                .find(|o| o["kind"] == want["kind"])
+                .unwrap_or_else(|| panic!("{name}: no {}", want["kind"]));
             assert_eq!(got, &want, "{name}");
         }
         if name == "seed-pdb-disabled.yaml" {
-            assert!(rendered.iter().all(|o| o["kind"] != "PodDisruptionBudget"), "{name}: no PDB");
+            assert!(
+                rendered.iter().all(|o| o["kind"] != "PodDisruptionBudget"),
+                "{name}: no PDB"
+            );
         }
-        assert!(rendered.iter().any(|o| o["kind"] == "Deployment") && rendered.iter().any(|o| o["kind"] == "Service"));
+        assert!(
+            rendered.iter().any(|o| o["kind"] == "Deployment")
+                && rendered.iter().any(|o| o["kind"] == "Service")
+        );
         checked += 1;
     }
     assert_eq!(checked, 7);
@@ -85,9 +131,19 @@ fn replay_prints_the_response_as_json_or_the_children_as_yaml() {
     assert!(ok, "{err}");
     let v: Value = serde_json::from_str(&out).expect("json");
     assert_eq!(v["children"].as_array().map(Vec::len), Some(3));
-    let (ok, out, err) = run(&["replay", fixture, "--output", "yaml", "--now", "2026-11-22T12:00:00Z"]);
+    let (ok, out, err) = run(&[
+        "replay",
+        fixture,
+        "--output",
+        "yaml",
+        "--now",
+        "2026-11-22T12:00:00Z",
+    ]);
     assert!(ok, "{err}");
-    let kinds: Vec<Value> = yaml_documents(&out).into_iter().map(|d| d["kind"].clone()).collect();
+    let kinds: Vec<Value> = yaml_documents(&out)
+        .into_iter()
+        .map(|d| d["kind"].clone())
+        .collect();
     assert_eq!(kinds, ["Deployment", "Service", "PodDisruptionBudget"]);
 }
 
@@ -99,17 +155,26 @@ fn errors_name_the_file_and_the_field_and_exit_non_zero() {
     std::fs::write(&bad_type, "apiVersion: memcached.c5c3.io/v1beta1\nkind: Memcached\nmetadata: {name: c}\nspec: {replicas: many}\n").expect("write");
     let (ok, _, err) = run(&["render", bad_type.to_str().expect("utf-8")]);
     assert!(!ok);
-    assert!(err.contains("bad-type.yaml") && err.contains("spec.replicas"), "{err}");
+    assert!(
+        err.contains("bad-type.yaml") && err.contains("spec.replicas"),
+        "{err}"
+    );
     let invalid = dir.join("invalid.yaml");
     std::fs::write(&invalid, "apiVersion: memcached.c5c3.io/v1beta1\nkind: Memcached\nmetadata: {name: c}\nspec: {replicas: 100}\n").expect("write");
     let (ok, _, err) = run(&["render", invalid.to_str().expect("utf-8")]);
     assert!(!ok);
-    assert!(err.contains("invalid.yaml") && err.contains("spec.replicas") && err.contains("64"), "{err}");
+    assert!(
+        err.contains("invalid.yaml") && err.contains("spec.replicas") && err.contains("64"),
+        "{err}"
+    );
     let (ok, _, err) = run(&["replay", dir.join("missing.json").to_str().expect("utf-8")]);
     assert!(!ok && err.contains("missing.json"), "{err}");
     let not_json = dir.join("request.json");
     std::fs::write(&not_json, "{\"parent\": 1}").expect("write");
     let (ok, _, err) = run(&["replay", not_json.to_str().expect("utf-8")]);
-    assert!(!ok && err.contains("request.json") && err.contains("parent"), "{err}");
+    assert!(
+        !ok && err.contains("request.json") && err.contains("parent"),
+        "{err}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -2,7 +2,7 @@
 
 use k8s_openapi::jiff::Timestamp;
 use memcached_hook::hook::SyncRequest;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 /// The fixed "now" of every test.
 pub fn now() -> Timestamp {
@@ -47,7 +47,10 @@ pub fn render(spec: Value) -> Value {
 
 /// The child of `kind` in a response, if any.
 pub fn child<'a>(response: &'a Value, kind: &str) -> Option<&'a Value> {
-    response["children"].as_array()?.iter().find(|c| c["kind"] == kind)
+    response["children"]
+        .as_array()?
+        .iter()
+        .find(|c| c["kind"] == kind)
 }
 
 /// The child of `kind`, which must be there.

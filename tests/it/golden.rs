@@ -7,24 +7,34 @@ use crate::common::now;
 
 #[test]
 fn golden_sync_responses() {
-    insta::glob!(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures"), "sync/*.json", |path| {
-        let bytes = std::fs::read(path).expect("fixture readable");
-        let request: memcached_hook::hook::SyncRequest = serde_json::from_slice(&bytes).expect("fixture decodes");
-        let answer = match memcached_hook::sync(&request, now()) {
-            Ok(response) => serde_json::to_value(&response).expect("encodes"),
-            Err(error) => json!({"rejected": {"error": error.to_string(), "field": error.field()}}),
-        };
-        insta::assert_yaml_snapshot!(answer);
-    });
+    insta::glob!(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures"),
+        "sync/*.json",
+        |path| {
+            let bytes = std::fs::read(path).expect("fixture readable");
+            let request: memcached_hook::hook::SyncRequest =
+                serde_json::from_slice(&bytes).expect("fixture decodes");
+            let answer = match memcached_hook::sync(&request, now()) {
+                Ok(response) => serde_json::to_value(&response).expect("encodes"),
+                Err(error) => {
+                    json!({"rejected": {"error": error.to_string(), "field": error.field()}})
+                }
+            };
+            insta::assert_yaml_snapshot!(answer);
+        }
+    );
 }
 
 /// Same request, same bytes: the answer can be ETagged and never makes Metacontroller loop.
 #[test]
 fn responses_are_byte_stable() {
-    for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/sync")).expect("fixtures") {
+    for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/sync"))
+        .expect("fixtures")
+    {
         let bytes = std::fs::read(entry.expect("entry").path()).expect("readable");
         let encode = || {
-            let request: memcached_hook::hook::SyncRequest = serde_json::from_slice(&bytes).expect("decodes");
+            let request: memcached_hook::hook::SyncRequest =
+                serde_json::from_slice(&bytes).expect("decodes");
             memcached_hook::sync(&request, now()).map(|r| serde_json::to_vec(&r).expect("encodes"))
         };
         assert_eq!(encode(), encode());

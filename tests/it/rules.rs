@@ -1,6 +1,6 @@
 //! One test per rule of spec.md §b, §c.1, §c.2 and Part 1, and per row of the seeds' tables.
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::common::{child, condition, container, decode, must, render, request_json, sync_value};
 
@@ -15,7 +15,11 @@ fn base_labels(name: &str) -> Value {
 fn every_child_carries_the_three_recommended_labels() {
     let r = render(json!({"highAvailability": {"podDisruptionBudget": {"enabled": true}}}));
     for kind in ["Service", "PodDisruptionBudget"] {
-        assert_eq!(must(&r, kind)["metadata"]["labels"], base_labels("my-cache"), "{kind}");
+        assert_eq!(
+            must(&r, kind)["metadata"]["labels"],
+            base_labels("my-cache"),
+            "{kind}"
+        );
     }
     let dep = must(&r, "Deployment");
     let mut with_version = base_labels("my-cache");
@@ -27,14 +31,25 @@ fn every_child_carries_the_three_recommended_labels() {
 #[test]
 fn selectors_are_the_base_labels_and_never_change_with_the_spec() {
     let plain = render(json!({}));
-    let changed = render(json!({"image": "registry.io/memcached:1.6.40", "replicas": 7,
+    let changed = render(
+        json!({"image": "registry.io/memcached:1.6.40", "replicas": 7,
                                "highAvailability": {"antiAffinityPreset": "hard",
-                                                    "podDisruptionBudget": {"enabled": true}}}));
+                                                    "podDisruptionBudget": {"enabled": true}}}),
+    );
     for r in [&plain, &changed] {
-        assert_eq!(must(r, "Deployment")["spec"]["selector"], json!({"matchLabels": base_labels("my-cache")}));
-        assert_eq!(must(r, "Service")["spec"]["selector"], base_labels("my-cache"));
+        assert_eq!(
+            must(r, "Deployment")["spec"]["selector"],
+            json!({"matchLabels": base_labels("my-cache")})
+        );
+        assert_eq!(
+            must(r, "Service")["spec"]["selector"],
+            base_labels("my-cache")
+        );
     }
-    assert_eq!(must(&changed, "PodDisruptionBudget")["spec"]["selector"], json!({"matchLabels": base_labels("my-cache")}));
+    assert_eq!(
+        must(&changed, "PodDisruptionBudget")["spec"]["selector"],
+        json!({"matchLabels": base_labels("my-cache")})
+    );
 }
 
 #[test]
@@ -48,8 +63,15 @@ fn version_label_only_for_a_usable_tag() {
     ] {
         let r = render(json!({"image": image}));
         let labels = &must(&r, "Deployment")["metadata"]["labels"];
-        assert_eq!(labels["app.kubernetes.io/version"].as_str(), want, "{image}");
-        assert_eq!(must(&r, "Service")["metadata"]["labels"].get("app.kubernetes.io/version"), None);
+        assert_eq!(
+            labels["app.kubernetes.io/version"].as_str(),
+            want,
+            "{image}"
+        );
+        assert_eq!(
+            must(&r, "Service")["metadata"]["labels"].get("app.kubernetes.io/version"),
+            None
+        );
     }
 }
 
@@ -65,7 +87,11 @@ fn hook_never_writes_what_metacontroller_owns() {
         assert!(c.get("status").is_none());
     }
     assert!(r.get("finalized").is_none());
-    assert_eq!(r.as_object().expect("object").len(), 2, "only children and status: {r}");
+    assert_eq!(
+        r.as_object().expect("object").len(),
+        2,
+        "only children and status: {r}"
+    );
 }
 
 // ---- Deployment (§b) ----
@@ -80,21 +106,49 @@ fn deployment_replicas() {
 
 #[test]
 fn deployment_strategy_and_container() {
-    let r = render(json!({"image": "memcached:1.6.38", "resources": {"requests": {"cpu": "100m"}}}));
+    let r =
+        render(json!({"image": "memcached:1.6.38", "resources": {"requests": {"cpu": "100m"}}}));
     let spec = &must(&r, "Deployment")["spec"];
-    assert_eq!(spec["strategy"], json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}));
+    assert_eq!(
+        spec["strategy"],
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}})
+    );
     let c = container(&r);
     assert_eq!(c["name"], "memcached");
     assert_eq!(c["image"], "memcached:1.6.38");
-    assert_eq!(c["ports"], json!([{"name": "memcached", "containerPort": 11211, "protocol": "TCP"}]));
-    assert_eq!(c["livenessProbe"], json!({"tcpSocket": {"port": "memcached"}, "initialDelaySeconds": 10, "periodSeconds": 10}));
-    assert_eq!(c["readinessProbe"], json!({"tcpSocket": {"port": "memcached"}, "initialDelaySeconds": 5, "periodSeconds": 5}));
+    assert_eq!(
+        c["ports"],
+        json!([{"name": "memcached", "containerPort": 11211, "protocol": "TCP"}])
+    );
+    assert_eq!(
+        c["livenessProbe"],
+        json!({"tcpSocket": {"port": "memcached"}, "initialDelaySeconds": 10, "periodSeconds": 10})
+    );
+    assert_eq!(
+        c["readinessProbe"],
+        json!({"tcpSocket": {"port": "memcached"}, "initialDelaySeconds": 5, "periodSeconds": 5})
+    );
     assert_eq!(c["resources"], json!({"requests": {"cpu": "100m"}}));
-    for absent in ["command", "env", "envFrom", "startupProbe", "imagePullPolicy", "lifecycle", "securityContext", "volumeMounts"] {
+    for absent in [
+        "command",
+        "env",
+        "envFrom",
+        "startupProbe",
+        "imagePullPolicy",
+        "lifecycle",
+        "securityContext",
+        "volumeMounts",
+    ] {
         assert!(c.get(absent).is_none(), "{absent}");
     }
     let pod = &spec["template"]["spec"];
-    for absent in ["affinity", "topologySpreadConstraints", "terminationGracePeriodSeconds", "securityContext", "volumes"] {
+    for absent in [
+        "affinity",
+        "topologySpreadConstraints",
+        "terminationGracePeriodSeconds",
+        "securityContext",
+        "volumes",
+    ] {
         assert!(pod.get(absent).is_none(), "{absent}");
     }
     assert_eq!(spec["template"]["metadata"].get("annotations"), None);
@@ -103,20 +157,50 @@ fn deployment_strategy_and_container() {
 
 #[test]
 fn image_defaults_and_resources_are_written_canonically() {
-    let r = render(json!({"resources": {"limits": {"memory": "1024Mi", "cpu": "1000m"}, "requests": {"memory": "0.5Gi", "cpu": "0.25"}}}));
+    let r = render(
+        json!({"resources": {"limits": {"memory": "1024Mi", "cpu": "1000m"}, "requests": {"memory": "0.5Gi", "cpu": "0.25"}}}),
+    );
     let c = container(&r);
     assert_eq!(c["image"], "memcached:1.6");
-    assert_eq!(c["resources"], json!({"limits": {"memory": "1Gi", "cpu": "1"}, "requests": {"memory": "512Mi", "cpu": "250m"}}));
+    assert_eq!(
+        c["resources"],
+        json!({"limits": {"memory": "1Gi", "cpu": "1"}, "requests": {"memory": "512Mi", "cpu": "250m"}})
+    );
 }
 
 #[test]
 fn argument_list_follows_the_reference_order() {
-    assert_eq!(container(&render(json!({})))["args"], json!(["-m", "64", "-c", "1024", "-t", "4", "-I", "1m"]));
-    let all = render(json!({"memcached": {"maxMemoryMB": 256, "maxConnections": 2048, "threads": 8, "maxItemSize": "2m",
-                                          "verbosity": 2, "extraArgs": ["--max-reqs-per-event", "20"]}}));
-    assert_eq!(container(&all)["args"], json!(["-m", "256", "-c", "2048", "-t", "8", "-I", "2m", "-vv", "--max-reqs-per-event", "20"]));
-    let zeros = render(json!({"memcached": {"maxMemoryMB": 0, "maxConnections": 0, "threads": 0, "maxItemSize": "", "verbosity": 1}}));
-    assert_eq!(container(&zeros)["args"], json!(["-m", "64", "-c", "1024", "-t", "4", "-I", "1m", "-v"]));
+    assert_eq!(
+        container(&render(json!({})))["args"],
+        json!(["-m", "64", "-c", "1024", "-t", "4", "-I", "1m"])
+    );
+    let all = render(
+        json!({"memcached": {"maxMemoryMB": 256, "maxConnections": 2048, "threads": 8, "maxItemSize": "2m",
+                                          "verbosity": 2, "extraArgs": ["--max-reqs-per-event", "20"]}}),
+    );
+    assert_eq!(
+        container(&all)["args"],
+        json!([
+            "-m",
+            "256",
+            "-c",
+            "2048",
+            "-t",
+            "8",
+            "-I",
+            "2m",
+            "-vv",
+            "--max-reqs-per-event",
+            "20"
+        ])
+    );
+    let zeros = render(
+        json!({"memcached": {"maxMemoryMB": 0, "maxConnections": 0, "threads": 0, "maxItemSize": "", "verbosity": 1}}),
+    );
+    assert_eq!(
+        container(&zeros)["args"],
+        json!(["-m", "64", "-c", "1024", "-t", "4", "-I", "1m", "-v"])
+    );
 }
 
 #[test]
@@ -124,11 +208,17 @@ fn anti_affinity_presets() {
     let selector = json!({"matchLabels": {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "my-cache"}});
     let pod = |spec: Value| must(&render(spec), "Deployment")["spec"]["template"]["spec"].clone();
     let soft = pod(json!({"highAvailability": {}}));
-    assert_eq!(soft["affinity"], json!({"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-        {"weight": 100, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname", "labelSelector": selector}}]}}));
+    assert_eq!(
+        soft["affinity"],
+        json!({"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 100, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname", "labelSelector": selector}}]}})
+    );
     let hard = pod(json!({"highAvailability": {"antiAffinityPreset": "hard"}}));
-    assert_eq!(hard["affinity"], json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"topologyKey": "kubernetes.io/hostname", "labelSelector": selector}]}}));
+    assert_eq!(
+        hard["affinity"],
+        json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "kubernetes.io/hostname", "labelSelector": selector}]}})
+    );
     let only_pdb = pod(json!({"highAvailability": {"podDisruptionBudget": {"enabled": false}}}));
     assert_eq!(only_pdb["affinity"], soft["affinity"]);
     assert!(pod(json!({})).get("affinity").is_none());
@@ -139,44 +229,85 @@ fn topology_spread_is_copied_verbatim_and_independent_of_affinity() {
     let tsc = json!([{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
                       "labelSelector": {"matchLabels": {"app": "x"}}},
                      {"maxSkew": 2, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway"}]);
-    let pod = must(&render(json!({"highAvailability": {"topologySpreadConstraints": tsc}})), "Deployment")["spec"]["template"]["spec"].clone();
+    let pod = must(
+        &render(json!({"highAvailability": {"topologySpreadConstraints": tsc}})),
+        "Deployment",
+    )["spec"]["template"]["spec"]
+        .clone();
     assert_eq!(pod["topologySpreadConstraints"], tsc);
     assert!(pod.get("affinity").is_some());
-    let empty = must(&render(json!({"highAvailability": {"topologySpreadConstraints": []}})), "Deployment")["spec"]["template"]["spec"].clone();
+    let empty = must(
+        &render(json!({"highAvailability": {"topologySpreadConstraints": []}})),
+        "Deployment",
+    )["spec"]["template"]["spec"]
+        .clone();
     assert!(empty.get("topologySpreadConstraints").is_none());
 }
 
 #[test]
 fn graceful_shutdown() {
-    let r = render(json!({"highAvailability": {"gracefulShutdown": {"enabled": true, "preStopDelaySeconds": 15, "terminationGracePeriodSeconds": 45}}}));
-    assert_eq!(container(&r)["lifecycle"], json!({"preStop": {"exec": {"command": ["sleep", "15"]}}}));
-    assert_eq!(must(&r, "Deployment")["spec"]["template"]["spec"]["terminationGracePeriodSeconds"], 45);
+    let r = render(
+        json!({"highAvailability": {"gracefulShutdown": {"enabled": true, "preStopDelaySeconds": 15, "terminationGracePeriodSeconds": 45}}}),
+    );
+    assert_eq!(
+        container(&r)["lifecycle"],
+        json!({"preStop": {"exec": {"command": ["sleep", "15"]}}})
+    );
+    assert_eq!(
+        must(&r, "Deployment")["spec"]["template"]["spec"]["terminationGracePeriodSeconds"],
+        45
+    );
     let defaults = render(json!({"highAvailability": {"gracefulShutdown": {"enabled": true}}}));
-    assert_eq!(container(&defaults)["lifecycle"]["preStop"]["exec"]["command"], json!(["sleep", "10"]));
-    assert_eq!(must(&defaults, "Deployment")["spec"]["template"]["spec"]["terminationGracePeriodSeconds"], 30);
-    let off = render(json!({"highAvailability": {"gracefulShutdown": {"enabled": false, "preStopDelaySeconds": 15}}}));
+    assert_eq!(
+        container(&defaults)["lifecycle"]["preStop"]["exec"]["command"],
+        json!(["sleep", "10"])
+    );
+    assert_eq!(
+        must(&defaults, "Deployment")["spec"]["template"]["spec"]["terminationGracePeriodSeconds"],
+        30
+    );
+    let off = render(
+        json!({"highAvailability": {"gracefulShutdown": {"enabled": false, "preStopDelaySeconds": 15}}}),
+    );
     assert!(container(&off).get("lifecycle").is_none());
-    assert!(must(&off, "Deployment")["spec"]["template"]["spec"].get("terminationGracePeriodSeconds").is_none());
+    assert!(
+        must(&off, "Deployment")["spec"]["template"]["spec"]
+            .get("terminationGracePeriodSeconds")
+            .is_none()
+    );
 }
 
 #[test]
 fn security_contexts_are_passed_through() {
     let pod_sc = json!({"runAsNonRoot": true, "runAsUser": 11211, "fsGroup": 11211, "seccompProfile": {"type": "RuntimeDefault"}});
     let c_sc = json!({"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true, "capabilities": {"drop": ["ALL"]}});
-    let r = render(json!({"security": {"podSecurityContext": pod_sc, "containerSecurityContext": c_sc}}));
-    assert_eq!(must(&r, "Deployment")["spec"]["template"]["spec"]["securityContext"], pod_sc);
+    let r = render(
+        json!({"security": {"podSecurityContext": pod_sc, "containerSecurityContext": c_sc}}),
+    );
+    assert_eq!(
+        must(&r, "Deployment")["spec"]["template"]["spec"]["securityContext"],
+        pod_sc
+    );
     assert_eq!(container(&r)["securityContext"], c_sc);
 }
 
 #[test]
 fn restart_trigger_is_copied_to_the_pod_template() {
     let mut request = request_json(json!({}));
-    request["parent"]["metadata"]["annotations"] = json!({"memcached.c5c3.io/restart-trigger": "now-1"});
+    request["parent"]["metadata"]["annotations"] =
+        json!({"memcached.c5c3.io/restart-trigger": "now-1"});
     let r = sync_value(&request);
-    assert_eq!(must(&r, "Deployment")["spec"]["template"]["metadata"]["annotations"], json!({"memcached.c5c3.io/restart-trigger": "now-1"}));
+    assert_eq!(
+        must(&r, "Deployment")["spec"]["template"]["metadata"]["annotations"],
+        json!({"memcached.c5c3.io/restart-trigger": "now-1"})
+    );
     request["parent"]["metadata"]["annotations"] = json!({"memcached.c5c3.io/restart-trigger": ""});
     let r = sync_value(&request);
-    assert!(must(&r, "Deployment")["spec"]["template"]["metadata"].get("annotations").is_none());
+    assert!(
+        must(&r, "Deployment")["spec"]["template"]["metadata"]
+            .get("annotations")
+            .is_none()
+    );
 }
 
 // ---- Service (§c.1 and the Service seed) ----
@@ -188,97 +319,214 @@ fn headless_service() {
     assert_eq!(svc["apiVersion"], "v1");
     assert_eq!(svc["metadata"]["name"], "my-cache");
     assert_eq!(svc["spec"]["clusterIP"], "None");
-    assert_eq!(svc["spec"]["ports"], json!([{"name": "memcached", "port": 11211, "targetPort": "memcached", "protocol": "TCP"}]));
+    assert_eq!(
+        svc["spec"]["ports"],
+        json!([{"name": "memcached", "port": 11211, "targetPort": "memcached", "protocol": "TCP"}])
+    );
     assert!(svc["spec"].get("type").is_none());
-    assert_eq!(svc["spec"].as_object().map(|o| o.len()), Some(3), "only clusterIP, selector, ports: {svc}");
+    assert_eq!(
+        svc["spec"].as_object().map(|o| o.len()),
+        Some(3),
+        "only clusterIP, selector, ports: {svc}"
+    );
 }
 
 #[test]
 fn service_annotations_table() {
-    let annotations = |spec: Value| must(&render(spec), "Service")["metadata"].get("annotations").cloned();
+    let annotations = |spec: Value| {
+        must(&render(spec), "Service")["metadata"]
+            .get("annotations")
+            .cloned()
+    };
     assert_eq!(annotations(json!({})), None, "spec.service absent");
-    assert_eq!(annotations(json!({"service": null})), None, "spec.service null");
-    assert_eq!(annotations(json!({"service": {}})), None, "spec.service without annotations");
-    assert_eq!(annotations(json!({"service": {"annotations": {}}})), None, "annotations empty");
+    assert_eq!(
+        annotations(json!({"service": null})),
+        None,
+        "spec.service null"
+    );
+    assert_eq!(
+        annotations(json!({"service": {}})),
+        None,
+        "spec.service without annotations"
+    );
+    assert_eq!(
+        annotations(json!({"service": {"annotations": {}}})),
+        None,
+        "annotations empty"
+    );
     let set = json!({"prometheus.io/scrape": "true", "prometheus.io/port": "11211"});
-    assert_eq!(annotations(json!({"service": {"annotations": set}})), Some(set), "exact copy");
+    assert_eq!(
+        annotations(json!({"service": {"annotations": set}})),
+        Some(set),
+        "exact copy"
+    );
 }
 
 // ---- PodDisruptionBudget (§c.2 and the PDB seed) ----
 
 fn pdb_spec(pdb: Value) -> Option<Value> {
-    child(&render(json!({"replicas": 5, "highAvailability": {"podDisruptionBudget": pdb}})), "PodDisruptionBudget")
-        .map(|p| p["spec"].clone())
+    child(
+        &render(json!({"replicas": 5, "highAvailability": {"podDisruptionBudget": pdb}})),
+        "PodDisruptionBudget",
+    )
+    .map(|p| p["spec"].clone())
 }
 
 #[test]
 fn pdb_mutual_exclusivity_table() {
     let selector = json!({"matchLabels": base_labels("my-cache")});
-    assert_eq!(pdb_spec(json!({"enabled": true})), Some(json!({"minAvailable": 1, "selector": selector})), "neither → minAvailable 1");
-    assert_eq!(pdb_spec(json!({"enabled": true, "minAvailable": 2})), Some(json!({"minAvailable": 2, "selector": selector})));
-    assert_eq!(pdb_spec(json!({"enabled": true, "maxUnavailable": 1})), Some(json!({"maxUnavailable": 1, "selector": selector})));
-    assert_eq!(pdb_spec(json!({"enabled": true, "minAvailable": 2, "maxUnavailable": 1})), Some(json!({"minAvailable": 2, "selector": selector})), "both → minAvailable only");
-    assert_eq!(pdb_spec(json!({"enabled": true, "minAvailable": "50%"})), Some(json!({"minAvailable": "50%", "selector": selector})));
-    assert_eq!(pdb_spec(json!({"enabled": true, "maxUnavailable": "25%"})), Some(json!({"maxUnavailable": "25%", "selector": selector})));
+    assert_eq!(
+        pdb_spec(json!({"enabled": true})),
+        Some(json!({"minAvailable": 1, "selector": selector})),
+        "neither → minAvailable 1"
+    );
+    assert_eq!(
+        pdb_spec(json!({"enabled": true, "minAvailable": 2})),
+        Some(json!({"minAvailable": 2, "selector": selector}))
+    );
+    assert_eq!(
+        pdb_spec(json!({"enabled": true, "maxUnavailable": 1})),
+        Some(json!({"maxUnavailable": 1, "selector": selector}))
+    );
+    assert_eq!(
+        pdb_spec(json!({"enabled": true, "minAvailable": 2, "maxUnavailable": 1})),
+        Some(json!({"minAvailable": 2, "selector": selector})),
+        "both → minAvailable only"
+    );
+    assert_eq!(
+        pdb_spec(json!({"enabled": true, "minAvailable": "50%"})),
+        Some(json!({"minAvailable": "50%", "selector": selector}))
+    );
+    assert_eq!(
+        pdb_spec(json!({"enabled": true, "maxUnavailable": "25%"})),
+        Some(json!({"maxUnavailable": "25%", "selector": selector}))
+    );
 }
 
 #[test]
 fn pdb_is_opt_in() {
     assert_eq!(pdb_spec(json!({"enabled": false, "minAvailable": 1})), None);
     assert_eq!(pdb_spec(json!({})), None);
-    assert!(child(&render(json!({"highAvailability": {}})), "PodDisruptionBudget").is_none());
+    assert!(
+        child(
+            &render(json!({"highAvailability": {}})),
+            "PodDisruptionBudget"
+        )
+        .is_none()
+    );
     assert!(child(&render(json!({})), "PodDisruptionBudget").is_none());
 }
 
 #[test]
 fn disruption_budget_blocking_condition() {
     let blocking = |replicas: i32, pdb: Value| {
-        let r = render(json!({"replicas": replicas, "highAvailability": {"podDisruptionBudget": pdb}}));
+        let r =
+            render(json!({"replicas": replicas, "highAvailability": {"podDisruptionBudget": pdb}}));
         let c = condition(&r, "DisruptionBudgetBlocking");
-        (c["status"].as_str().unwrap_or_default().to_owned(), c["reason"].as_str().unwrap_or_default().to_owned())
+        (
+            c["status"].as_str().unwrap_or_default().to_owned(),
+            c["reason"].as_str().unwrap_or_default().to_owned(),
+        )
     };
     let yes = ("True".to_owned(), "NoDisruptionsAllowed".to_owned());
     let no = ("False".to_owned(), "DisruptionsAllowed".to_owned());
-    assert_eq!(blocking(3, json!({"enabled": true, "minAvailable": 3})), yes);
-    assert_eq!(blocking(3, json!({"enabled": true, "minAvailable": 5})), yes);
-    assert_eq!(blocking(3, json!({"enabled": true, "minAvailable": "100%"})), yes);
-    assert_eq!(blocking(3, json!({"enabled": true, "minAvailable": "67%"})), yes, "67% of 3 rounds up to 3");
-    assert_eq!(blocking(3, json!({"enabled": true, "maxUnavailable": 0})), yes);
-    assert_eq!(blocking(3, json!({"enabled": true, "maxUnavailable": "0%"})), yes);
+    assert_eq!(
+        blocking(3, json!({"enabled": true, "minAvailable": 3})),
+        yes
+    );
+    assert_eq!(
+        blocking(3, json!({"enabled": true, "minAvailable": 5})),
+        yes
+    );
+    assert_eq!(
+        blocking(3, json!({"enabled": true, "minAvailable": "100%"})),
+        yes
+    );
+    assert_eq!(
+        blocking(3, json!({"enabled": true, "minAvailable": "67%"})),
+        yes,
+        "67% of 3 rounds up to 3"
+    );
+    assert_eq!(
+        blocking(3, json!({"enabled": true, "maxUnavailable": 0})),
+        yes
+    );
+    assert_eq!(
+        blocking(3, json!({"enabled": true, "maxUnavailable": "0%"})),
+        yes
+    );
     assert_eq!(blocking(3, json!({"enabled": true, "minAvailable": 2})), no);
-    assert_eq!(blocking(3, json!({"enabled": true, "minAvailable": "50%"})), no);
+    assert_eq!(
+        blocking(3, json!({"enabled": true, "minAvailable": "50%"})),
+        no
+    );
     assert_eq!(blocking(3, json!({"enabled": true})), no);
-    assert_eq!(blocking(1, json!({"enabled": true})), yes, "the default budget blocks a single replica");
-    let r = render(json!({"replicas": 3, "highAvailability": {"podDisruptionBudget": {"enabled": true, "minAvailable": 3}}}));
-    let message = condition(&r, "DisruptionBudgetBlocking")["message"].as_str().unwrap_or_default().to_owned();
-    assert!(message.contains("my-cache") && message.contains("minAvailable 3") && message.contains("3 replicas") && message.contains("drain"), "{message}");
+    assert_eq!(
+        blocking(1, json!({"enabled": true})),
+        yes,
+        "the default budget blocks a single replica"
+    );
+    let r = render(
+        json!({"replicas": 3, "highAvailability": {"podDisruptionBudget": {"enabled": true, "minAvailable": 3}}}),
+    );
+    let message = condition(&r, "DisruptionBudgetBlocking")["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        message.contains("my-cache")
+            && message.contains("minAvailable 3")
+            && message.contains("3 replicas")
+            && message.contains("drain"),
+        "{message}"
+    );
     assert!(child(&r, "PodDisruptionBudget").is_some(), "still emitted");
     let none = render(json!({}));
-    assert!(none["status"]["conditions"].as_array().expect("conditions").iter().all(|c| c["type"] != "DisruptionBudgetBlocking"));
+    assert!(
+        none["status"]["conditions"]
+            .as_array()
+            .expect("conditions")
+            .iter()
+            .all(|c| c["type"] != "DisruptionBudgetBlocking")
+    );
 }
 
 // ---- Declared child kinds (Part 1 §1.2, §1.3) ----
 
 #[test]
 fn undeclared_kinds_are_not_emitted_and_named_in_status() {
-    let mut request = request_json(json!({"highAvailability": {"podDisruptionBudget": {"enabled": true}}}));
+    let mut request =
+        request_json(json!({"highAvailability": {"podDisruptionBudget": {"enabled": true}}}));
     request["controller"]["spec"]["childResources"] = json!([
         {"apiVersion": "apps/v1", "resource": "deployments"}, {"apiVersion": "v1", "resource": "services"}]);
     let r = sync_value(&request);
     assert!(child(&r, "PodDisruptionBudget").is_none());
     let c = condition(&r, "ChildResourcesMissing");
-    assert_eq!((c["status"].as_str(), c["reason"].as_str()), (Some("True"), Some("NotDeclared")));
+    assert_eq!(
+        (c["status"].as_str(), c["reason"].as_str()),
+        (Some("True"), Some("NotDeclared"))
+    );
     let message = c["message"].as_str().unwrap_or_default();
-    assert!(message.contains("poddisruptionbudgets.policy") && message.contains("spec.highAvailability.podDisruptionBudget.enabled"), "{message}");
+    assert!(
+        message.contains("poddisruptionbudgets.policy")
+            && message.contains("spec.highAvailability.podDisruptionBudget.enabled"),
+        "{message}"
+    );
     let ok = render(json!({}));
     let c = condition(&ok, "ChildResourcesMissing");
-    assert_eq!((c["status"].as_str(), c["reason"].as_str()), (Some("False"), Some("AllDeclared")));
+    assert_eq!(
+        (c["status"].as_str(), c["reason"].as_str()),
+        (Some("False"), Some("AllDeclared"))
+    );
 }
 
 // ---- Invalid input: nothing lost (Part 1 §1.4) ----
 
 fn steady_state() -> Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/sync/steady-state.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/sync/steady-state.json"
+    );
     serde_json::from_slice(&std::fs::read(path).expect("fixture")).expect("json")
 }
 
@@ -289,16 +537,37 @@ fn invalid_spec_keeps_every_observed_child_as_last_applied() {
     let response = memcached_hook::sync(&decode(&request), crate::common::now()).expect("answered");
     let text = serde_json::to_string(&response).expect("encodes");
     let r: Value = serde_json::from_str(&text).expect("json");
-    let observed: Vec<Value> = request["children"].as_object().expect("map").values()
-        .flat_map(|m| m.as_object().expect("inner").values().cloned()).collect();
+    let observed: Vec<Value> = request["children"]
+        .as_object()
+        .expect("map")
+        .values()
+        .flat_map(|m| m.as_object().expect("inner").values().cloned())
+        .collect();
     assert_eq!(r["children"].as_array().map(Vec::len), Some(observed.len()));
     for o in &observed {
-        let last: Value = serde_json::from_str(o["metadata"]["annotations"]["metacontroller.k8s.io/last-applied-configuration"].as_str().expect("annotation")).expect("json");
-        assert!(r["children"].as_array().expect("children").contains(&last), "kept {}", o["kind"]);
+        let last: Value = serde_json::from_str(
+            o["metadata"]["annotations"]["metacontroller.k8s.io/last-applied-configuration"]
+                .as_str()
+                .expect("annotation"),
+        )
+        .expect("json");
+        assert!(
+            r["children"].as_array().expect("children").contains(&last),
+            "kept {}",
+            o["kind"]
+        );
     }
     let degraded = condition(&r, "Degraded");
-    assert_eq!((degraded["status"].as_str(), degraded["reason"].as_str()), (Some("True"), Some("InvalidSpec")));
-    assert!(degraded["message"].as_str().unwrap_or_default().contains("spec.replicas"));
+    assert_eq!(
+        (degraded["status"].as_str(), degraded["reason"].as_str()),
+        (Some("True"), Some("InvalidSpec"))
+    );
+    assert!(
+        degraded["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("spec.replicas")
+    );
 }
 
 #[test]
@@ -316,35 +585,128 @@ fn invalid_spec_without_something_to_keep_is_a_422_not_a_deletion() {
 fn every_rule_is_checked() {
     let violations = |name: &str, spec: Value| -> Vec<String> {
         let spec = serde_json::from_value(spec).expect("spec");
-        memcached_hook::api::validation::validate(name, &spec).into_iter().map(|v| v.field).collect()
+        memcached_hook::api::validation::validate(name, &spec)
+            .into_iter()
+            .map(|v| v.field)
+            .collect()
     };
     let ok: Vec<String> = vec![];
     assert_eq!(violations("my-cache", json!({})), ok);
     assert_eq!(violations("1cache", json!({})), ["metadata.name"]);
     assert_eq!(violations(&"a".repeat(64), json!({})), ["metadata.name"]);
-    assert_eq!(violations("my-cache", json!({"replicas": -1})), ["spec.replicas"]);
-    assert_eq!(violations("my-cache", json!({"replicas": 65})), ["spec.replicas"]);
+    assert_eq!(
+        violations("my-cache", json!({"replicas": -1})),
+        ["spec.replicas"]
+    );
+    assert_eq!(
+        violations("my-cache", json!({"replicas": 65})),
+        ["spec.replicas"]
+    );
     assert_eq!(violations("my-cache", json!({"image": ""})), ["spec.image"]);
-    assert_eq!(violations("my-cache", json!({"memcached": {"maxMemoryMB": 15}})), ["spec.memcached.maxMemoryMB"]);
-    assert_eq!(violations("my-cache", json!({"memcached": {"maxConnections": 65537}})), ["spec.memcached.maxConnections"]);
-    assert_eq!(violations("my-cache", json!({"memcached": {"threads": 129}})), ["spec.memcached.threads"]);
+    assert_eq!(
+        violations("my-cache", json!({"memcached": {"maxMemoryMB": 15}})),
+        ["spec.memcached.maxMemoryMB"]
+    );
+    assert_eq!(
+        violations("my-cache", json!({"memcached": {"maxConnections": 65537}})),
+        ["spec.memcached.maxConnections"]
+    );
+    assert_eq!(
+        violations("my-cache", json!({"memcached": {"threads": 129}})),
+        ["spec.memcached.threads"]
+    );
     for bad in ["1g", "abc", "1M", "1024"] {
-        assert_eq!(violations("my-cache", json!({"memcached": {"maxItemSize": bad}})), ["spec.memcached.maxItemSize"], "{bad}");
+        assert_eq!(
+            violations("my-cache", json!({"memcached": {"maxItemSize": bad}})),
+            ["spec.memcached.maxItemSize"],
+            "{bad}"
+        );
     }
-    assert_eq!(violations("my-cache", json!({"memcached": {"verbosity": 3}})), ["spec.memcached.verbosity"]);
-    assert_eq!(violations("my-cache", json!({"resources": {"limits": {"memory": "64Mi"}}})), ["spec.resources.limits.memory"]);
-    assert_eq!(violations("my-cache", json!({"resources": {"limits": {"memory": "96Mi"}}})), ok, "equal is OK");
-    assert_eq!(violations("my-cache", json!({"resources": {"limits": {"cpu": "lots"}}})), ["spec.resources.limits.cpu"]);
-    assert_eq!(violations("my-cache", json!({"highAvailability": {"gracefulShutdown": {"enabled": true, "preStopDelaySeconds": 30, "terminationGracePeriodSeconds": 30}}})),
-               ["spec.highAvailability.gracefulShutdown.terminationGracePeriodSeconds"]);
-    assert_eq!(violations("my-cache", json!({"highAvailability": {"podDisruptionBudget": {"enabled": true, "minAvailable": "50"}}})),
-               ["spec.highAvailability.podDisruptionBudget.minAvailable"]);
-    assert_eq!(violations("my-cache", json!({"security": {"sasl": {"enabled": true}}})), ["spec.security.sasl.credentialsSecretRef.name"]);
-    assert_eq!(violations("my-cache", json!({"security": {"tls": {"enabled": true, "certificateSecretRef": {"name": ""}}}})), ["spec.security.tls.certificateSecretRef.name"]);
-    assert_eq!(violations("my-cache", json!({"replicas": 2, "resources": {"requests": {"cpu": "1"}}, "autoscaling": {"enabled": true, "maxReplicas": 3}})), ["spec.replicas"]);
-    assert_eq!(violations("my-cache", json!({"resources": {"requests": {"cpu": "1"}}, "autoscaling": {"enabled": true}})), ["spec.autoscaling.maxReplicas"]);
-    assert_eq!(violations("my-cache", json!({"resources": {"requests": {"cpu": "1"}}, "autoscaling": {"enabled": true, "minReplicas": 4, "maxReplicas": 3}})), ["spec.autoscaling.minReplicas"]);
-    assert_eq!(violations("my-cache", json!({"autoscaling": {"enabled": true, "maxReplicas": 3}})), ["spec.resources.requests.cpu"]);
+    assert_eq!(
+        violations("my-cache", json!({"memcached": {"verbosity": 3}})),
+        ["spec.memcached.verbosity"]
+    );
+    assert_eq!(
+        violations(
+            "my-cache",
+            json!({"resources": {"limits": {"memory": "64Mi"}}})
+        ),
+        ["spec.resources.limits.memory"]
+    );
+    assert_eq!(
+        violations(
+            "my-cache",
+            json!({"resources": {"limits": {"memory": "96Mi"}}})
+        ),
+        ok,
+        "equal is OK"
+    );
+    assert_eq!(
+        violations(
+            "my-cache",
+            json!({"resources": {"limits": {"cpu": "lots"}}})
+        ),
+        ["spec.resources.limits.cpu"]
+    );
+    assert_eq!(
+        violations(
+            "my-cache",
+            json!({"highAvailability": {"gracefulShutdown": {"enabled": true, "preStopDelaySeconds": 30, "terminationGracePeriodSeconds": 30}}})
+        ),
+        ["spec.highAvailability.gracefulShutdown.terminationGracePeriodSeconds"]
+    );
+    assert_eq!(
+        violations(
+            "my-cache",
+            json!({"highAvailability": {"podDisruptionBudget": {"enabled": true, "minAvailable": "50"}}})
+        ),
+        ["spec.highAvailability.podDisruptionBudget.minAvailable"]
+    );
+    assert_eq!(
+        violations("my-cache", json!({"security": {"sasl": {"enabled": true}}})),
+        ["spec.security.sasl.credentialsSecretRef.name"]
+    );
+    assert_eq!(
+        violations(
+            "my-cache",
+            json!({"security": {"tls": {"enabled": true, "certificateSecretRef": {"name": ""}}}})
+        ),
+        ["spec.security.tls.certificateSecretRef.name"]
+    );
+    assert_eq!(
+        violations(
+            "my-cache",
+            json!({"replicas": 2, "resources": {"requests": {"cpu": "1"}}, "autoscaling": {"enabled": true, "maxReplicas": 3}})
+        ),
+        ["spec.replicas"]
+    );
+    assert_eq!(
+        violations(
+            "my-cache",
+            json!({"resources": {"requests": {"cpu": "1"}}, "autoscaling": {"enabled": true}})
+        ),
+        ["spec.autoscaling.maxReplicas"]
+    );
+    assert_eq!(
+        violations(
+            "my-cache",
+            json!({"resources": {"requests": {"cpu": "1"}}, "autoscaling": {"enabled": true, "minReplicas": 4, "maxReplicas": 3}})
+        ),
+        ["spec.autoscaling.minReplicas"]
+    );
+    assert_eq!(
+        violations(
+            "my-cache",
+            json!({"autoscaling": {"enabled": true, "maxReplicas": 3}})
+        ),
+        ["spec.resources.requests.cpu"]
+    );
     // The three PDB admission rules of the reference are deliberately not violations.
-    assert_eq!(violations("my-cache", json!({"replicas": 2, "highAvailability": {"podDisruptionBudget": {"enabled": true, "minAvailable": 2, "maxUnavailable": 1}}})), ok);
+    assert_eq!(
+        violations(
+            "my-cache",
+            json!({"replicas": 2, "highAvailability": {"podDisruptionBudget": {"enabled": true, "minAvailable": 2, "maxUnavailable": 1}}})
+        ),
+        ok
+    );
 }
