@@ -23,6 +23,9 @@
 #   E2E_METACONTROLLER  auto (default: start it when its binary and CRDs exist)
 #                       | 1 (required) | 0 (never)
 #   E2E_KCM_CONTROLLERS kube-controller-manager --controllers
+#   E2E_PRELOAD_MANIFESTS  colon-separated files/dirs applied (kubectl apply -f)
+#                       before kube-controller-manager starts, e.g. the parent
+#                       CRD, so that the garbage collector watches it at once
 #   E2E_MC_LOG_LEVEL    Metacontroller --zap-log-level (default 4; 5 diffs, 6 bodies)
 #   E2E_WAIT_SECONDS    bound of each readiness wait (default 120)
 #   ETCD_BIN KUBE_APISERVER_BIN KUBE_CONTROLLER_MANAGER_BIN KUBECTL_BIN
@@ -41,7 +44,7 @@ KCM_CONTROLLERS="${E2E_KCM_CONTROLLERS:-namespace-controller,garbage-collector-c
 WAIT="${E2E_WAIT_SECONDS:-120}"
 HOST=127.0.0.1
 
-log() { printf '[cluster] %s\n' "$*" >&2; }
+log() { printf "[cluster +%ss] %s\n" "${SECONDS}" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 kubectl_bin() {
@@ -216,6 +219,7 @@ cmd_up() {
     --service-account-key-file="${S}/certs/sa.pub" \
     --service-account-signing-key-file="${S}/certs/sa.key" \
     --service-cluster-ip-range=10.0.0.0/24 \
+    --endpoint-reconciler-type=none \
     --allow-privileged=true
   wait_for kube-apiserver "ready on https://${HOST}:${api_port}" \
     curl -sfk --max-time 2 -H "Authorization: Bearer ${token}" "https://${HOST}:${api_port}/readyz"
@@ -243,11 +247,33 @@ EOF
   set_var APISERVER_URL "https://${HOST}:${api_port}"
   set_var TOKEN "${token}"
 
+  # --- CRDs before the controller manager ----------------------------------------
+  # The garbage collector re-discovers resources only every 30 s (hard-coded in
+  # kube-controller-manager), so CRDs applied before it starts are collected
+  # from the first second on; CRDs applied later take up to ~30 s more.
+  local kc
+  kc="$(kubectl_bin)"
+  local -a manifests=()
+  if [[ "${WANT_MC}" != 0 ]] && have_metacontroller; then manifests+=("${METACONTROLLER_CRDS_DIR}"); fi
+  local m
+  local -a extra=()
+  IFS=: read -r -a extra <<<"${E2E_PRELOAD_MANIFESTS:-}"
+  for m in "${extra[@]}"; do [[ -n "${m}" ]] && manifests+=("${m}"); done
+  for m in "${manifests[@]}"; do
+    "${kc}" --kubeconfig="${S}/kubeconfig" apply -f "${m}" >>"${S}/logs/kubectl.log" 2>&1 \
+      || { tail -n 20 "${S}/logs/kubectl.log" >&2; die "applying ${m} failed"; }
+    log "applied ${m}"
+  done
+  if ((${#manifests[@]})); then
+    "${kc}" --kubeconfig="${S}/kubeconfig" wait --for=condition=Established --timeout="${WAIT}s" \
+      crd --all >>"${S}/logs/kubectl.log" 2>&1 \
+      || { tail -n 20 "${S}/logs/kubectl.log" >&2; die "CRDs not Established within ${WAIT}s"; }
+    log "CRDs Established"
+  fi
+
   # --- kube-controller-manager -------------------------------------------------
   spawn kube-controller-manager "${KUBE_CONTROLLER_MANAGER_BIN}" \
     --kubeconfig="${S}/kubeconfig" \
-    --authentication-kubeconfig="${S}/kubeconfig" \
-    --authorization-kubeconfig="${S}/kubeconfig" \
     --bind-address="${HOST}" --secure-port="${kcm_port}" \
     --cert-dir="${S}/certs/kcm" \
     --leader-elect=false \
@@ -256,15 +282,7 @@ EOF
     curl -sfk --max-time 2 "https://${HOST}:${kcm_port}/healthz"
 
   # --- Metacontroller ----------------------------------------------------------
-  local kc
-  kc="$(kubectl_bin)"
   if [[ "${WANT_MC}" != 0 ]] && have_metacontroller; then
-    "${kc}" --kubeconfig="${S}/kubeconfig" apply -f "${METACONTROLLER_CRDS_DIR}" >>"${S}/logs/kubectl.log" 2>&1 \
-      || { tail -n 20 "${S}/logs/kubectl.log" >&2; die "applying Metacontroller CRDs failed"; }
-    "${kc}" --kubeconfig="${S}/kubeconfig" wait --for=condition=Established --timeout="${WAIT}s" \
-      crd/compositecontrollers.metacontroller.k8s.io crd/decoratorcontrollers.metacontroller.k8s.io \
-      crd/controllerrevisions.metacontroller.k8s.io >>"${S}/logs/kubectl.log" 2>&1 \
-      || { tail -n 20 "${S}/logs/kubectl.log" >&2; die "Metacontroller CRDs not Established"; }
     start_metacontroller
   else
     log "Metacontroller not started (E2E_METACONTROLLER=${WANT_MC}; binary ${METACONTROLLER_BIN})"
