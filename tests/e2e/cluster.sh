@@ -43,6 +43,10 @@ WANT_MC="${E2E_METACONTROLLER:-auto}"
 KCM_CONTROLLERS="${E2E_KCM_CONTROLLERS:-namespace-controller,garbage-collector-controller,serviceaccount-controller}"
 WAIT="${E2E_WAIT_SECONDS:-120}"
 HOST=127.0.0.1
+case "${APPLY_STRATEGY}" in
+  dynamic-apply | server-side-apply) ;;
+  *) echo "E2E_APPLY_STRATEGY must be dynamic-apply or server-side-apply, not ${APPLY_STRATEGY}" >&2; exit 2 ;;
+esac
 
 log() { printf "[cluster +%ss] %s\n" "${SECONDS}" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -95,7 +99,7 @@ spawn() {
   "$@" >>"${S}/logs/${name}.log" 2>&1 </dev/null &
   local pid=$!
   printf '%s %s\n' "${pid}" "$(start_time "${pid}")" >"${S}/pids/${name}"
-  echo "${name}" >>"${S}/pids/order"
+  grep -qx "${name}" "${S}/pids/order" || echo "${name}" >>"${S}/pids/order"
   log "started ${name} (pid ${pid}, log ${S}/logs/${name}.log)"
 }
 
@@ -143,10 +147,6 @@ set_var() { printf '%s=%s\n' "$1" "$2" >>"${S}/vars"; }
 start_metacontroller() {
   local mport hport
   read -r mport hport <<<"$(free_ports 2)"
-  case "${APPLY_STRATEGY}" in
-    dynamic-apply | server-side-apply) ;;
-    *) die "E2E_APPLY_STRATEGY must be dynamic-apply or server-side-apply, not ${APPLY_STRATEGY}" ;;
-  esac
   spawn metacontroller "${METACONTROLLER_BIN}" \
     --kubeconfig="${S}/kubeconfig" \
     --discovery-interval=1s \
@@ -183,6 +183,8 @@ cmd_up() {
   done
   rm -rf "${S}"
   mkdir -p "${S}/logs" "${S}/pids" "${S}/certs"
+  # A failed `up` leaves nothing running behind it.
+  trap 'rc=$?; if ((rc)); then log "up failed; stopping what it started"; cmd_down; fi' EXIT
   chmod 700 "${S}"
   : >"${S}/vars"
   : >"${S}/pids/order"
@@ -289,6 +291,7 @@ EOF
     set_var METACONTROLLER absent
   fi
   log "up in $((SECONDS - start))s"
+  trap - EXIT
   cmd_env
 }
 
@@ -331,7 +334,8 @@ cmd_restart_metacontroller() {
 cmd_status() {
   local n pid st
   for n in $(cat "${S}/pids/order" 2>/dev/null); do
-    read -r pid st <"${S}/pids/${n}" 2>/dev/null || continue
+    [[ -f "${S}/pids/${n}" ]] || continue
+    read -r pid st <"${S}/pids/${n}"
     if alive "${n}"; then echo "${n} ${pid} running"; else echo "${n} ${pid} dead"; fi
   done
 }
