@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::{Context as _, anyhow, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use k8s_openapi::jiff::Timestamp;
+use memcached_hook::children::ChildKind;
 use memcached_hook::hook::{Child, SyncRequest, SyncResponse};
 use memcached_hook::server::{self, Config};
 
@@ -186,14 +187,9 @@ fn replay(path: &Path, output: Output, now: Timestamp) -> anyhow::Result<()> {
 
 /// Every child kind the hook can emit, as a CompositeController would declare them.
 fn all_children_controller() -> serde_json::Value {
-    let kinds = [
-        ("apps/v1", "deployments"),
-        ("v1", "services"),
-        ("policy/v1", "poddisruptionbudgets"),
-    ];
-    let child_resources: Vec<_> = kinds
+    let child_resources: Vec<_> = ChildKind::ALL
         .iter()
-        .map(|(v, r)| serde_json::json!({"apiVersion": v, "resource": r}))
+        .map(|k| serde_json::json!({"apiVersion": k.api_version(), "resource": k.resource()}))
         .collect();
     serde_json::json!({"spec": {"childResources": child_resources}})
 }

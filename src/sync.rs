@@ -9,7 +9,7 @@ use crate::api::effective::{Budget, Effective};
 use crate::api::validation::{self, Violation};
 use crate::api::{GROUP, KIND, VERSIONS};
 use crate::children::deployment::TemplateAnnotations;
-use crate::children::{ChildKind, deployment, pdb, service};
+use crate::children::{ChildKind, deployment, hpa, network_policy, pdb, service, service_monitor};
 use crate::hook::{
     Child, CustomizeRequest, CustomizeResponse, Parent, ResourceRule, SyncRequest, SyncResponse,
 };
@@ -151,10 +151,7 @@ pub fn sync(req: &SyncRequest, now: Timestamp) -> Result<SyncResponse, SyncError
 
     let e = Effective::of(spec);
     let declared = |kind: &ChildKind| req.controller.declares(kind.api_version(), kind.resource());
-    let mut needed = vec![ChildKind::Deployment, ChildKind::Service];
-    if e.pdb.is_some() {
-        needed.push(ChildKind::PodDisruptionBudget);
-    }
+    let needed = needed_kinds(&e);
     inputs.missing_kinds = needed
         .iter()
         .filter(|k| !declared(k))
@@ -211,10 +208,47 @@ pub fn sync(req: &SyncRequest, now: Timestamp) -> Result<SyncResponse, SyncError
                 inputs.pdb = Some(pdb_state(name, budget, &e));
                 Child::PodDisruptionBudget(Box::new(pdb::build(name, budget)))
             }
+            ChildKind::HorizontalPodAutoscaler => {
+                let Some(a) = &e.autoscaling else { continue };
+                Child::HorizontalPodAutoscaler(Box::new(hpa::build(name, a)))
+            }
+            ChildKind::ServiceMonitor => {
+                let Some(sm) = e
+                    .monitoring
+                    .as_ref()
+                    .and_then(|m| m.service_monitor.as_ref())
+                else {
+                    continue;
+                };
+                Child::ServiceMonitor(Box::new(service_monitor::build(name, namespace, sm)))
+            }
+            ChildKind::NetworkPolicy => {
+                let Some(sources) = e.network_policy else {
+                    continue;
+                };
+                Child::NetworkPolicy(Box::new(network_policy::build(name, &e, sources)))
+            }
         });
     }
     let status = status::build(&inputs, &parent.status.conditions, &now);
     Ok(SyncResponse { children, status })
+}
+
+/// The child kinds the effective spec asks for, in emission order.
+fn needed_kinds(e: &Effective<'_>) -> Vec<ChildKind> {
+    ChildKind::ALL
+        .into_iter()
+        .filter(|kind| match kind {
+            ChildKind::Deployment | ChildKind::Service => true,
+            ChildKind::PodDisruptionBudget => e.pdb.is_some(),
+            ChildKind::HorizontalPodAutoscaler => e.autoscaling.is_some(),
+            ChildKind::ServiceMonitor => e
+                .monitoring
+                .as_ref()
+                .is_some_and(|m| m.service_monitor.is_some()),
+            ChildKind::NetworkPolicy => e.network_policy.is_some(),
+        })
+        .collect()
 }
 
 /// The replica count a budget is judged at: the desired count, or under autoscaling the lowest

@@ -8,10 +8,33 @@ use kube::CustomResourceExt;
 
 use super::Memcached;
 
+/// Removes `nullable: true`: the API server then drops a JSON `null` before defaulting and
+/// validation, so `null` means "unset" (spec.md §1.4a) and CEL's `has()` sees it as absent.
+fn drop_nullable(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            map.remove("nullable");
+            map.values_mut().for_each(drop_nullable);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(drop_nullable),
+        _ => {}
+    }
+}
+
 /// The complete CRD with both versions.
 #[must_use]
 pub fn crd() -> CustomResourceDefinition {
     let mut crd = Memcached::crd();
+    for version in &mut crd.spec.versions {
+        if let Some(schema) = version.schema.as_mut().and_then(|s| s.open_api_v3_schema.as_mut())
+            && let Ok(mut value) = serde_json::to_value(&*schema)
+        {
+            drop_nullable(&mut value);
+            if let Ok(clean) = serde_json::from_value(value) {
+                *schema = clean;
+            }
+        }
+    }
     let beta = crd.spec.versions[0].clone();
     let mut alpha = beta.clone();
     alpha.name = "v1alpha1".to_owned();

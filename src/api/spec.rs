@@ -36,6 +36,26 @@ use super::status::MemcachedStatus;
     printcolumn = r#"{"name":"Status","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status","description":"Whether all desired Memcached pods are ready"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
+#[schemars(extend("x-kubernetes-validations" = [
+    {
+        "rule": "!(has(self.autoscaling) && has(self.autoscaling.enabled) && self.autoscaling.enabled) || !has(self.replicas)",
+        "message": "spec.replicas and spec.autoscaling.enabled are mutually exclusive",
+        "fieldPath": ".replicas",
+        "reason": "FieldValueForbidden"
+    },
+    {
+        "rule": "!(has(self.autoscaling) && has(self.autoscaling.enabled) && self.autoscaling.enabled) || (has(self.resources) && has(self.resources.requests) && 'cpu' in self.resources.requests) || (has(self.autoscaling.metrics) && size(self.autoscaling.metrics) > 0 && !self.autoscaling.metrics.exists(m, m.type == 'Resource' && has(m.resource) && m.resource.name == 'cpu' && m.resource.target.type == 'Utilization'))",
+        "message": "resources.requests.cpu is required when using CPU utilization metrics",
+        "fieldPath": ".resources",
+        "reason": "FieldValueRequired"
+    },
+    {
+        "rule": "!has(self.resources) || !has(self.resources.limits) || !('memory' in self.resources.limits) || !isQuantity(string(self.resources.limits.memory)) || quantity(string(self.resources.limits.memory)).compareTo(quantity(string((has(self.memcached) && has(self.memcached.maxMemoryMB) && self.memcached.maxMemoryMB > 0 ? self.memcached.maxMemoryMB : 64) + 32) + 'Mi')) >= 0",
+        "message": "memory limit must be at least maxMemoryMB + 32Mi overhead",
+        "fieldPath": ".resources.limits",
+        "reason": "FieldValueInvalid"
+    }
+]))]
 #[serde(rename_all = "camelCase")]
 pub struct MemcachedSpec {
     /// Number of memcached pods (0 scales to zero). Defaults to 1 unless autoscaling is enabled;
@@ -166,6 +186,12 @@ pub struct PdbSpec {
 
 /// Graceful shutdown: a preStop sleep and a pod termination grace period.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[schemars(extend("x-kubernetes-validations" = [{
+    "rule": "!has(self.enabled) || !self.enabled || (has(self.terminationGracePeriodSeconds) ? self.terminationGracePeriodSeconds : 30) > (has(self.preStopDelaySeconds) ? self.preStopDelaySeconds : 10)",
+    "message": "terminationGracePeriodSeconds must exceed preStopDelaySeconds",
+    "fieldPath": ".terminationGracePeriodSeconds",
+    "reason": "FieldValueInvalid"
+}]))]
 #[serde(rename_all = "camelCase")]
 pub struct GracefulShutdownSpec {
     /// Turn graceful shutdown on.
@@ -250,6 +276,12 @@ pub struct SecretRef {
 
 /// SASL settings.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[schemars(extend("x-kubernetes-validations" = [{
+    "rule": "!has(self.enabled) || !self.enabled || (has(self.credentialsSecretRef) && has(self.credentialsSecretRef.name) && self.credentialsSecretRef.name != '')",
+    "message": "credentialsSecretRef.name is required when SASL is enabled",
+    "fieldPath": ".credentialsSecretRef",
+    "reason": "FieldValueRequired"
+}]))]
 #[serde(rename_all = "camelCase")]
 pub struct SaslSpec {
     /// Turn SASL (memcached `-Y`) on.
@@ -262,6 +294,12 @@ pub struct SaslSpec {
 
 /// TLS settings.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[schemars(extend("x-kubernetes-validations" = [{
+    "rule": "!has(self.enabled) || !self.enabled || (has(self.certificateSecretRef) && has(self.certificateSecretRef.name) && self.certificateSecretRef.name != '')",
+    "message": "certificateSecretRef.name is required when TLS is enabled",
+    "fieldPath": ".certificateSecretRef",
+    "reason": "FieldValueRequired"
+}]))]
 #[serde(rename_all = "camelCase")]
 pub struct TlsSpec {
     /// Turn TLS on (port 11212).
@@ -289,6 +327,20 @@ pub struct NetworkPolicySpec {
 
 /// Autoscaling settings.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[schemars(extend("x-kubernetes-validations" = [
+    {
+        "rule": "!has(self.enabled) || !self.enabled || has(self.maxReplicas)",
+        "message": "maxReplicas is required when autoscaling is enabled",
+        "fieldPath": ".maxReplicas",
+        "reason": "FieldValueRequired"
+    },
+    {
+        "rule": "!has(self.enabled) || !self.enabled || !has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",
+        "message": "minReplicas must not exceed maxReplicas",
+        "fieldPath": ".minReplicas",
+        "reason": "FieldValueInvalid"
+    }
+]))]
 #[serde(rename_all = "camelCase")]
 pub struct AutoscalingSpec {
     /// Emit a HorizontalPodAutoscaler and leave replicas to it.

@@ -324,6 +324,25 @@ pub fn validate(name: &str, spec: &MemcachedSpec) -> Vec<Violation> {
         );
     }
 
+    if let Some(metrics) = spec.autoscaling.as_ref().and_then(|a| a.metrics.as_ref()) {
+        for (index, metric) in metrics.iter().enumerate() {
+            for (source, target) in crate::children::hpa::targets(metric) {
+                for (name, value) in [
+                    ("value", &target.value),
+                    ("averageValue", &target.average_value),
+                ] {
+                    if let Some(q) = value
+                        && let Err(e) = Quantity::parse(&q.0)
+                    {
+                        let path =
+                            format!("spec.autoscaling.metrics[{index}].{source}.target.{name}");
+                        out.push(Violation::invalid(path, quoted(&q.0), e.to_string()));
+                    }
+                }
+            }
+        }
+    }
+
     // Cross-field rules (the CRD's CEL rules, Part 2 §e.2 without the three PDB rules).
     if let Some(limit) = spec
         .resources

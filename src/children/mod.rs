@@ -6,9 +6,12 @@
 
 pub mod args;
 pub mod deployment;
+pub mod hpa;
 pub mod labels;
+pub mod network_policy;
 pub mod pdb;
 pub mod service;
+pub mod service_monitor;
 
 /// Port of the plaintext memcached listener.
 pub const MEMCACHED_PORT: i32 = 11211;
@@ -36,6 +39,12 @@ pub enum ChildKind {
     Service,
     /// `policy/v1` PodDisruptionBudget.
     PodDisruptionBudget,
+    /// `autoscaling/v2` HorizontalPodAutoscaler.
+    HorizontalPodAutoscaler,
+    /// `monitoring.coreos.com/v1` ServiceMonitor.
+    ServiceMonitor,
+    /// `networking.k8s.io/v1` NetworkPolicy.
+    NetworkPolicy,
 }
 
 impl ChildKind {
@@ -46,6 +55,9 @@ impl ChildKind {
             Self::Deployment => "apps/v1",
             Self::Service => "v1",
             Self::PodDisruptionBudget => "policy/v1",
+            Self::HorizontalPodAutoscaler => "autoscaling/v2",
+            Self::ServiceMonitor => "monitoring.coreos.com/v1",
+            Self::NetworkPolicy => "networking.k8s.io/v1",
         }
     }
 
@@ -56,6 +68,9 @@ impl ChildKind {
             Self::Deployment => "deployments",
             Self::Service => "services",
             Self::PodDisruptionBudget => "poddisruptionbudgets",
+            Self::HorizontalPodAutoscaler => "horizontalpodautoscalers",
+            Self::ServiceMonitor => "servicemonitors",
+            Self::NetworkPolicy => "networkpolicies",
         }
     }
 
@@ -68,12 +83,38 @@ impl ChildKind {
         }
     }
 
+    /// Every kind, in the order children are emitted.
+    pub const ALL: [Self; 6] = [
+        Self::Deployment,
+        Self::Service,
+        Self::PodDisruptionBudget,
+        Self::HorizontalPodAutoscaler,
+        Self::ServiceMonitor,
+        Self::NetworkPolicy,
+    ];
+
+    /// The kind's `kind`.
+    #[must_use]
+    pub fn kind(self) -> &'static str {
+        match self {
+            Self::Deployment => "Deployment",
+            Self::Service => "Service",
+            Self::PodDisruptionBudget => "PodDisruptionBudget",
+            Self::HorizontalPodAutoscaler => "HorizontalPodAutoscaler",
+            Self::ServiceMonitor => "ServiceMonitor",
+            Self::NetworkPolicy => "NetworkPolicy",
+        }
+    }
+
     /// The spec field that asks for this kind.
     #[must_use]
     pub fn needed_by(self) -> &'static str {
         match self {
             Self::Deployment | Self::Service => "spec",
             Self::PodDisruptionBudget => "spec.highAvailability.podDisruptionBudget.enabled",
+            Self::HorizontalPodAutoscaler => "spec.autoscaling.enabled",
+            Self::ServiceMonitor => "spec.monitoring.serviceMonitor",
+            Self::NetworkPolicy => "spec.security.networkPolicy.enabled",
         }
     }
 }

@@ -14,9 +14,35 @@ pub use customize::{CustomizeRequest, CustomizeResponse, ResourceRule};
 pub use observed::{ChildMeta, ChildStatus, Observed, ObservedChild, RelatedObject};
 pub use response::{Child, SyncResponse};
 
-use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
 use crate::api::{Condition, MemcachedSpec};
+
+/// A decoding error with the JSON path of the field at fault (`.` for the whole document).
+pub type DecodeError = serde_path_to_error::Error<serde_json::Error>;
+
+/// Decodes a hook request body exactly as the server does: the whole body must be one JSON
+/// document; an error names the JSON path where decoding failed.
+///
+/// # Errors
+/// Malformed JSON, trailing data, or JSON of the wrong shape.
+pub fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, DecodeError> {
+    let mut deserializer = serde_json::Deserializer::from_slice(body);
+    let value = serde_path_to_error::deserialize(&mut deserializer)?;
+    deserializer
+        .end()
+        .map_err(|e| serde_path_to_error::Error::new(serde_path_to_error::Track::new().path(), e))?;
+    Ok(value)
+}
+
+/// Encodes a hook answer as the server sends it.
+///
+/// # Errors
+/// A value that cannot be represented as JSON.
+pub fn encode<T: Serialize>(value: &T) -> serde_json::Result<Vec<u8>> {
+    serde_json::to_vec(value)
+}
 
 /// The body of a sync (or finalize) call.
 #[derive(Debug, Deserialize)]

@@ -5,12 +5,15 @@
 //! written (a `true` in a sync answer would remove a finalizer that the next sync re-adds).
 
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
 use crate::api::MemcachedStatus;
+use crate::children::service_monitor::ServiceMonitor;
 
 /// One desired child.
 #[derive(Debug, Serialize)]
@@ -22,6 +25,12 @@ pub enum Child {
     Service(Box<Service>),
     /// The PodDisruptionBudget.
     PodDisruptionBudget(Box<PodDisruptionBudget>),
+    /// The HorizontalPodAutoscaler.
+    HorizontalPodAutoscaler(Box<HorizontalPodAutoscaler>),
+    /// The Prometheus Operator ServiceMonitor.
+    ServiceMonitor(Box<ServiceMonitor>),
+    /// The NetworkPolicy.
+    NetworkPolicy(Box<NetworkPolicy>),
     /// An observed child kept exactly as this hook last desired it (invalid spec).
     Kept(Box<RawValue>),
 }

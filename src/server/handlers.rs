@@ -53,17 +53,7 @@ fn read_body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
 }
 
 fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    let mut deserializer = serde_json::Deserializer::from_slice(body);
-    let value =
-        serde_path_to_error::deserialize(&mut deserializer).map_err(|e| ApiError::decode(&e))?;
-    deserializer.end().map_err(|e| {
-        ApiError::new(
-            StatusCode::BAD_REQUEST,
-            format!("malformed JSON: {e}"),
-            None,
-        )
-    })?;
-    Ok(value)
+    crate::hook::decode(body).map_err(|e| ApiError::decode(&e))
 }
 
 /// A strong ETag of the request body and the build: equal requests to the same build get
@@ -106,7 +96,7 @@ fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
 }
 
 fn encode<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, ApiError> {
-    serde_json::to_vec(value).map_err(|e| {
+    crate::hook::encode(value).map_err(|e| {
         ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("could not encode the answer: {e}"),

@@ -1,0 +1,88 @@
+//! The Prometheus Operator ServiceMonitor (spec.md Part 2 §c.4). Not a k8s-openapi type, so
+//! the few fields the hook writes are typed here.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use serde::Serialize;
+
+use super::{METRICS_PORT_NAME, labels};
+use crate::api::effective::ServiceMonitor as Settings;
+
+/// `monitoring.coreos.com/v1` ServiceMonitor.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceMonitor {
+    /// `monitoring.coreos.com/v1`.
+    pub api_version: &'static str,
+    /// `ServiceMonitor`.
+    pub kind: &'static str,
+    /// Name and labels.
+    pub metadata: ObjectMeta,
+    /// What to scrape.
+    pub spec: ServiceMonitorSpec,
+}
+
+/// ServiceMonitor spec.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceMonitorSpec {
+    /// Services to scrape.
+    pub selector: LabelSelector,
+    /// Namespaces of those Services.
+    pub namespace_selector: NamespaceSelector,
+    /// Endpoints to scrape.
+    pub endpoints: Vec<Endpoint>,
+}
+
+/// Namespaces by name.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NamespaceSelector {
+    /// Namespace names.
+    pub match_names: Vec<String>,
+}
+
+/// One scrape endpoint.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Endpoint {
+    /// Service port name.
+    pub port: &'static str,
+    /// Scrape interval.
+    pub interval: String,
+    /// Scrape timeout.
+    pub scrape_timeout: String,
+}
+
+/// The desired ServiceMonitor named `name` in `namespace`: additional labels overlaid by the
+/// base labels (which win), selecting the Service's `metrics` port.
+#[must_use]
+pub fn build(name: &str, namespace: &str, settings: &Settings<'_>) -> ServiceMonitor {
+    let mut monitor_labels: BTreeMap<String, String> =
+        settings.additional_labels.cloned().unwrap_or_default();
+    monitor_labels.extend(labels::base(name));
+    ServiceMonitor {
+        api_version: "monitoring.coreos.com/v1",
+        kind: "ServiceMonitor",
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            labels: Some(monitor_labels),
+            ..ObjectMeta::default()
+        },
+        spec: ServiceMonitorSpec {
+            selector: LabelSelector {
+                match_labels: Some(labels::base(name)),
+                match_expressions: None,
+            },
+            namespace_selector: NamespaceSelector {
+                match_names: vec![namespace.to_owned()],
+            },
+            endpoints: vec![Endpoint {
+                port: METRICS_PORT_NAME,
+                interval: settings.interval.to_owned(),
+                scrape_timeout: settings.scrape_timeout.to_owned(),
+            }],
+        },
+    }
+}
