@@ -14,7 +14,10 @@ pub fn controller() -> Value {
     json!({"spec": {"childResources": [
         {"apiVersion": "apps/v1", "resource": "deployments"},
         {"apiVersion": "v1", "resource": "services"},
-        {"apiVersion": "policy/v1", "resource": "poddisruptionbudgets"}
+        {"apiVersion": "policy/v1", "resource": "poddisruptionbudgets"},
+        {"apiVersion": "networking.k8s.io/v1", "resource": "networkpolicies"},
+        {"apiVersion": "autoscaling/v2", "resource": "horizontalpodautoscalers"},
+        {"apiVersion": "monitoring.coreos.com/v1", "resource": "servicemonitors"}
     ]}})
 }
 

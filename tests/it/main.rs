@@ -2,6 +2,7 @@
 
 mod cli;
 mod common;
+mod features;
 mod golden;
 mod http;
 mod rules;
