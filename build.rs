@@ -6,7 +6,9 @@ use std::path::Path;
 use std::{env, fs};
 
 fn visit(dir: &Path, files: &mut Vec<std::path::PathBuf>) {
-    let Ok(entries) = fs::read_dir(dir) else { return };
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
     for entry in entries.flatten() {
         let path = entry.path();
         if path.is_dir() {
@@ -29,7 +31,11 @@ fn main() {
         }
         hasher.write(&fs::read(file).unwrap_or_default());
     }
-    println!("cargo:rustc-env=MEMCACHED_HOOK_BUILD_ID={}-{:016x}", env!("CARGO_PKG_VERSION"), hasher.finish());
+    println!(
+        "cargo:rustc-env=MEMCACHED_HOOK_BUILD_ID={}-{:016x}",
+        env!("CARGO_PKG_VERSION"),
+        hasher.finish()
+    );
     println!("cargo:rerun-if-changed=src");
     println!("cargo:rerun-if-changed=Cargo.lock");
     println!("cargo:rerun-if-changed=Cargo.toml");

@@ -26,7 +26,10 @@ fn drop_nullable(value: &mut serde_json::Value) {
 pub fn crd() -> CustomResourceDefinition {
     let mut crd = Memcached::crd();
     for version in &mut crd.spec.versions {
-        if let Some(schema) = version.schema.as_mut().and_then(|s| s.open_api_v3_schema.as_mut())
+        if let Some(schema) = version
+            .schema
+            .as_mut()
+            .and_then(|s| s.open_api_v3_schema.as_mut())
             && let Ok(mut value) = serde_json::to_value(&*schema)
         {
             drop_nullable(&mut value);
