@@ -5,5 +5,6 @@ mod common;
 mod features;
 mod golden;
 mod http;
+mod reference;
 mod rules;
 mod status_matrix;
