@@ -228,10 +228,7 @@ pub fn build(
         },
         spec: Some(DeploymentSpec {
             replicas,
-            selector: LabelSelector {
-                match_labels: Some(labels::base(name)),
-                match_expressions: None,
-            },
+            selector: labels::selector(name),
             strategy: Some(DeploymentStrategy {
                 type_: Some("RollingUpdate".to_owned()),
                 rolling_update: Some(RollingUpdateDeployment {

@@ -5,7 +5,6 @@ use k8s_openapi::api::autoscaling::v2::{
     MetricTarget,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::labels;
 use crate::api::effective::Autoscaling;
@@ -63,11 +62,7 @@ pub fn build(name: &str, a: &Autoscaling) -> HorizontalPodAutoscaler {
         }
     }
     HorizontalPodAutoscaler {
-        metadata: ObjectMeta {
-            name: Some(name.to_owned()),
-            labels: Some(labels::base(name)),
-            ..ObjectMeta::default()
-        },
+        metadata: labels::metadata(name),
         spec: Some(HorizontalPodAutoscalerSpec {
             scale_target_ref: CrossVersionObjectReference {
                 api_version: Some("apps/v1".to_owned()),

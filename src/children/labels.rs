@@ -2,6 +2,8 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+
 /// `app.kubernetes.io/name`.
 pub const NAME: &str = "app.kubernetes.io/name";
 /// `app.kubernetes.io/instance`.
@@ -23,6 +25,25 @@ pub fn base(name: &str) -> BTreeMap<String, String> {
         (INSTANCE.to_owned(), name.to_owned()),
         (MANAGED_BY.to_owned(), MANAGER.to_owned()),
     ])
+}
+
+/// `metadata` of a child other than the Deployment: its name and the base labels.
+#[must_use]
+pub fn metadata(name: &str) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.to_owned()),
+        labels: Some(base(name)),
+        ..ObjectMeta::default()
+    }
+}
+
+/// A label selector on the base labels (Deployment, PDB, NetworkPolicy, ServiceMonitor).
+#[must_use]
+pub fn selector(name: &str) -> LabelSelector {
+    LabelSelector {
+        match_labels: Some(base(name)),
+        match_expressions: None,
+    }
 }
 
 /// Base labels plus the version label when the image has a usable tag (Deployment and pods).

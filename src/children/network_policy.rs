@@ -4,7 +4,6 @@ use k8s_openapi::api::networking::v1::{
     NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort,
     NetworkPolicySpec,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::{MEMCACHED_PORT, MEMCACHED_TLS_PORT, METRICS_PORT, labels};
@@ -34,16 +33,9 @@ pub fn build(
         ports.push(tcp(METRICS_PORT));
     }
     NetworkPolicy {
-        metadata: ObjectMeta {
-            name: Some(name.to_owned()),
-            labels: Some(labels::base(name)),
-            ..ObjectMeta::default()
-        },
+        metadata: labels::metadata(name),
         spec: Some(NetworkPolicySpec {
-            pod_selector: Some(LabelSelector {
-                match_labels: Some(labels::base(name)),
-                match_expressions: None,
-            }),
+            pod_selector: Some(labels::selector(name)),
             policy_types: Some(vec!["Ingress".to_owned()]),
             ingress: Some(vec![NetworkPolicyIngressRule {
                 ports: Some(ports),

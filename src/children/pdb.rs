@@ -1,7 +1,6 @@
 //! The PodDisruptionBudget (spec.md Part 2 §c.2, Part 1 §1.3 `DisruptionBudgetBlocking`).
 
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::labels;
@@ -16,16 +15,9 @@ pub fn build(name: &str, budget: &Budget<'_>) -> PodDisruptionBudget {
         Budget::MaxUnavailable(v) => (None, Some((*v).clone())),
     };
     PodDisruptionBudget {
-        metadata: ObjectMeta {
-            name: Some(name.to_owned()),
-            labels: Some(labels::base(name)),
-            ..ObjectMeta::default()
-        },
+        metadata: labels::metadata(name),
         spec: Some(PodDisruptionBudgetSpec {
-            selector: Some(LabelSelector {
-                match_labels: Some(labels::base(name)),
-                match_expressions: None,
-            }),
+            selector: Some(labels::selector(name)),
             min_available,
             max_unavailable,
             ..PodDisruptionBudgetSpec::default()

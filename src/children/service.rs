@@ -33,10 +33,8 @@ pub fn build(name: &str, e: &Effective<'_>) -> Service {
     }
     Service {
         metadata: ObjectMeta {
-            name: Some(name.to_owned()),
-            labels: Some(labels::base(name)),
             annotations: e.service_annotations.cloned(),
-            ..ObjectMeta::default()
+            ..labels::metadata(name)
         },
         spec: Some(ServiceSpec {
             cluster_ip: Some("None".to_owned()),

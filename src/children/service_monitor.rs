@@ -71,10 +71,7 @@ pub fn build(name: &str, namespace: &str, settings: &Settings<'_>) -> ServiceMon
             ..ObjectMeta::default()
         },
         spec: ServiceMonitorSpec {
-            selector: LabelSelector {
-                match_labels: Some(labels::base(name)),
-                match_expressions: None,
-            },
+            selector: labels::selector(name),
             namespace_selector: NamespaceSelector {
                 match_names: vec![namespace.to_owned()],
             },
