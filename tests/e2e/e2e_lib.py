@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""Helpers for tests/e2e/run.sh (and tests/schema/check.sh).
+
+  e2e_lib.py children SRC OUTDIR PREFIX [--json]
+      Split the children in SRC (multi-document YAML from `memcached-hook render` /
+      `replay --output yaml`, or with --json the JSON response of `replay --output json`)
+      into OUTDIR/PREFIX~~<n>~~<Kind>~~<name>.json, one object per file, without
+      metadata.namespace (the tests create them in a namespace of their own).
+      Prints the paths, one per line.
+
+  e2e_lib.py same-children YAML JSON
+      Exit 0 when the YAML documents of `replay --output yaml` are the `children` of the
+      JSON response of `replay --output json` (same objects, same order); else print the
+      first difference and exit 1.
+
+  e2e_lib.py subset RENDERED LIVE
+      Exit 0 when every field of RENDERED (a child as the hook wrote it) appears in LIVE
+      (the object the API server returned) with the same value, lists element by element;
+      else print each difference (path, rendered, live) and exit 1. The API server may add
+      defaults; it must not change or drop anything the hook wrote, or an apply-based
+      controller would see a diff on every sync.
+
+  e2e_lib.py crd-workaround IN OUT
+      Write IN (deploy/crd.yaml) to OUT with the memory-limit CEL rule of every version
+      replaced by WORKAROUND_MEMORY_RULE below, and print what was replaced. Used only
+      when the API server rejects deploy/crd.yaml (see run.sh).
+
+  e2e_lib.py servicemonitor-schema CRD OUT
+      Turn the openAPIV3Schema of the ServiceMonitor CRD into a strict JSON schema
+      (objects with properties and no preserve-unknown-fields get additionalProperties:
+      false; x-kubernetes-int-or-string becomes integer-or-string).
+
+  e2e_lib.py validate-jsonschema SCHEMA FILE...
+      Validate each JSON FILE against SCHEMA (jsonschema package); exit 1 on any error.
+"""
+import json
+import sys
+
+import yaml
+
+# The memory-limit rule as the API server (v1.35) accepts it. deploy/crd.yaml's rule selects
+# the map entry as `self.resources.limits.memory`, which the cost estimator cannot size
+# (field selection on a map has no schema path), and builds the bound with
+# `quantity(string(int) + 'Mi')`, whose argument it cannot size either; each makes the
+# estimated cost unbounded. Indexing the map (`limits['memory']`) and adding bytes to a
+# quantity (`quantity('0').add(n)`) keep it bounded; the meaning is unchanged.
+WORKAROUND_MEMORY_RULE = (
+    "!has(self.resources) || !has(self.resources.limits) || !('memory' in self.resources.limits)"
+    " || !isQuantity(string(self.resources.limits['memory']))"
+    " || quantity(string(self.resources.limits['memory'])).compareTo(quantity('0').add("
+    "((has(self.memcached) && has(self.memcached.maxMemoryMB) && self.memcached.maxMemoryMB > 0"
+    " ? self.memcached.maxMemoryMB : 64) + 32) * 1048576)) >= 0"
+)
+
+
+def load_children(path, as_json):
+    with open(path, encoding="utf-8") as f:
+        if as_json:
+            return list(json.load(f).get("children") or [])
+        return [d for d in yaml.safe_load_all(f) if d is not None]
+
+
+def cmd_children(src, outdir, prefix, as_json=False):
+    out = []
+    for n, child in enumerate(load_children(src, as_json), 1):
+        if not isinstance(child, dict):
+            print(f"{src}: document {n} is not an object: {child!r:.200}", file=sys.stderr)
+            return 1
+        meta = child.setdefault("metadata", {})
+        meta.pop("namespace", None)
+        kind = child.get("kind", "NoKind")
+        name = meta.get("name", "noname")
+        path = f"{outdir}/{prefix}~~{n:02d}~~{kind}~~{name}.json"
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(child, f, indent=1, sort_keys=True)
+        out.append(path)
+    print("\n".join(out))
+    return 0
+
+
+def cmd_same_children(yaml_path, json_path):
+    a = load_children(yaml_path, False)
+    b = load_children(json_path, True)
+    if a == b:
+        return 0
+    if len(a) != len(b):
+        print(f"{len(a)} YAML documents, {len(b)} JSON children")
+    for i, (x, y) in enumerate(zip(a, b), 1):
+        if x != y:
+            print(f"child {i}: YAML {json.dumps(x, sort_keys=True)[:300]}")
+            print(f"child {i}: JSON {json.dumps(y, sort_keys=True)[:300]}")
+            break
+    return 1
+
+
+def diff_subset(want, got, path, out):
+    if isinstance(want, dict):
+        if not isinstance(got, dict):
+            out.append((path, want, got))
+            return
+        for k, v in want.items():
+            if k not in got:
+                out.append((f"{path}.{k}", v, "<absent>"))
+            else:
+                diff_subset(v, got[k], f"{path}.{k}", out)
+    elif isinstance(want, list):
+        if not isinstance(got, list) or len(got) != len(want):
+            out.append((path, want, got))
+            return
+        for i, (x, y) in enumerate(zip(want, got)):
+            diff_subset(x, y, f"{path}[{i}]", out)
+    elif want != got or type(want) is not type(got):
+        out.append((path, want, got))
+
+
+def cmd_subset(rendered, live):
+    with open(rendered, encoding="utf-8") as f:
+        want = json.load(f)
+    with open(live, encoding="utf-8") as f:
+        got = json.load(f)
+    out = []
+    diff_subset(want, got, "", out)
+    for p, w, g in out:
+        print(f"{p or '.'}: rendered {json.dumps(w)[:200]} -> API server {json.dumps(g)[:200]}")
+    return 1 if out else 0
+
+
+def cmd_crd_workaround(src, dst):
+    with open(src, encoding="utf-8") as f:
+        crd = yaml.safe_load(f)
+    replaced = 0
+    for v in crd["spec"]["versions"]:
+        rules = v["schema"]["openAPIV3Schema"]["properties"]["spec"].get("x-kubernetes-validations", [])
+        for r in rules:
+            if r.get("fieldPath") == ".resources.limits" and "32Mi" in r.get("message", ""):
+                print(f"version {v['name']}: memory-limit rule\n  was: {r['rule']}\n  now: {WORKAROUND_MEMORY_RULE}")
+                r["rule"] = WORKAROUND_MEMORY_RULE
+                replaced += 1
+    if replaced == 0:
+        print("no memory-limit rule found to replace", file=sys.stderr)
+        return 1
+    with open(dst, "w", encoding="utf-8") as f:
+        yaml.safe_dump(crd, f, sort_keys=False)
+    return 0
+
+
+def strict_schema(s):
+    if not isinstance(s, dict):
+        return s
+    s = dict(s)
+    if s.pop("x-kubernetes-int-or-string", False):
+        rest = {k: v for k, v in s.items() if k not in ("type", "anyOf", "description")}
+        s = {"anyOf": [{"type": "integer"}, {"type": "string"}], **rest}
+    for key in ("properties", "patternProperties"):
+        if key in s:
+            s[key] = {k: strict_schema(v) for k, v in s[key].items()}
+    for key in ("items", "additionalProperties", "not"):
+        if isinstance(s.get(key), dict):
+            s[key] = strict_schema(s[key])
+    for key in ("allOf", "anyOf", "oneOf"):
+        if key in s:
+            s[key] = [strict_schema(x) for x in s[key]]
+    if (s.get("type") == "object" and "properties" in s and "additionalProperties" not in s
+            and not s.get("x-kubernetes-preserve-unknown-fields")):
+        s["additionalProperties"] = False
+    return {k: v for k, v in s.items() if not k.startswith("x-kubernetes-")}
+
+
+def cmd_servicemonitor_schema(crd_path, out):
+    with open(crd_path, encoding="utf-8") as f:
+        docs = [d for d in yaml.safe_load_all(f) if d]
+    crd = next(d for d in docs if d.get("kind") == "CustomResourceDefinition")
+    version = next(v for v in crd["spec"]["versions"] if v.get("storage"))
+    schema = strict_schema(version["schema"]["openAPIV3Schema"])
+    # metadata is validated by the API server's ObjectMeta, not by the CRD schema.
+    schema.setdefault("properties", {})["metadata"] = {"type": "object"}
+    schema["properties"]["apiVersion"] = {"const": f"{crd['spec']['group']}/{version['name']}"}
+    schema["properties"]["kind"] = {"const": crd["spec"]["names"]["kind"]}
+    schema["required"] = sorted(set(schema.get("required", [])) | {"apiVersion", "kind", "spec"})
+    with open(out, "w", encoding="utf-8") as f:
+        json.dump(schema, f)
+    return 0
+
+
+def cmd_validate_jsonschema(schema_path, files):
+    import jsonschema  # only tests/schema's venv has it
+
+    with open(schema_path, encoding="utf-8") as f:
+        schema = json.load(f)
+    validator = jsonschema.Draft7Validator(schema)
+    bad = 0
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            obj = json.load(f)
+        errors = sorted(validator.iter_errors(obj), key=lambda e: list(e.absolute_path))
+        for e in errors:
+            loc = ".".join(str(p) for p in e.absolute_path) or "."
+            print(f"{path}: {loc}: {e.message[:300]}")
+        bad += bool(errors)
+    return 1 if bad else 0
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    cmd, args = argv[1], argv[2:]
+    if cmd == "children" and len(args) in (3, 4):
+        return cmd_children(args[0], args[1], args[2], as_json=args[3:] == ["--json"])
+    if cmd == "same-children" and len(args) == 2:
+        return cmd_same_children(*args)
+    if cmd == "subset" and len(args) == 2:
+        return cmd_subset(*args)
+    if cmd == "crd-workaround" and len(args) == 2:
+        return cmd_crd_workaround(*args)
+    if cmd == "servicemonitor-schema" and len(args) == 2:
+        return cmd_servicemonitor_schema(*args)
+    if cmd == "validate-jsonschema" and len(args) >= 2:
+        return cmd_validate_jsonschema(args[0], args[1:])
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
