@@ -10,6 +10,10 @@ use clap::{Parser, Subcommand, ValueEnum};
 use k8s_openapi::jiff::Timestamp;
 use memcached_hook::children::ChildKind;
 use memcached_hook::hook::{Child, SyncRequest, SyncResponse};
+use std::sync::Arc;
+
+use memcached_hook::server::auth::{AuthFiles, Authenticator};
+use memcached_hook::server::tls::{Tls, TlsFiles};
 use memcached_hook::server::{self, Config};
 
 /// Metacontroller sync hook for Memcached.
@@ -76,6 +80,35 @@ struct ServeArgs {
     /// Log format.
     #[arg(long, env = "MEMCACHED_HOOK_LOG_FORMAT", value_enum, default_value_t = LogFormat::Auto)]
     log_format: LogFormat,
+    /// File with the token callers must send after the scheme (`Authorization: Bearer <token>`).
+    #[arg(long, env = "MEMCACHED_HOOK_AUTH_TOKEN_FILE")]
+    auth_token_file: Option<PathBuf>,
+    /// File with the basic-auth user name (needs --auth-basic-password-file).
+    #[arg(long, env = "MEMCACHED_HOOK_AUTH_BASIC_USERNAME_FILE")]
+    auth_basic_username_file: Option<PathBuf>,
+    /// File with the basic-auth password (needs --auth-basic-username-file).
+    #[arg(long, env = "MEMCACHED_HOOK_AUTH_BASIC_PASSWORD_FILE")]
+    auth_basic_password_file: Option<PathBuf>,
+    /// PEM certificate chain: serve HTTPS (needs --tls-key-file).
+    #[arg(long, env = "MEMCACHED_HOOK_TLS_CERT_FILE", requires = "tls_key_file")]
+    tls_cert_file: Option<PathBuf>,
+    /// PEM private key of --tls-cert-file.
+    #[arg(long, env = "MEMCACHED_HOOK_TLS_KEY_FILE", requires = "tls_cert_file")]
+    tls_key_file: Option<PathBuf>,
+    /// PEM CA bundle: require client certificates it signed (mutual TLS).
+    #[arg(
+        long,
+        env = "MEMCACHED_HOOK_TLS_CLIENT_CA_FILE",
+        requires = "tls_cert_file"
+    )]
+    tls_client_ca_file: Option<PathBuf>,
+    /// How often credential and certificate files are checked for changes, in seconds.
+    #[arg(
+        long,
+        env = "MEMCACHED_HOOK_RELOAD_INTERVAL_SECONDS",
+        default_value_t = 5
+    )]
+    reload_interval_seconds: u64,
 }
 
 impl Default for ServeArgs {
@@ -85,6 +118,13 @@ impl Default for ServeArgs {
             body_limit: server::DEFAULT_BODY_LIMIT,
             request_timeout_ms: 5000,
             log_format: LogFormat::Auto,
+            auth_token_file: None,
+            auth_basic_username_file: None,
+            auth_basic_password_file: None,
+            tls_cert_file: None,
+            tls_key_file: None,
+            tls_client_ca_file: None,
+            reload_interval_seconds: 5,
         }
     }
 }
@@ -133,19 +173,64 @@ fn init_logging(format: LogFormat) {
 
 fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     init_logging(args.log_format);
+    let files = AuthFiles {
+        token: args.auth_token_file.clone(),
+        basic_username: args.auth_basic_username_file.clone(),
+        basic_password: args.auth_basic_password_file.clone(),
+    };
+    let auth = files
+        .any()
+        .then(|| Authenticator::new(files))
+        .transpose()
+        .context("loading credentials")?
+        .map(Arc::new);
+    let tls = match (&args.tls_cert_file, &args.tls_key_file) {
+        (Some(cert), Some(key)) => Some(Arc::new(
+            Tls::new(TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+                client_ca: args.tls_client_ca_file.clone(),
+            })
+            .context("loading the TLS certificate")?,
+        )),
+        _ => None,
+    };
     let config = Config {
         body_limit: args.body_limit,
         request_timeout: Duration::from_millis(args.request_timeout_ms),
+        auth: auth.clone(),
     };
+    let reload = Duration::from_secs(args.reload_interval_seconds.max(1));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the runtime")?;
     runtime.block_on(async {
-        let listener =
-            tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("listening on {}", args.addr))?;
-        tracing::info!(addr = %args.addr, build = env!("MEMCACHED_HOOK_BUILD_ID"), "memcached-hook serving");
-        server::serve(listener, server::router(&config), server::shutdown_signal()).await.context("serving")?;
+        let listener = tokio::net::TcpListener::bind(args.addr)
+            .await
+            .with_context(|| format!("listening on {}", args.addr))?;
+        if let Some(auth) = &auth {
+            auth.spawn_reloader(reload);
+        }
+        if let Some(tls) = &tls {
+            tls.spawn_reloader(reload);
+        }
+        tracing::info!(
+            addr = %args.addr,
+            build = env!("MEMCACHED_HOOK_BUILD_ID"),
+            tls = tls.is_some(),
+            client_certificates = args.tls_client_ca_file.is_some(),
+            authentication = auth.is_some(),
+            "memcached-hook serving"
+        );
+        server::serve(
+            listener,
+            server::router(&config),
+            tls,
+            server::shutdown_signal(),
+        )
+        .await
+        .context("serving")?;
         tracing::info!("memcached-hook stopped");
         Ok(())
     })

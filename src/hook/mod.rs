@@ -30,9 +30,9 @@ pub type DecodeError = serde_path_to_error::Error<serde_json::Error>;
 pub fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, DecodeError> {
     let mut deserializer = serde_json::Deserializer::from_slice(body);
     let value = serde_path_to_error::deserialize(&mut deserializer)?;
-    deserializer
-        .end()
-        .map_err(|e| serde_path_to_error::Error::new(serde_path_to_error::Track::new().path(), e))?;
+    deserializer.end().map_err(|e| {
+        serde_path_to_error::Error::new(serde_path_to_error::Track::new().path(), e)
+    })?;
     Ok(value)
 }
 

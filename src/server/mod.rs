@@ -5,27 +5,44 @@
 //! encodes the answer. Malformed input gets a 4xx with a JSON body; nothing ever answers 200
 //! to a request it could not understand.
 
+pub mod auth;
 mod error;
 mod handlers;
+pub mod tls;
 
 use std::future::Future;
 use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::timeout::TimeoutLayer;
 
 pub use error::ApiError;
 
+use self::auth::Authenticator;
+use self::tls::Tls;
+
 /// Default request body limit: far above the largest sync request Metacontroller sends.
 pub const DEFAULT_BODY_LIMIT: usize = 16 * 1024 * 1024;
 /// Default per-request timeout, below Metacontroller's 10 s hook timeout.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Time a client has to send a request's headers (slow clients cannot hold connections).
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// Time a client has to finish the TLS handshake.
+pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Time in-flight requests get to finish after SIGTERM.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(9);
 
 /// Server settings.
 #[derive(Clone, Debug)]
@@ -34,6 +51,8 @@ pub struct Config {
     pub body_limit: usize,
     /// Time allowed for one request, body included.
     pub request_timeout: Duration,
+    /// Credentials `/sync` and `/customize` require, if any.
+    pub auth: Option<Arc<Authenticator>>,
 }
 
 impl Default for Config {
@@ -41,15 +60,26 @@ impl Default for Config {
         Self {
             body_limit: DEFAULT_BODY_LIMIT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            auth: None,
         }
     }
 }
 
 /// The router with every route and layer.
 pub fn router(config: &Config) -> Router {
-    Router::new()
+    let hooks = Router::new()
         .route("/sync", post(handlers::sync))
-        .route("/customize", post(handlers::customize))
+        .route("/customize", post(handlers::customize));
+    // Probes stay open; only the hook endpoints need credentials when configured.
+    let hooks = match &config.auth {
+        Some(auth) => hooks.route_layer(axum::middleware::from_fn_with_state(
+            Arc::clone(auth),
+            auth::require,
+        )),
+        None => hooks,
+    };
+    Router::new()
+        .merge(hooks)
         .route("/healthz", get(handlers::healthz))
         .route("/readyz", get(handlers::healthz))
         .fallback(handlers::not_found)
@@ -62,18 +92,94 @@ pub fn router(config: &Config) -> Router {
         ))
 }
 
-/// Serves `router` on `listener` until `shutdown` resolves, then finishes in-flight requests.
+/// Serves `router` on `listener` (over TLS when `tls` is given) until `shutdown` resolves, then
+/// stops accepting and gives in-flight requests [`SHUTDOWN_GRACE`] to finish.
+///
+/// Every connection gets [`HEADER_READ_TIMEOUT`] to send its headers and, with TLS,
+/// [`TLS_HANDSHAKE_TIMEOUT`] for the handshake, so slow clients cannot pin the server.
 ///
 /// # Errors
-/// I/O errors of the listener.
+/// None today; the signature keeps room for listener errors.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
+    tls: Option<Arc<Tls>>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
+    builder.http2().timer(TokioTimer::new());
+    let graceful = GracefulShutdown::new();
+    tokio::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(error) => {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    tracing::warn!(%error, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let service = TowerToHyperService::new(router.clone());
+        let builder = builder.clone();
+        let watcher = graceful.watcher();
+        let acceptor = tls
+            .as_ref()
+            .map(|t| tokio_rustls::TlsAcceptor::from(t.current()));
+        tokio::spawn(async move {
+            let result = match acceptor {
+                None => {
+                    watcher
+                        .watch(
+                            builder
+                                .serve_connection(TokioIo::new(stream), service)
+                                .into_owned(),
+                        )
+                        .await
+                }
+                Some(acceptor) => {
+                    match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await
+                    {
+                        Ok(Ok(stream)) => {
+                            watcher
+                                .watch(
+                                    builder
+                                        .serve_connection(TokioIo::new(stream), service)
+                                        .into_owned(),
+                                )
+                                .await
+                        }
+                        Ok(Err(error)) => {
+                            tracing::debug!(%error, "TLS handshake failed");
+                            return;
+                        }
+                        Err(_) => {
+                            tracing::debug!("TLS handshake timed out");
+                            return;
+                        }
+                    }
+                }
+            };
+            if let Err(error) = result {
+                tracing::debug!(%error, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
         .await
+        .is_err()
+    {
+        tracing::warn!("in-flight requests did not finish within the shutdown grace period");
+    }
+    Ok(())
 }
 
 /// Resolves on SIGTERM or SIGINT.

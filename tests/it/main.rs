@@ -7,4 +7,5 @@ mod golden;
 mod http;
 mod reference;
 mod rules;
+mod secure;
 mod status_matrix;

@@ -1,0 +1,96 @@
+//! Bench-only driver for `bench/callgrind.sh`: runs one piece of the `/sync` path N times on
+//! one request, so that instruction counts per call come out of two runs (N and 0 calls) by
+//! subtraction, start-up and file reading cancelling.
+//!
+//! `perf MODE REQUEST.json N`, MODE one of:
+//!
+//! - `hook`: decode (as the server does) + `sync()` + encode: the work of a `200` answer
+//!   between the body bytes and the answer bytes;
+//! - `floor`: decode the request into `serde_json::Value` + encode the same answer (held as a
+//!   `serde_json::Value`);
+//! - `decode`, `sync`, `encode`: the hook's three steps alone;
+//! - `floor-decode`, `floor-encode`: the floor's two steps alone;
+//! - `etag`: the SHA-256 ETag of the body, what a `304` costs besides HTTP.
+
+use std::hint::black_box;
+use std::process::ExitCode;
+
+use k8s_openapi::jiff::Timestamp;
+use memcached_hook::hook::{self, SyncRequest};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+fn now() -> Timestamp {
+    Timestamp::from_second(1_795_348_800).expect("a valid timestamp")
+}
+
+fn etag(body: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let digest = Sha256::new()
+        .chain_update("memcached-hook-perf")
+        .chain_update([0])
+        .chain_update(body)
+        .finalize();
+    let mut out = String::with_capacity(75);
+    out.push_str("\"sha256:");
+    for byte in digest {
+        let _ = write!(out, "{byte:02x}");
+    }
+    out.push('"');
+    out
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [mode, path, n] = args.as_slice() else {
+        eprintln!("usage: perf MODE REQUEST.json N");
+        return ExitCode::FAILURE;
+    };
+    let Ok(n) = n.parse::<u64>() else {
+        eprintln!("N must be a number");
+        return ExitCode::FAILURE;
+    };
+    let body = std::fs::read(path).expect("request readable");
+    // Set-up, identical for every N: one decoded request, its answer, the answer as a Value.
+    let request: SyncRequest = hook::decode(&body).expect("request decodes");
+    let response = memcached_hook::sync(&request, now()).expect("sync answers 200");
+    let answer: Value = serde_json::to_value(&response).expect("answer encodes");
+    for _ in 0..n {
+        let body = black_box(body.as_slice());
+        match mode.as_str() {
+            "hook" => {
+                let request: SyncRequest = hook::decode(body).expect("decodes");
+                let response = memcached_hook::sync(&request, now()).expect("answers");
+                black_box(hook::encode(&response).expect("encodes"));
+            }
+            "floor" => {
+                let request: Value = serde_json::from_slice(body).expect("decodes");
+                black_box(&request);
+                black_box(serde_json::to_vec(black_box(&answer)).expect("encodes"));
+            }
+            "decode" => {
+                black_box(hook::decode::<SyncRequest>(body).expect("decodes"));
+            }
+            "sync" => {
+                black_box(memcached_hook::sync(black_box(&request), now()).ok());
+            }
+            "encode" => {
+                black_box(hook::encode(black_box(&response)).expect("encodes"));
+            }
+            "floor-decode" => {
+                black_box(serde_json::from_slice::<Value>(body).expect("decodes"));
+            }
+            "floor-encode" => {
+                black_box(serde_json::to_vec(black_box(&answer)).expect("encodes"));
+            }
+            "etag" => {
+                black_box(etag(body));
+            }
+            other => {
+                eprintln!("unknown mode {other}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}

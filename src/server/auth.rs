@@ -1,0 +1,239 @@
+//! Caller authentication, as a CompositeController's `webhook.authorization` (any scheme, e.g.
+//! `Authorization: Bearer <token>`) and `webhook.basicAuth` send it.
+//!
+//! Credentials come from files (mounted Secrets) and are reloaded when the files change; a
+//! failed reload keeps the previous credentials. Requests read the current credentials through
+//! an `ArcSwap`, without a lock. Nothing secret is ever logged or echoed: a rejected request
+//! gets a bare 401.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use arc_swap::ArcSwap;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use thiserror::Error;
+
+use super::ApiError;
+
+/// Where the credentials live.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AuthFiles {
+    /// File holding the token expected after the scheme (`Authorization: Bearer <token>`).
+    pub token: Option<PathBuf>,
+    /// File holding the basic-auth user name (a Secret's `username` key).
+    pub basic_username: Option<PathBuf>,
+    /// File holding the basic-auth password (a Secret's `password` key).
+    pub basic_password: Option<PathBuf>,
+}
+
+impl AuthFiles {
+    /// Whether any credential is configured.
+    #[must_use]
+    pub fn any(&self) -> bool {
+        self.token.is_some() || self.basic_username.is_some() || self.basic_password.is_some()
+    }
+
+    fn paths(&self) -> impl Iterator<Item = &PathBuf> {
+        [&self.token, &self.basic_username, &self.basic_password]
+            .into_iter()
+            .flatten()
+    }
+}
+
+/// Why credentials could not be loaded (the message names the file, never its content).
+#[derive(Debug, Error)]
+pub enum AuthError {
+    /// A file could not be read.
+    #[error("cannot read credential file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A file is empty.
+    #[error("credential file {0} is empty")]
+    Empty(PathBuf),
+    /// Only one of the basic-auth files is configured.
+    #[error("basic auth needs both a username file and a password file")]
+    HalfBasic,
+}
+
+/// The credentials in force.
+#[derive(Default)]
+struct Credentials {
+    /// The token, compared after the scheme.
+    token: Option<Vec<u8>>,
+    /// `username:password`.
+    basic: Option<Vec<u8>>,
+}
+
+fn read_secret(path: &Path) -> Result<Vec<u8>, AuthError> {
+    let mut bytes = std::fs::read(path).map_err(|source| AuthError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    // Secrets written by hand often end with a newline; the credential never does.
+    while bytes.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
+        bytes.pop();
+    }
+    if bytes.is_empty() {
+        return Err(AuthError::Empty(path.to_owned()));
+    }
+    Ok(bytes)
+}
+
+fn load(files: &AuthFiles) -> Result<Credentials, AuthError> {
+    let token = files.token.as_deref().map(read_secret).transpose()?;
+    let basic = match (&files.basic_username, &files.basic_password) {
+        (Some(user), Some(password)) => {
+            let mut pair = read_secret(user)?;
+            pair.push(b':');
+            pair.extend(read_secret(password)?);
+            Some(pair)
+        }
+        (None, None) => None,
+        _ => return Err(AuthError::HalfBasic),
+    };
+    Ok(Credentials { token, basic })
+}
+
+/// Equal-length comparison whose time does not depend on where the inputs differ.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Checks `Authorization` headers against credentials read from files.
+pub struct Authenticator {
+    files: AuthFiles,
+    current: ArcSwap<Credentials>,
+    stamps: ArcSwap<Vec<Option<(SystemTime, u64)>>>,
+}
+
+impl std::fmt::Debug for Authenticator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Authenticator")
+            .field("files", &self.files)
+            .finish_non_exhaustive()
+    }
+}
+
+fn stamps(files: &AuthFiles) -> Vec<Option<(SystemTime, u64)>> {
+    files
+        .paths()
+        .map(|p| {
+            std::fs::metadata(p)
+                .ok()
+                .and_then(|m| Some((m.modified().ok()?, m.len())))
+        })
+        .collect()
+}
+
+impl Authenticator {
+    /// Reads the credential files.
+    ///
+    /// # Errors
+    /// A file that cannot be read or is empty, or half a basic-auth pair.
+    pub fn new(files: AuthFiles) -> Result<Self, AuthError> {
+        let credentials = load(&files)?;
+        let stamps = stamps(&files);
+        Ok(Self {
+            files,
+            current: ArcSwap::from_pointee(credentials),
+            stamps: ArcSwap::from_pointee(stamps),
+        })
+    }
+
+    /// Re-reads the files if they changed; keeps the old credentials when they cannot be read.
+    /// Returns whether new credentials are in force.
+    pub fn reload_if_changed(&self) -> bool {
+        let now = stamps(&self.files);
+        if **self.stamps.load() == now {
+            return false;
+        }
+        self.stamps.store(Arc::new(now));
+        match load(&self.files) {
+            Ok(credentials) => {
+                self.current.store(Arc::new(credentials));
+                tracing::info!("credentials reloaded");
+                true
+            }
+            Err(error) => {
+                tracing::warn!(%error, "credentials not reloaded; the previous ones stay in force");
+                false
+            }
+        }
+    }
+
+    /// Polls the files every `period` until the process ends.
+    pub fn spawn_reloader(self: &Arc<Self>, period: Duration) {
+        let this = Arc::clone(self);
+        tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(period);
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticker.tick().await;
+                this.reload_if_changed();
+            }
+        });
+    }
+
+    /// Whether an `Authorization` header value carries valid credentials.
+    #[must_use]
+    pub fn allows(&self, header: Option<&HeaderValue>) -> bool {
+        let Some((scheme, value)) = header
+            .and_then(|h| h.to_str().ok())
+            .and_then(|h| h.trim().split_once(' '))
+        else {
+            return false;
+        };
+        let value = value.trim().as_bytes();
+        let credentials = self.current.load();
+        if scheme.eq_ignore_ascii_case("basic")
+            && let Some(expected) = &credentials.basic
+        {
+            return base64::engine::general_purpose::STANDARD
+                .decode(value)
+                .is_ok_and(|pair| constant_time_eq(&pair, expected));
+        }
+        credentials
+            .token
+            .as_deref()
+            .is_some_and(|token| constant_time_eq(value, token))
+    }
+}
+
+/// Middleware: a request without valid credentials gets a 401 and goes no further.
+pub async fn require(
+    State(auth): State<Arc<Authenticator>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if auth.allows(request.headers().get(header::AUTHORIZATION)) {
+        return next.run(request).await;
+    }
+    let mut response =
+        ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", None).into_response();
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Bearer, Basic realm=\"memcached-hook\""),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constant_time_comparison() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"abcd"));
+    }
+}

@@ -1,0 +1,414 @@
+//! Authentication (bearer, basic), TLS and mutual TLS, reloading, slow clients and graceful
+//! shutdown, against the real server on loopback.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use base64::Engine as _;
+use http_body_util::BodyExt as _;
+use memcached_hook::server::auth::{AuthFiles, Authenticator};
+use memcached_hook::server::tls::{Tls, TlsFiles};
+use memcached_hook::server::{Config, router, serve};
+use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+use rustls::pki_types::pem::PemObject as _;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::{TcpListener, TcpStream};
+use tower::ServiceExt as _;
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("memcached-hook-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+// ---- authentication through the router ----
+
+async fn status_with(
+    config: &Config,
+    path: &str,
+    authorization: Option<&str>,
+) -> (StatusCode, String) {
+    let mut request = Request::builder().uri(path);
+    if path == "/sync" {
+        request = request
+            .method("POST")
+            .header(header::CONTENT_TYPE, "application/json");
+    }
+    if let Some(value) = authorization {
+        request = request.header(header::AUTHORIZATION, value);
+    }
+    let body = if path == "/sync" {
+        Body::from(
+            std::fs::read(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/fixtures/sync/steady-state.json"
+            ))
+            .expect("fixture"),
+        )
+    } else {
+        Body::empty()
+    };
+    let response = router(config)
+        .oneshot(request.body(body).expect("request"))
+        .await
+        .expect("infallible");
+    let status = response.status();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    (status, String::from_utf8_lossy(&bytes).into_owned())
+}
+
+#[tokio::test]
+async fn bearer_and_basic_auth_with_reload() {
+    let dir = temp_dir("auth");
+    let (token, user, password) = (
+        dir.join("token"),
+        dir.join("username"),
+        dir.join("password"),
+    );
+    std::fs::write(&token, "s3cret-token\n").expect("write");
+    std::fs::write(&user, "metacontroller").expect("write");
+    std::fs::write(&password, "pa55").expect("write");
+    let auth = Arc::new(
+        Authenticator::new(AuthFiles {
+            token: Some(token.clone()),
+            basic_username: Some(user),
+            basic_password: Some(password),
+        })
+        .expect("credentials"),
+    );
+    let config = Config {
+        auth: Some(Arc::clone(&auth)),
+        ..Config::default()
+    };
+    let basic = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode("metacontroller:pa55")
+    );
+    let wrong_basic = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode("metacontroller:nope")
+    );
+    for (value, want) in [
+        (None, StatusCode::UNAUTHORIZED),
+        (Some("Bearer wrong"), StatusCode::UNAUTHORIZED),
+        (Some("Bearer s3cret-token"), StatusCode::OK),
+        (Some("bearer s3cret-token"), StatusCode::OK),
+        (Some(basic.as_str()), StatusCode::OK),
+        (Some(wrong_basic.as_str()), StatusCode::UNAUTHORIZED),
+        (Some("s3cret-token"), StatusCode::UNAUTHORIZED),
+    ] {
+        let (status, body) = status_with(&config, "/sync", value).await;
+        assert_eq!(status, want, "{value:?}");
+        if status == StatusCode::UNAUTHORIZED {
+            assert_eq!(
+                body, r#"{"error":"unauthorized"}"#,
+                "no detail, nothing secret"
+            );
+        }
+    }
+    assert_eq!(
+        status_with(&config, "/healthz", None).await.0,
+        StatusCode::OK,
+        "probes need no credentials"
+    );
+
+    // Rotation: the new token replaces the old one once the file changes.
+    std::fs::write(&token, "rotated-token-value").expect("write");
+    assert!(auth.reload_if_changed());
+    assert_eq!(
+        status_with(&config, "/sync", Some("Bearer s3cret-token"))
+            .await
+            .0,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        status_with(&config, "/sync", Some("Bearer rotated-token-value"))
+            .await
+            .0,
+        StatusCode::OK
+    );
+    // A broken file keeps the credentials in force.
+    std::fs::write(&token, "").expect("write");
+    assert!(!auth.reload_if_changed());
+    assert_eq!(
+        status_with(&config, "/sync", Some("Bearer rotated-token-value"))
+            .await
+            .0,
+        StatusCode::OK
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn half_a_basic_pair_is_refused() {
+    let dir = temp_dir("half");
+    std::fs::write(dir.join("u"), "user").expect("write");
+    let err = Authenticator::new(AuthFiles {
+        basic_username: Some(dir.join("u")),
+        ..AuthFiles::default()
+    })
+    .expect_err("refused");
+    assert!(err.to_string().contains("both"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+// ---- TLS against the real server ----
+
+struct Pki {
+    ca_pem: String,
+    issuer: Issuer<'static, KeyPair>,
+}
+
+impl Pki {
+    fn new(name: &str) -> Self {
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        let key = KeyPair::generate().expect("key");
+        let cert = params.self_signed(&key).expect("CA");
+        Self {
+            ca_pem: cert.pem(),
+            issuer: Issuer::new(params, key),
+        }
+    }
+
+    /// `(certificate PEM, key PEM)` for `names`, signed by this CA.
+    fn leaf(&self, names: &[&str]) -> (String, String) {
+        let params =
+            CertificateParams::new(names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>())
+                .expect("params");
+        let key = KeyPair::generate().expect("key");
+        let cert = params.signed_by(&key, &self.issuer).expect("leaf");
+        (cert.pem(), key.serialize_pem())
+    }
+}
+
+fn client_config(ca_pem: &str, client: Option<&(String, String)>) -> Arc<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+        roots.add(cert.expect("pem")).expect("root");
+    }
+    let builder = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("versions")
+    .with_root_certificates(roots);
+    Arc::new(match client {
+        Some((cert, key)) => {
+            let chain = CertificateDer::pem_slice_iter(cert.as_bytes())
+                .collect::<Result<Vec<_>, _>>()
+                .expect("chain");
+            builder
+                .with_client_auth_cert(
+                    chain,
+                    PrivateKeyDer::from_pem_slice(key.as_bytes()).expect("key"),
+                )
+                .expect("client auth")
+        }
+        None => builder.with_no_client_auth(),
+    })
+}
+
+/// GET /healthz over TLS; `Some(status line)` or `None` when the server refused us.
+async fn tls_get(addr: std::net::SocketAddr, config: Arc<rustls::ClientConfig>) -> Option<String> {
+    let tcp = TcpStream::connect(addr).await.ok()?;
+    let connector = tokio_rustls::TlsConnector::from(config);
+    let mut stream = connector
+        .connect(ServerName::try_from("localhost").expect("name"), tcp)
+        .await
+        .ok()?;
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .await
+        .ok()?;
+    let mut response = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut response))
+        .await
+        .ok()?
+        .ok()?;
+    String::from_utf8_lossy(&response)
+        .lines()
+        .next()
+        .map(str::to_owned)
+        .filter(|l| l.starts_with("HTTP/"))
+}
+
+fn write_files(dir: &Path, cert: &(String, String), ca: Option<&str>) -> TlsFiles {
+    std::fs::write(dir.join("tls.crt"), &cert.0).expect("write");
+    std::fs::write(dir.join("tls.key"), &cert.1).expect("write");
+    if let Some(ca) = ca {
+        std::fs::write(dir.join("ca.crt"), ca).expect("write");
+    }
+    TlsFiles {
+        cert: dir.join("tls.crt"),
+        key: dir.join("tls.key"),
+        client_ca: ca.map(|_| dir.join("ca.crt")),
+    }
+}
+
+async fn start(
+    tls: Option<Arc<Tls>>,
+) -> (
+    std::net::SocketAddr,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<()>,
+) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let handle = tokio::spawn(async move {
+        serve(listener, router(&Config::default()), tls, async {
+            let _ = stopped.await;
+        })
+        .await
+        .expect("serve");
+    });
+    (addr, stop, handle)
+}
+
+#[tokio::test]
+async fn tls_mutual_tls_and_certificate_reload() {
+    let dir = temp_dir("tls");
+    let server_ca = Pki::new("server CA");
+    let client_ca = Pki::new("client CA");
+    let server_cert = server_ca.leaf(&["localhost", "127.0.0.1"]);
+    let tls =
+        Arc::new(Tls::new(write_files(&dir, &server_cert, Some(&client_ca.ca_pem))).expect("tls"));
+    let (addr, stop, handle) = start(Some(Arc::clone(&tls))).await;
+
+    let trusted_client = client_ca.leaf(&["metacontroller"]);
+    let rogue_client = Pki::new("rogue").leaf(&["metacontroller"]);
+    assert_eq!(
+        tls_get(
+            addr,
+            client_config(&server_ca.ca_pem, Some(&trusted_client))
+        )
+        .await
+        .as_deref(),
+        Some("HTTP/1.1 200 OK")
+    );
+    assert_eq!(
+        tls_get(addr, client_config(&server_ca.ca_pem, None)).await,
+        None,
+        "no client certificate"
+    );
+    assert_eq!(
+        tls_get(addr, client_config(&server_ca.ca_pem, Some(&rogue_client))).await,
+        None,
+        "certificate of another CA"
+    );
+
+    // Plain HTTP to the TLS port gets no HTTP answer.
+    let mut plain = TcpStream::connect(addr).await.expect("connect");
+    plain
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .expect("write");
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(6), plain.read_to_end(&mut answer)).await;
+    assert!(!String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 200"));
+
+    // Rotation: a certificate from a new CA is served once the files change.
+    let new_ca = Pki::new("rotated CA");
+    write_files(&dir, &new_ca.leaf(&["localhost"]), Some(&client_ca.ca_pem));
+    assert!(tls.reload_if_changed());
+    assert_eq!(
+        tls_get(addr, client_config(&new_ca.ca_pem, Some(&trusted_client)))
+            .await
+            .as_deref(),
+        Some("HTTP/1.1 200 OK")
+    );
+    assert_eq!(
+        tls_get(
+            addr,
+            client_config(&server_ca.ca_pem, Some(&trusted_client))
+        )
+        .await,
+        None,
+        "old CA no longer matches"
+    );
+    // Broken files keep the configuration in force.
+    std::fs::write(dir.join("tls.key"), "not a key").expect("write");
+    assert!(!tls.reload_if_changed());
+    assert_eq!(
+        tls_get(addr, client_config(&new_ca.ca_pem, Some(&trusted_client)))
+            .await
+            .as_deref(),
+        Some("HTTP/1.1 200 OK")
+    );
+
+    stop.send(()).expect("stop");
+    tokio::time::timeout(Duration::from_secs(10), handle)
+        .await
+        .expect("stops")
+        .expect("task");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[tokio::test]
+async fn slow_clients_are_cut_off_and_shutdown_finishes_in_flight_requests() {
+    let (addr, stop, handle) = start(None).await;
+
+    // A client that never finishes its headers is disconnected after the header timeout.
+    let mut slow = TcpStream::connect(addr).await.expect("connect");
+    slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .expect("write");
+    let mut buf = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(8), slow.read_to_end(&mut buf)).await;
+    assert!(read.is_ok(), "the server closed the connection in time");
+
+    // A request in flight when shutdown starts is still answered.
+    let body = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/sync/steady-state.json"
+    ))
+    .expect("fixture");
+    let mut client = TcpStream::connect(addr).await.expect("connect");
+    let head = format!(
+        "POST /sync HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    client.write_all(head.as_bytes()).await.expect("head");
+    client
+        .write_all(&body[..body.len() / 2])
+        .await
+        .expect("half");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    stop.send(()).expect("stop");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    client
+        .write_all(&body[body.len() / 2..])
+        .await
+        .expect("rest");
+    let mut response = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), client.read_to_end(&mut response))
+        .await
+        .expect("answered")
+        .expect("read");
+    assert!(
+        String::from_utf8_lossy(&response).starts_with("HTTP/1.1 200 OK"),
+        "{}",
+        String::from_utf8_lossy(&response[..response.len().min(200)])
+    );
+    tokio::time::timeout(Duration::from_secs(10), handle)
+        .await
+        .expect("server stops")
+        .expect("task");
+    assert!(
+        TcpStream::connect(addr).await.is_err(),
+        "no longer accepting"
+    );
+}
