@@ -9,6 +9,7 @@
 #   exit 3: the module proxy refused; the exact command and answer are printed on stderr
 #           and kept in $E2E_BIN_CACHE/prometheus-operator-<v>.blocked
 #   exit 1: anything else
+# shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -32,7 +33,7 @@ scratch="$(mktemp -d "${TMPDIR:-/tmp}/memcached-hook-smcrd.XXXXXX")"
 trap 'rm -rf "${scratch}"' EXIT
 cmd=(go mod download -json "${module}@${PROMETHEUS_OPERATOR_VERSION}")
 # Outside any module, so that no go.mod is read or written.
-if ! answer="$(cd "${scratch}" && GOFLAGS= timeout 300 "${cmd[@]}" 2>&1)" || grep -q '"Error"' <<<"${answer}"; then
+if ! answer="$(cd "${scratch}" && GOFLAGS="" timeout 300 "${cmd[@]}" 2>&1)" || grep -q '"Error"' <<<"${answer}"; then
   mkdir -p "${E2E_BIN_CACHE}"
   { echo "command: ${cmd[*]}"; echo "${answer}"; } >"${blocked}"
   echo "refused by the Go module proxy:" >&2

@@ -29,16 +29,20 @@
 #                        the control plane takes ~10 min on 2 cores)
 #   E2E_KEEP=1           keep the work dir (logs, rendered children) even when all pass
 # Prints `e2e: N passed, M failed` and exits non-zero if anything failed.
+# shellcheck source-path=SCRIPTDIR
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "${HERE}/../.." && pwd)"
 
-# Bound the whole run: re-run this script under timeout(1). timeout signals its process
-# group, which holds only what this run started (the cluster's processes included).
+# Bound the whole run. A watchdog (below) sends TERM to this shell alone after
+# E2E_RUN_TIMEOUT seconds; the shell then stops at the next command and brings the cluster
+# down. As a last resort the script runs under timeout(1) with 3 more minutes: timeout
+# signals its process group, which holds only what this run started.
+RUN_LIMIT="${E2E_RUN_TIMEOUT:-2400}"
 if [[ -z "${_E2E_RUN_BOUNDED:-}" ]]; then
   export _E2E_RUN_BOUNDED=1
-  exec timeout --kill-after=90 "${E2E_RUN_TIMEOUT:-2400}" bash "${BASH_SOURCE[0]}" "$@"
+  exec timeout --kill-after=30 "$((RUN_LIMIT + 180))" bash "${BASH_SOURCE[0]}" "$@"
 fi
 
 # shellcheck source=versions.sh
@@ -72,12 +76,13 @@ phase() { phases+=("$1: $((SECONDS - phase_start))s"); phase_start=${SECONDS}; }
 finish() {
   local rc=$?
   trap - EXIT INT TERM
+  if [[ -n "${watchdog_pid:-}" ]]; then kill "${watchdog_pid}" 2>/dev/null || true; fi
   if ((cluster_started)); then
     "${HERE}/cluster.sh" down >>"${WORK}/cluster-down.log" 2>&1 || log "cluster.sh down failed (see ${WORK}/cluster-down.log)"
     phase "cluster down"
   fi
   if ((rc != 0)) && { ((failed == 0)) || ((rc == 130 || rc == 143)); }; then
-    bad "run aborted (exit ${rc}; 143 = E2E_RUN_TIMEOUT reached or terminated)"
+    bad "run aborted (exit ${rc}; 143: E2E_RUN_TIMEOUT reached or terminated)"
   fi
   echo
   printf 'time: %s\n' "${phases[@]}" "total: ${SECONDS}s"
@@ -98,6 +103,17 @@ finish() {
 trap finish EXIT
 trap 'exit 143' TERM
 trap 'exit 130' INT
+main_pid=$$
+(
+  deadline=$((SECONDS + RUN_LIMIT))
+  while ((SECONDS < deadline)); do
+    sleep 1
+    kill -0 "${main_pid}" 2>/dev/null || exit 0
+  done
+  echo "[e2e] E2E_RUN_TIMEOUT=${RUN_LIMIT}s reached; stopping" >&2
+  kill -TERM "${main_pid}"
+) &
+watchdog_pid=$!
 
 # ---- tools ---------------------------------------------------------------------------------------
 log "building the hook (CARGO_TARGET_DIR=${CARGO_TARGET_DIR})"
@@ -123,12 +139,15 @@ case "${rc}" in
 esac
 
 PY="${CACHE}/venv-schema/e2e-pyyaml-${PYYAML_VERSION}/bin/python"
-if [[ ! -x "${PY}" ]]; then
+if [[ ! -f "${PY%/bin/python}/.complete" ]]; then
   log "creating a venv with PyYAML ${PYYAML_VERSION} (PyPI)"
   rm -rf "${PY%/bin/python}"
   python3 -m venv "${PY%/bin/python}" \
-    && timeout 300 "${PY%/bin/python}/bin/pip" install --quiet --disable-pip-version-check "PyYAML==${PYYAML_VERSION}" \
-    || { rm -rf "${PY%/bin/python}"; bad "venv with PyYAML"; exit 1; }
+    || { bad "venv for PyYAML"; exit 1; }
+  if ! timeout 300 "${PY%/bin/python}/bin/pip" install --quiet --disable-pip-version-check "PyYAML==${PYYAML_VERSION}"; then
+    rm -rf "${PY%/bin/python}"; bad "install PyYAML ${PYYAML_VERSION}"; exit 1
+  fi
+  touch "${PY%/bin/python}/.complete"
 fi
 lib() { "${PY}" "${HERE}/e2e_lib.py" "$@"; }
 

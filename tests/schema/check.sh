@@ -69,7 +69,7 @@ trap 'exit 143' TERM
 trap 'exit 130' INT
 
 # ---- tools ---------------------------------------------------------------------------------------
-if [[ ! -x "${VENV}/bin/checkov" || ! -x "${VENV}/bin/kubernetes-validate" ]]; then
+if [[ ! -f "${VENV}/.complete" ]]; then
   log "installing kubernetes-validate and checkov (PyPI, pinned in ${REQ#"${ROOT}/"}) into ${VENV}"
   rm -rf "${VENV}"
   if ! { python3 -m venv "${VENV}" \
@@ -78,6 +78,7 @@ if [[ ! -x "${VENV}/bin/checkov" || ! -x "${VENV}/bin/kubernetes-validate" ]]; t
     rm -rf "${VENV}"
     bad "install the pinned Python tools"; exit 1
   fi
+  touch "${VENV}/.complete"
 fi
 PY="${VENV}/bin/python"
 lib() { "${PY}" "${ROOT}/tests/e2e/e2e_lib.py" "$@"; }
@@ -258,5 +259,6 @@ EOF
   summary="$("${PY}" -c 'import json,sys; r=json.load(open(sys.argv[1])); r=r if isinstance(r,list) else [r]; print(" ".join(str(x["summary"].get(k)) for x in r for k in ("passed","failed","resource_count")))' "${WORK}/checkov.json")"
   read -r cp cf cn <<<"${summary}"
   log "checkov: ${cp} checks passed, ${cf} failed on ${cn} resources (control included)"
-  ((cp > 0)) && ok "checkov: ${cp} checks pass on ${cn} resources" || bad "checkov: no check passed (did it scan anything?)"
+  if ((cp > 0)); then ok "checkov: ${cp} checks pass on ${cn} resources"
+  else bad "checkov: no check passed (did it scan anything?)"; fi
 fi
