@@ -1468,6 +1468,82 @@ fn an_invalid_spec_keeps_every_observed_child_as_last_applied() {
     });
 }
 
+/// `apiVersion`, `kind` and name: what Metacontroller matches desired and observed children by.
+fn identity(child: &Value) -> (Value, Value, Value) {
+    (
+        child["apiVersion"].clone(),
+        child["kind"].clone(),
+        child["metadata"]["name"].clone(),
+    )
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Tamper {
+    Name,
+    ApiVersion,
+    NoApiVersion,
+    Kind,
+    Namespace,
+}
+
+/// A last-applied annotation edited by hand (anyone who may edit the child can) must not make
+/// an invalid spec's answer name other children than those observed: Metacontroller would
+/// delete the observed child and create the stranger, so the answer must be that very child or
+/// a 422. Found by the decode_sync fuzz target; ignored until `kept_children` in src/sync.rs
+/// compares identities (docs/reliability.md, "Findings").
+#[test]
+#[ignore = "open: kept children are not checked against the observed identity (docs/reliability.md)"]
+fn an_invalid_spec_never_answers_children_other_than_those_observed() {
+    let tampers = select(vec![
+        Tamper::Name,
+        Tamper::ApiVersion,
+        Tamper::NoApiVersion,
+        Tamper::Kind,
+        Tamper::Namespace,
+    ]);
+    check(
+        (invalid(), any::<Index>(), tampers),
+        |((s, violations), which, tamper)| {
+            let mut spec = s.spec.clone();
+            let mut name = s.ctx.name.clone();
+            apply(&mut spec, &mut name, &violations);
+            let (mut observed, status) = s.observed();
+            if observed.is_empty() {
+                return Ok(());
+            }
+            let i = which.index(observed.len());
+            let child = &mut observed[i];
+            let text = child["metadata"]["annotations"][LAST_APPLIED]
+                .as_str()
+                .expect("set");
+            let mut applied: Value = serde_json::from_str(text).expect("JSON");
+            match tamper {
+                Tamper::Name => applied["metadata"]["name"] = json!("someone-else"),
+                Tamper::ApiVersion => applied["apiVersion"] = json!("example.com/v1"),
+                Tamper::NoApiVersion => {
+                    applied.as_object_mut().map(|o| o.remove("apiVersion"));
+                }
+                Tamper::Kind => applied["kind"] = json!("ConfigMap"),
+                Tamper::Namespace => applied["metadata"]["namespace"] = json!("elsewhere"),
+            }
+            child["metadata"]["annotations"][LAST_APPLIED] = json!(applied.to_string());
+            let body = request(&s.ctx, &name, &spec, &observed, Some(&status));
+            if let Ok(response) = sync_value(&body) {
+                let mut want: Vec<_> = observed.iter().map(identity).collect();
+                let mut got: Vec<_> = children(&response).iter().map(identity).collect();
+                want.sort_by_key(|i| format!("{i:?}"));
+                got.sort_by_key(|i| format!("{i:?}"));
+                prop_assert_eq!(got, want);
+                for kept in children(&response) {
+                    let ns = &kept["metadata"]["namespace"];
+                    prop_assert!(ns.is_null() || *ns == json!(s.ctx.namespace), "{kept}");
+                }
+            }
+            Ok(())
+        },
+    );
+}
+
 #[test]
 fn an_invalid_spec_without_last_applied_configuration_is_refused() {
     check((invalid(), any::<Index>()), |((s, violations), which)| {
