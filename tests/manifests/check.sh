@@ -135,10 +135,12 @@ lint_scripts() {
 # name:directory pairs; the names are used by validate.py and consistency.py.
 KUSTOMIZATIONS=(
     "deploy:deploy"
+    "deploy-tls-auth:deploy/overlays/tls-auth"
     "metacontroller:metacontroller"
     "metacontroller-servicemonitor:metacontroller/overlays/servicemonitor"
     "rbac:metacontroller/rbac"
     "rbac-servicemonitor:metacontroller/overlays/rbac-servicemonitor"
+    "metacontroller-tls:metacontroller/overlays/tls"
 )
 
 build_kustomizations() {

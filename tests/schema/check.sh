@@ -187,7 +187,7 @@ fi
 # control/ for the deliberately bad Deployment (not covered by the allow-list).
 SCAN="${WORK}/checkov"
 mkdir -p "${SCAN}/deploy" "${SCAN}/rendered" "${SCAN}/control"
-cp "${ROOT}"/deploy/*.yaml "${SCAN}/deploy/"
+cp "${ROOT}"/deploy/*.yaml "${ROOT}"/deploy/hook/*.yaml "${SCAN}/deploy/"
 "${HOOK}" render "${ROOT}/config/samples/production.yaml" >"${SCAN}/rendered/production.yaml" \
   || bad "render config/samples/production.yaml for checkov"
 cat >"${SCAN}/control/privileged.yaml" <<'EOF'
