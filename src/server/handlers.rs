@@ -12,6 +12,7 @@ use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 
 use super::ApiError;
+use super::metrics::SyncOutcome;
 
 /// Identifies the code that computes answers; part of every ETag.
 pub const BUILD_ID: &str = env!("MEMCACHED_HOOK_BUILD_ID");
@@ -127,12 +128,14 @@ fn sync_inner(
         )
     })?;
     if if_none_match(headers, &etag) {
-        return Ok((
+        let mut answer = (
             StatusCode::NOT_MODIFIED,
             [(header::ETAG, etag_header)],
             Body::empty(),
         )
-            .into_response());
+            .into_response();
+        answer.extensions_mut().insert(SyncOutcome::NotModified);
+        return Ok(answer);
     }
     let request: crate::hook::SyncRequest = decode(&body)?;
     let meta = &request.parent.metadata;
@@ -142,8 +145,17 @@ fn sync_inner(
     ));
     let response = crate::sync(&request, Timestamp::now())?;
     outcome.children = response.children.len();
+    let kept = response
+        .children
+        .iter()
+        .any(|c| matches!(c, crate::hook::Child::Kept(_)));
     let mut answer = json_response(StatusCode::OK, encode(&response)?);
     answer.headers_mut().insert(header::ETAG, etag_header);
+    answer.extensions_mut().insert(if kept {
+        SyncOutcome::KeptInvalid
+    } else {
+        SyncOutcome::Synced
+    });
     Ok(answer)
 }
 
@@ -166,7 +178,9 @@ pub async fn sync(headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> Re
         Err(error) => {
             let code = error.status.as_u16();
             tracing::warn!(path = "/sync", %namespace, %name, code, error = %error.error, field = error.field.as_deref().unwrap_or(""), latency_us = micros, "sync rejected");
-            error.into_response()
+            let mut answer = error.into_response();
+            answer.extensions_mut().insert(SyncOutcome::Rejected);
+            answer
         }
     }
 }

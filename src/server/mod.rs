@@ -1,4 +1,5 @@
-//! The HTTP server: `POST /sync`, `POST /customize`, `GET /healthz`, `GET /readyz`.
+//! The HTTP server: `POST /sync`, `POST /customize`, `GET /healthz`, `GET /readyz`,
+//! `GET /metrics`.
 //!
 //! A thin shell around [`crate::sync`]: it checks the content type, answers a matching
 //! `If-None-Match` with 304 before decoding, decodes the body, calls the pure function and
@@ -8,6 +9,7 @@
 pub mod auth;
 mod error;
 mod handlers;
+pub mod metrics;
 pub mod tls;
 
 use std::future::Future;
@@ -30,6 +32,7 @@ use tower_http::timeout::TimeoutLayer;
 pub use error::ApiError;
 
 use self::auth::Authenticator;
+use self::metrics::Metrics;
 use self::tls::Tls;
 
 /// Default request body limit: far above the largest sync request Metacontroller sends.
@@ -78,15 +81,22 @@ pub fn router(config: &Config) -> Router {
         )),
         None => hooks,
     };
+    let registry = Arc::new(Metrics::default());
     Router::new()
         .merge(hooks)
         .route("/healthz", get(handlers::healthz))
         .route("/readyz", get(handlers::healthz))
+        .route(
+            "/metrics",
+            get(metrics::serve).with_state(Arc::clone(&registry)),
+        )
         .fallback(handlers::not_found)
-        // Outermost first: a panic becomes a 500 (Metacontroller then changes nothing); the
-        // timeout bounds slow bodies; the body limit is enforced by the `Bytes` extractor.
+        // Outermost first: a panic becomes a 500 (Metacontroller then changes nothing); every
+        // answer, 408 and 413 included, is counted; the timeout bounds slow bodies; the body
+        // limit is enforced by the `Bytes` extractor.
         .layer((
             CatchPanicLayer::custom(handlers::panic_response),
+            axum::middleware::from_fn_with_state(registry, metrics::track),
             TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, config.request_timeout),
             DefaultBodyLimit::max(config.body_limit),
         ))

@@ -353,3 +353,79 @@ async fn health_and_unknown_routes() {
         StatusCode::METHOD_NOT_ALLOWED
     );
 }
+
+#[tokio::test]
+async fn metrics_count_requests_codes_and_outcomes() {
+    let app = router(&Config::default());
+    let send = |request: Request<Body>| {
+        let app = app.clone();
+        async move { app.oneshot(request).await.expect("infallible") }
+    };
+    let ok = send(post(
+        "/sync",
+        Some("application/json"),
+        fixture("steady-state"),
+    ))
+    .await;
+    let etag = ok.headers()[header::ETAG].clone();
+    let mut again = post("/sync", Some("application/json"), fixture("steady-state"));
+    again.headers_mut().insert(header::IF_NONE_MATCH, etag);
+    assert_eq!(send(again).await.status(), StatusCode::NOT_MODIFIED);
+    assert_eq!(
+        send(post("/sync", Some("text/plain"), "x")).await.status(),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE
+    );
+    assert_eq!(
+        send(post(
+            "/sync",
+            Some("application/json"),
+            fixture("invalid-spec-keeps-children")
+        ))
+        .await
+        .status(),
+        StatusCode::OK
+    );
+    let response = send(
+        Request::builder()
+            .uri("/metrics")
+            .body(Body::empty())
+            .expect("request"),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(
+        response.headers()[header::CONTENT_TYPE]
+            .to_str()
+            .unwrap_or_default()
+            .starts_with("text/plain")
+    );
+    let text = String::from_utf8(
+        response
+            .into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes()
+            .to_vec(),
+    )
+    .expect("utf-8");
+    for line in [
+        "memcached_hook_http_requests_total{route=\"/sync\",code=\"200\"} 2",
+        "memcached_hook_http_requests_total{route=\"/sync\",code=\"304\"} 1",
+        "memcached_hook_http_requests_total{route=\"/sync\",code=\"415\"} 1",
+        "memcached_hook_http_request_duration_seconds_count{route=\"/sync\"} 4",
+        "memcached_hook_sync_outcomes_total{outcome=\"synced\"} 1",
+        "memcached_hook_sync_outcomes_total{outcome=\"kept_invalid\"} 1",
+        "memcached_hook_sync_outcomes_total{outcome=\"not_modified\"} 1",
+        "memcached_hook_sync_outcomes_total{outcome=\"rejected\"} 1",
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "missing {line:?} in\n{text}"
+        );
+    }
+    assert!(
+        !text.contains("\"cache\"") && !text.contains("shop"),
+        "no parent names in labels"
+    );
+}
