@@ -4,8 +4,10 @@
 # Phases (each timed; the run fails if any phase fails):
 #   rust       cargo fmt --check, cargo clippy -D warnings, cargo test --locked (unit, golden, HTTP, CLI)
 #   manifests  tests/manifests/check.sh (Dockerfile lint, kustomize build, schema validation, consistency)
+#   schema     tests/schema/check.sh (kubernetes-validate --strict on every rendered child, checkov)
 #   peers      tests/peers/run.sh (the rendered memcached command lines run by a real memcached)
-#   e2e        tests/e2e/run.sh (kube-apiserver, etcd, kube-controller-manager, Metacontroller), if present
+#   e2e        tests/e2e/run.sh (CRD, CEL rules and children on a real kube-apiserver built from Go modules)
+#   load       tests/load/run.sh (sustained load, SIGTERM mid-load, slow clients; loopback only), if present
 # Select phases with PHASES="rust peers". Heavy caches live outside the clone, under
 # $HOME/.cache/memcached-hook (cargo's target dir, venvs, Go-built binaries), keyed by version.
 set -uo pipefail
@@ -14,17 +16,21 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/memcached-hook/target}
 export PATH="$HOME/.cargo/bin:/usr/local/go/bin:$PATH"
-PHASES=${PHASES:-rust manifests peers e2e}
+PHASES=${PHASES:-rust manifests schema peers e2e load}
+HOOK_BIN="$CARGO_TARGET_DIR/debug/memcached-hook"
 
 phase_rust() {
     cargo fmt --all -- --check &&
         cargo clippy --locked --all-targets -- -D warnings &&
         cargo test --locked
 }
-phase_manifests() { bash tests/manifests/check.sh; }
-phase_peers() { bash tests/peers/run.sh; }
-phase_e2e() {
-    if [ -f tests/e2e/run.sh ]; then bash tests/e2e/run.sh; else echo "e2e: tests/e2e/run.sh not present yet"; fi
+# The later phases use the debug binary the rust phase built (they build it themselves if needed).
+phase_manifests() { MEMCACHED_HOOK_BIN="$HOOK_BIN" bash tests/manifests/check.sh; }
+phase_schema() { MEMCACHED_HOOK_BIN="$HOOK_BIN" bash tests/schema/check.sh; }
+phase_peers() { MEMCACHED_HOOK_BIN="$HOOK_BIN" bash tests/peers/run.sh; }
+phase_e2e() { MEMCACHED_HOOK_BIN="$HOOK_BIN" bash tests/e2e/run.sh; }
+phase_load() {
+    if [ -f tests/load/run.sh ]; then bash tests/load/run.sh; else echo "load: tests/load/run.sh not present yet"; fi
 }
 
 passed=0
