@@ -256,7 +256,16 @@ fn children_yaml(children: &[Child]) -> anyhow::Result<String> {
     let mut out = String::new();
     for child in children {
         out.push_str("---\n");
-        out.push_str(&serde_saphyr::to_string(child).context("encoding a child as YAML")?);
+        let yaml = match child {
+            // A kept child is raw JSON text; YAML needs its structure.
+            Child::Kept(raw) => {
+                let value: serde_json::Value =
+                    serde_json::from_str(raw.get()).context("reading a kept child")?;
+                serde_saphyr::to_string(&value)
+            }
+            _ => serde_saphyr::to_string(child),
+        };
+        out.push_str(&yaml.context("encoding a child as YAML")?);
     }
     Ok(out)
 }

@@ -50,7 +50,7 @@ use super::status::MemcachedStatus;
         "reason": "FieldValueRequired"
     },
     {
-        "rule": "!has(self.resources) || !has(self.resources.limits) || !('memory' in self.resources.limits) || !isQuantity(string(self.resources.limits.memory)) || quantity(string(self.resources.limits.memory)).compareTo(quantity(string((has(self.memcached) && has(self.memcached.maxMemoryMB) && self.memcached.maxMemoryMB > 0 ? self.memcached.maxMemoryMB : 64) + 32) + 'Mi')) >= 0",
+        "rule": "!has(self.resources) || !has(self.resources.limits) || !('memory' in self.resources.limits) || !isQuantity(string(self.resources.limits['memory'])) || quantity(string(self.resources.limits['memory'])).compareTo(quantity('0').add(((has(self.memcached) && has(self.memcached.maxMemoryMB) && self.memcached.maxMemoryMB > 0 ? self.memcached.maxMemoryMB : 64) + 32) * 1048576)) >= 0",
         "message": "memory limit must be at least maxMemoryMB + 32Mi overhead",
         "fieldPath": ".resources.limits",
         "reason": "FieldValueInvalid"

@@ -145,6 +145,24 @@ fn replay_prints_the_response_as_json_or_the_children_as_yaml() {
         .map(|d| d["kind"].clone())
         .collect();
     assert_eq!(kinds, ["Deployment", "Service", "PodDisruptionBudget"]);
+    // Kept children (invalid spec) come out as objects too, equal to the JSON answer's.
+    let kept = "tests/fixtures/sync/invalid-spec-keeps-children.json";
+    let (ok, json_out, err) = run(&["replay", kept, "--now", "2026-11-22T12:00:00Z"]);
+    assert!(ok, "{err}");
+    let (ok, yaml_out, err) = run(&[
+        "replay",
+        kept,
+        "--output",
+        "yaml",
+        "--now",
+        "2026-11-22T12:00:00Z",
+    ]);
+    assert!(ok, "{err}");
+    let from_json: Value = serde_json::from_str(&json_out).expect("json");
+    assert_eq!(
+        Value::Array(yaml_documents(&yaml_out)),
+        from_json["children"]
+    );
 }
 
 #[test]
