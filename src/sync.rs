@@ -98,14 +98,30 @@ pub fn condition_time(now: Timestamp) -> String {
         .to_string()
 }
 
+/// The identity of a last-applied configuration.
 #[derive(Deserialize)]
-struct KindOnly<'a> {
+#[serde(rename_all = "camelCase")]
+struct Identity<'a> {
+    #[serde(borrow)]
+    api_version: std::borrow::Cow<'a, str>,
     #[serde(borrow)]
     kind: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    metadata: IdentityMeta<'a>,
 }
 
-/// Observed children as this hook last desired them, when every one of them carries it.
-fn kept_children(req: &SyncRequest) -> Option<Vec<Child>> {
+#[derive(Deserialize)]
+struct IdentityMeta<'a> {
+    #[serde(borrow)]
+    name: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default)]
+    namespace: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// Observed children as this hook last desired them, when every one of them carries it and it
+/// names that very child (a hand-edited annotation naming another object would make
+/// Metacontroller delete the observed child and create a stranger).
+fn kept_children(req: &SyncRequest, namespace: &str) -> Option<Vec<Child>> {
     if req.children.is_empty() {
         return None;
     }
@@ -114,8 +130,17 @@ fn kept_children(req: &SyncRequest) -> Option<Vec<Child>> {
         .map(|child| {
             let text = child.last_applied()?;
             let raw = RawValue::from_string(text.to_owned()).ok()?;
-            let kind: KindOnly<'_> = serde_json::from_str(raw.get()).ok()?;
-            (kind.kind == child.kind).then_some(Child::Kept(raw))
+            let id: Identity<'_> = serde_json::from_str(raw.get()).ok()?;
+            let child_namespace = child.metadata.namespace.as_deref().unwrap_or(namespace);
+            let same = id.api_version == child.api_version
+                && id.kind == child.kind
+                && id.metadata.name == child.metadata.name
+                && id
+                    .metadata
+                    .namespace
+                    .as_deref()
+                    .is_none_or(|ns| ns == child_namespace);
+            same.then_some(Child::Kept(raw))
         })
         .collect()
 }
@@ -160,11 +185,11 @@ pub fn sync(req: &SyncRequest, now: Timestamp) -> Result<SyncResponse, SyncError
 
     let violations = validation::validate(name, spec);
     if !violations.is_empty() {
-        let Some(children) = kept_children(req) else {
+        let Some(children) = kept_children(req, namespace) else {
             let reason = if req.children.is_empty() {
                 "no observed children to keep"
             } else {
-                "an observed child has no last-applied configuration to keep"
+                "an observed child has no last-applied configuration of its own to keep"
             };
             return Err(SyncError::InvalidSpec { reason, violations });
         };
