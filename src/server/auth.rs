@@ -8,9 +8,8 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use arc_swap::ArcSwap;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
@@ -19,6 +18,7 @@ use base64::Engine as _;
 use thiserror::Error;
 
 use super::ApiError;
+use super::reload::{self, Reloading};
 
 /// Where the credentials live.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -111,8 +111,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 /// Checks `Authorization` headers against credentials read from files.
 pub struct Authenticator {
     files: AuthFiles,
-    current: ArcSwap<Credentials>,
-    stamps: ArcSwap<Vec<Option<(SystemTime, u64)>>>,
+    credentials: Reloading<Credentials>,
 }
 
 impl std::fmt::Debug for Authenticator {
@@ -123,64 +122,27 @@ impl std::fmt::Debug for Authenticator {
     }
 }
 
-fn stamps(files: &AuthFiles) -> Vec<Option<(SystemTime, u64)>> {
-    files
-        .paths()
-        .map(|p| {
-            std::fs::metadata(p)
-                .ok()
-                .and_then(|m| Some((m.modified().ok()?, m.len())))
-        })
-        .collect()
-}
-
 impl Authenticator {
     /// Reads the credential files.
     ///
     /// # Errors
     /// A file that cannot be read or is empty, or half a basic-auth pair.
     pub fn new(files: AuthFiles) -> Result<Self, AuthError> {
-        let credentials = load(&files)?;
-        let stamps = stamps(&files);
-        Ok(Self {
-            files,
-            current: ArcSwap::from_pointee(credentials),
-            stamps: ArcSwap::from_pointee(stamps),
-        })
+        let credentials = Reloading::new(files.paths().cloned().collect(), "credentials", || {
+            load(&files)
+        })?;
+        Ok(Self { files, credentials })
     }
 
     /// Re-reads the files if they changed; keeps the old credentials when they cannot be read.
     /// Returns whether new credentials are in force.
     pub fn reload_if_changed(&self) -> bool {
-        let now = stamps(&self.files);
-        if **self.stamps.load() == now {
-            return false;
-        }
-        self.stamps.store(Arc::new(now));
-        match load(&self.files) {
-            Ok(credentials) => {
-                self.current.store(Arc::new(credentials));
-                tracing::info!("credentials reloaded");
-                true
-            }
-            Err(error) => {
-                tracing::warn!(%error, "credentials not reloaded; the previous ones stay in force");
-                false
-            }
-        }
+        self.credentials.reload_if_changed(|| load(&self.files))
     }
 
     /// Polls the files every `period` until the process ends.
     pub fn spawn_reloader(self: &Arc<Self>, period: Duration) {
-        let this = Arc::clone(self);
-        tokio::spawn(async move {
-            let mut ticker = tokio::time::interval(period);
-            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                ticker.tick().await;
-                this.reload_if_changed();
-            }
-        });
+        reload::poll(self, period, Self::reload_if_changed);
     }
 
     /// Whether an `Authorization` header value carries valid credentials.
@@ -193,7 +155,7 @@ impl Authenticator {
             return false;
         };
         let value = value.trim().as_bytes();
-        let credentials = self.current.load();
+        let credentials = self.credentials.current();
         if scheme.eq_ignore_ascii_case("basic")
             && let Some(expected) = &credentials.basic
         {

@@ -10,6 +10,7 @@ pub mod auth;
 mod error;
 mod handlers;
 pub mod metrics;
+mod reload;
 pub mod tls;
 
 use std::future::Future;

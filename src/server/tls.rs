@@ -6,14 +6,15 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use arc_swap::ArcSwap;
 use rustls::ServerConfig;
 use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
 use thiserror::Error;
+
+use super::reload::{self, Reloading};
 
 /// Where the TLS material lives.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,29 +87,10 @@ fn build(files: &TlsFiles) -> Result<ServerConfig, TlsError> {
     Ok(config)
 }
 
-type Stamps = Vec<Option<(SystemTime, u64)>>;
-
-fn stamps(files: &TlsFiles) -> Stamps {
-    [
-        Some(&files.cert),
-        Some(&files.key),
-        files.client_ca.as_ref(),
-    ]
-    .into_iter()
-    .flatten()
-    .map(|p| {
-        std::fs::metadata(p)
-            .ok()
-            .and_then(|m| Some((m.modified().ok()?, m.len())))
-    })
-    .collect()
-}
-
-/// The TLS configuration in force, reloaded from its files.
+/// The TLS configuration in force, rebuilt from its files when they change.
 pub struct Tls {
     files: TlsFiles,
-    config: ArcSwap<ServerConfig>,
-    stamps: ArcSwap<Stamps>,
+    config: Reloading<ServerConfig>,
 }
 
 impl std::fmt::Debug for Tls {
@@ -125,51 +107,32 @@ impl Tls {
     /// # Errors
     /// Unreadable or invalid PEM, or material rustls refuses.
     pub fn new(files: TlsFiles) -> Result<Self, TlsError> {
-        let config = build(&files)?;
-        let stamps = stamps(&files);
-        Ok(Self {
-            files,
-            config: ArcSwap::from_pointee(config),
-            stamps: ArcSwap::from_pointee(stamps),
-        })
+        let paths = [
+            Some(&files.cert),
+            Some(&files.key),
+            files.client_ca.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect();
+        let config = Reloading::new(paths, "TLS configuration", || build(&files))?;
+        Ok(Self { files, config })
     }
 
     /// The configuration for the next connection.
     #[must_use]
     pub fn current(&self) -> Arc<ServerConfig> {
-        self.config.load_full()
+        self.config.current()
     }
 
     /// Rebuilds the configuration if a file changed; keeps the old one when that fails.
     pub fn reload_if_changed(&self) -> bool {
-        let now = stamps(&self.files);
-        if **self.stamps.load() == now {
-            return false;
-        }
-        self.stamps.store(Arc::new(now));
-        match build(&self.files) {
-            Ok(config) => {
-                self.config.store(Arc::new(config));
-                tracing::info!("TLS configuration reloaded");
-                true
-            }
-            Err(error) => {
-                tracing::warn!(%error, "TLS configuration not reloaded; the previous one stays in force");
-                false
-            }
-        }
+        self.config.reload_if_changed(|| build(&self.files))
     }
 
     /// Polls the files every `period` until the process ends.
     pub fn spawn_reloader(self: &Arc<Self>, period: Duration) {
-        let this = Arc::clone(self);
-        tokio::spawn(async move {
-            let mut ticker = tokio::time::interval(period);
-            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                ticker.tick().await;
-                this.reload_if_changed();
-            }
-        });
+        reload::poll(self, period, Self::reload_if_changed);
     }
 }
