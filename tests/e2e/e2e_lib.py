@@ -20,6 +20,12 @@
       defaults; it must not change or drop anything the hook wrote, or an apply-based
       controller would see a diff on every sync.
 
+  e2e_lib.py replay-expectation FIXTURE
+      What the golden snapshot of tests/it (tests/it/snapshots/
+      it__golden__golden_sync_responses@<fixture>.snap) says a replay of FIXTURE answers:
+      `rejected FIELD` (the hook refuses it on purpose, naming FIELD), `children`, or
+      `unknown` when there is no snapshot.
+
   e2e_lib.py crd-workaround IN OUT
       Write IN (deploy/crd.yaml) to OUT with the memory-limit CEL rule of every version
       replaced by WORKAROUND_MEMORY_RULE below, and print what was replaced. Used only
@@ -125,6 +131,27 @@ def cmd_subset(rendered, live):
     return 1 if out else 0
 
 
+def cmd_replay_expectation(fixture):
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    snap = os.path.join(root, "tests", "it", "snapshots",
+                        f"it__golden__golden_sync_responses@{os.path.basename(fixture)}.snap")
+    if not os.path.exists(snap):
+        print("unknown")
+        return 0
+    with open(snap, encoding="utf-8") as f:
+        text = f.read()
+    # insta: a YAML front matter between two '---' lines, then the snapshot itself.
+    parts = text.split("\n---\n", 1)
+    body = yaml.safe_load(parts[1] if len(parts) == 2 else text) or {}
+    if isinstance(body, dict) and "rejected" in body:
+        print(f"rejected {(body['rejected'] or {}).get('field', '')}".rstrip())
+    else:
+        print("children")
+    return 0
+
+
 def cmd_crd_workaround(src, dst):
     with open(src, encoding="utf-8") as f:
         crd = yaml.safe_load(f)
@@ -211,6 +238,8 @@ def main(argv):
         return cmd_same_children(*args)
     if cmd == "subset" and len(args) == 2:
         return cmd_subset(*args)
+    if cmd == "replay-expectation" and len(args) == 1:
+        return cmd_replay_expectation(args[0])
     if cmd == "crd-workaround" and len(args) == 2:
         return cmd_crd_workaround(*args)
     if cmd == "servicemonitor-schema" and len(args) == 2:
