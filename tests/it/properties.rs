@@ -1489,8 +1489,7 @@ enum Tamper {
 /// A last-applied annotation edited by hand (anyone who may edit the child can) must not make
 /// an invalid spec's answer name other children than those observed: Metacontroller would
 /// delete the observed child and create the stranger, so the answer must be that very child or
-/// a 422. Found by the decode_sync fuzz target; `kept_children` in src/sync.rs now compares
-/// identities.
+/// a 422. Found by the decode_sync fuzz target (docs/reliability.md, "Findings").
 #[test]
 fn an_invalid_spec_never_answers_children_other_than_those_observed() {
     let tampers = select(vec![
