@@ -249,6 +249,8 @@ pub fn build(
                         .graceful_shutdown
                         .map(|g| g.termination_grace_period_seconds),
                     security_context: e.pod_security_context.cloned(),
+                    // memcached and the exporter never call the Kubernetes API.
+                    automount_service_account_token: Some(false),
                     containers,
                     volumes: (!volumes.is_empty()).then_some(volumes),
                     ..PodSpec::default()

@@ -153,6 +153,10 @@ fn deployment_strategy_and_container() {
     }
     assert_eq!(spec["template"]["metadata"].get("annotations"), None);
     assert_eq!(pod["containers"].as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        pod["automountServiceAccountToken"], false,
+        "memcached needs no API token"
+    );
 }
 
 #[test]
