@@ -22,8 +22,8 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
@@ -117,12 +117,12 @@ pub async fn serve(
     tls: Option<Arc<Tls>>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // HTTP/1.1 only: Metacontroller's client speaks it, and an HTTP/2 connection that never sends
+    // a request could otherwise stay open for ever.
+    let mut builder = http1::Builder::new();
     builder
-        .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT);
-    builder.http2().timer(TokioTimer::new());
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {
@@ -147,12 +147,15 @@ pub async fn serve(
         tokio::spawn(async move {
             let result = match acceptor {
                 None => {
+                    // The header timer starts with the first byte: a client that sends nothing
+                    // is dropped after the same time.
+                    let mut first = [0u8; 1];
+                    match tokio::time::timeout(HEADER_READ_TIMEOUT, stream.peek(&mut first)).await {
+                        Ok(Ok(n)) if n > 0 => {}
+                        _ => return,
+                    }
                     watcher
-                        .watch(
-                            builder
-                                .serve_connection(TokioIo::new(stream), service)
-                                .into_owned(),
-                        )
+                        .watch(builder.serve_connection(TokioIo::new(stream), service))
                         .await
                 }
                 Some(acceptor) => {
@@ -160,11 +163,7 @@ pub async fn serve(
                     {
                         Ok(Ok(stream)) => {
                             watcher
-                                .watch(
-                                    builder
-                                        .serve_connection(TokioIo::new(stream), service)
-                                        .into_owned(),
-                                )
+                                .watch(builder.serve_connection(TokioIo::new(stream), service))
                                 .await
                         }
                         Ok(Err(error)) => {

@@ -83,7 +83,7 @@ fn build(files: &TlsFiles) -> Result<ServerConfig, TlsError> {
     let mut config = builder
         .with_single_cert(certificates(&files.cert)?, key)
         .map_err(|e| TlsError::Rustls(e.to_string()))?;
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(config)
 }
 
