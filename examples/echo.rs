@@ -1,8 +1,8 @@
 //! Bench-only echo server: the hook's HTTP stack with nothing behind it.
 //!
-//! Same runtime (tokio multi-thread), same `axum::serve` with graceful shutdown, same layers as
-//! `memcached_hook::server::router` (catch-panic, timeout, body limit) and the same `Bytes`
-//! extractor; `POST /sync` answers 200 with the request body as `application/json`. It is the
+//! Same runtime (tokio multi-thread), same connection loop (`memcached_hook::server::serve`,
+//! plain HTTP), same layers as `memcached_hook::server::router` (catch-panic, timeout, body
+//! limit) and the same `Bytes` extractor; `POST /sync` answers 200 with the request body as `application/json`. It is the
 //! ceiling the hook's throughput is measured against (`bench/load.sh`).
 //!
 //! `cargo run --release --example echo -- [ADDR]` (default `127.0.0.1:8081`).
