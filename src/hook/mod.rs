@@ -25,9 +25,25 @@ pub type DecodeError = serde_path_to_error::Error<serde_json::Error>;
 /// Decodes a hook request body exactly as the server does: the whole body must be one JSON
 /// document; an error names the JSON path where decoding failed.
 ///
+/// Well-formed requests are decoded once, without path tracking (which copies the name of
+/// every key it passes into a new `String`); only a request that fails is decoded a second time
+/// with tracking, to name the field at fault. Both decodes run the same `Deserialize` code, so
+/// the result and the error are those of a tracked decode.
+///
 /// # Errors
 /// Malformed JSON, trailing data, or JSON of the wrong shape.
 pub fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, DecodeError> {
+    let mut deserializer = serde_json::Deserializer::from_slice(body);
+    if let Ok(value) = T::deserialize(&mut deserializer)
+        && deserializer.end().is_ok()
+    {
+        return Ok(value);
+    }
+    decode_tracked(body)
+}
+
+/// [`decode`] with the JSON path of every field tracked.
+fn decode_tracked<T: DeserializeOwned>(body: &[u8]) -> Result<T, DecodeError> {
     let mut deserializer = serde_json::Deserializer::from_slice(body);
     let value = serde_path_to_error::deserialize(&mut deserializer)?;
     deserializer.end().map_err(|e| {
@@ -36,12 +52,18 @@ pub fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, DecodeError> {
     Ok(value)
 }
 
-/// Encodes a hook answer as the server sends it.
+/// Room reserved for an encoded answer: a sync answer (Deployment, Service, budget, status)
+/// is 4 to 8 KiB, so it is written into one allocation without growing.
+const ANSWER_CAPACITY: usize = 8 * 1024;
+
+/// Encodes a hook answer as the server sends it, into a buffer sized for a sync answer.
 ///
 /// # Errors
 /// A value that cannot be represented as JSON.
 pub fn encode<T: Serialize>(value: &T) -> serde_json::Result<Vec<u8>> {
-    serde_json::to_vec(value)
+    let mut out = Vec::with_capacity(ANSWER_CAPACITY);
+    serde_json::to_writer(&mut out, value)?;
+    Ok(out)
 }
 
 /// The body of a sync (or finalize) call.

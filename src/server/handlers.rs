@@ -30,11 +30,15 @@ fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
         .split(';')
         .next()
         .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    if mime == "application/json"
-        || mime == "application/x-www-form-urlencoded"
-        || mime.ends_with("+json")
+        .trim();
+    let json_suffix = mime
+        .len()
+        .checked_sub(5)
+        .and_then(|start| mime.get(start..))
+        .is_some_and(|suffix| suffix.eq_ignore_ascii_case("+json"));
+    if mime.eq_ignore_ascii_case("application/json")
+        || mime.eq_ignore_ascii_case("application/x-www-form-urlencoded")
+        || json_suffix
     {
         Ok(())
     } else {
@@ -60,16 +64,17 @@ fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
 /// A strong ETag of the request body and the build: equal requests to the same build get
 /// equal answers, so an unchanged request can be answered with 304 before decoding.
 fn etag(body: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = Sha256::new()
         .chain_update(BUILD_ID)
         .chain_update([0])
         .chain_update(body)
         .finalize();
-    let mut out = String::with_capacity(75);
+    let mut out = String::with_capacity(73);
     out.push_str("\"sha256:");
     for byte in digest {
-        use std::fmt::Write as _;
-        let _ = write!(out, "{byte:02x}");
+        out.push(char::from(HEX[usize::from(byte >> 4)]));
+        out.push(char::from(HEX[usize::from(byte & 0x0f)]));
     }
     out.push('"');
     out
