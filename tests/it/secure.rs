@@ -373,11 +373,16 @@ async fn slow_clients_are_cut_off_and_shutdown_finishes_in_flight_requests() {
     // So is a client that connects and sends nothing, and one that speaks HTTP/2 and then idles.
     let mut silent = TcpStream::connect(addr).await.expect("connect");
     let mut h2 = TcpStream::connect(addr).await.expect("connect");
-    h2.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").await.expect("preface");
+    h2.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        .await
+        .expect("preface");
     for (name, stream) in [("silent", &mut silent), ("h2", &mut h2)] {
         let mut buf = Vec::new();
         let read = tokio::time::timeout(Duration::from_secs(8), stream.read_to_end(&mut buf)).await;
-        assert!(read.is_ok(), "{name}: the server closed the connection in time");
+        assert!(
+            read.is_ok(),
+            "{name}: the server closed the connection in time"
+        );
     }
 
     // A request in flight when shutdown starts is still answered.
