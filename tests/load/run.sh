@@ -16,7 +16,7 @@
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$ROOT"
+cd "$ROOT" || exit 1
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/memcached-hook/target}
 export PATH="$HOME/.cargo/bin:$PATH"
 PHASES=${PHASES:-sustained sigterm slowloris timeout}
@@ -24,7 +24,7 @@ DURATION=${DURATION:-30}
 CONNECTIONS=${CONNECTIONS:-16}
 SLOW_CONNECTIONS=${SLOW_CONNECTIONS:-600}
 PROFILE=${PROFILE:-release}
-CLIENT="python3 $ROOT/tests/load/client.py"
+CLIENT=$ROOT/tests/load/client.py
 
 if [ -z "${HOOK_BIN:-}" ]; then
     echo "building memcached-hook ($PROFILE profile)"
@@ -103,17 +103,17 @@ stop_server() {
 
 phase_sustained() {
     start_server sustained || return 1
-    timeout $((DURATION + 120)) $CLIENT sustained --port "$PORT" --pid "$SERVER_PID" \
+    timeout $((DURATION + 120)) python3 "$CLIENT" sustained --port "$PORT" --pid "$SERVER_PID" \
         --duration "$DURATION" --connections "$CONNECTIONS"
     local rc=$?
     stop_server || rc=1
-    return $rc
+    return "$rc"
 }
 
 phase_sigterm() {
     start_server sigterm || return 1
     local started=$SECONDS
-    timeout 120 $CLIENT sigterm --port "$PORT" --pid "$SERVER_PID" --duration 5 --connections 8 \
+    timeout 120 python3 "$CLIENT" sigterm --port "$PORT" --pid "$SERVER_PID" --duration 5 --connections 8 \
         | tee "$WORK/sigterm.out"
     local rc=${PIPESTATUS[0]}
     if ! wait_exit 15; then
@@ -127,24 +127,24 @@ phase_sigterm() {
     seen=$(sed -n 's/^answered-sync-requests: //p' "$WORK/sigterm.out")
     echo "sigterm: /sync requests handled by the server: $handled, answers received: ${seen:-?}"
     [ "$handled" = "${seen:-x}" ] || { echo "sigterm: handled and received differ"; rc=1; }
-    return $rc
+    return "$rc"
 }
 
 phase_slowloris() {
     start_server slowloris || return 1
-    timeout 120 $CLIENT slowloris --port "$PORT" --pid "$SERVER_PID" --duration 10 \
+    timeout 120 python3 "$CLIENT" slowloris --port "$PORT" --pid "$SERVER_PID" --duration 10 \
         --connections "$SLOW_CONNECTIONS"
     local rc=$?
     stop_server || rc=1
-    return $rc
+    return "$rc"
 }
 
 phase_timeout() {
     start_server timeout || return 1
-    timeout 60 $CLIENT timeout --port "$PORT" --pid "$SERVER_PID"
+    timeout 60 python3 "$CLIENT" timeout --port "$PORT" --pid "$SERVER_PID"
     local rc=$?
     stop_server || rc=1
-    return $rc
+    return "$rc"
 }
 
 passed=0
