@@ -7,7 +7,8 @@
 #   schema     tests/schema/check.sh (kubernetes-validate --strict on every rendered child, checkov)
 #   peers      tests/peers/run.sh (the rendered memcached command lines run by a real memcached)
 #   e2e        tests/e2e/run.sh (CRD, CEL rules and children on a real kube-apiserver built from Go modules)
-#   load       tests/load/run.sh (sustained load, SIGTERM mid-load, slow clients; loopback only), if present
+#   load       tests/load/run.sh (sustained load, SIGTERM mid-load, slow clients; loopback only)
+#   fuzz       tests/fuzz/smoke.sh (cargo-fuzz on stable, decode + sync, 200k executions or 60 s)
 # Select phases with PHASES="rust peers". Heavy caches live outside the clone, under
 # $HOME/.cache/memcached-hook (cargo's target dir, venvs, Go-built binaries), keyed by version.
 set -uo pipefail
@@ -16,7 +17,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/memcached-hook/target}
 export PATH="$HOME/.cargo/bin:/usr/local/go/bin:$PATH"
-PHASES=${PHASES:-rust manifests schema peers e2e load}
+PHASES=${PHASES:-rust manifests schema peers e2e load fuzz}
 HOOK_BIN="$CARGO_TARGET_DIR/debug/memcached-hook"
 
 phase_rust() {
@@ -40,6 +41,8 @@ phase_load() {
         env -u PHASES bash tests/load/run.sh
     fi
 }
+
+phase_fuzz() { RUNS=200000 FUZZ_SECONDS=60 bash tests/fuzz/smoke.sh; }
 
 passed=0
 failed=0
