@@ -152,7 +152,12 @@ to_ms() {
 {
     echo "machine: $(nproc) CPUs, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
     echo "wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s per run; servers: release build"
+    echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$OUT/load.txt"
+busy=$(awk '{ print ($1 > 0.5) }' /proc/loadavg)
+if [[ $busy == 1 ]]; then
+    echo "warning: the machine is busy (load average above 0.5): numbers will be low and noisy" | tee -a "$OUT/load.txt"
+fi
 
 for size in realistic large; do
     if [[ $size == realistic ]]; then BODY=$REAL; else BODY=$LARGE; fi
@@ -217,4 +222,5 @@ addr="127.0.0.1:$(free_port)"
     "$READY" "$addr" "$READY_RUNS" -- "$HOOK" serve --addr "$addr" | tail -1
     echo "(target <= 50 ms)"
 } | tee -a "$OUT/load.txt"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/load.txt"
 echo "full wrk output: $OUT/wrk.txt; summary: $OUT/load.txt"

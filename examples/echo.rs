@@ -1,8 +1,8 @@
 //! Bench-only echo server: the hook's HTTP stack with nothing behind it.
 //!
 //! Same runtime (tokio multi-thread), same connection loop (`memcached_hook::server::serve`,
-//! plain HTTP), same layers as `memcached_hook::server::router` (catch-panic, timeout, body
-//! limit) and the same `Bytes` extractor; `POST /sync` answers 200 with the request body as `application/json`. It is the
+//! plain HTTP), same layers as `memcached_hook::server::router` (catch-panic, the metrics
+//! middleware, timeout, body limit) and the same `Bytes` extractor; `POST /sync` answers 200 with the request body as `application/json`. It is the
 //! ceiling the hook's throughput is measured against (`bench/load.sh`).
 //!
 //! `cargo run --release --example echo -- [ADDR]` (default `127.0.0.1:8081`).
@@ -14,6 +14,9 @@ use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use std::sync::Arc;
+
+use memcached_hook::server::metrics::{self, Metrics};
 use memcached_hook::server::{self, Config};
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::timeout::TimeoutLayer;
@@ -38,12 +41,14 @@ async fn healthz() -> &'static str {
 }
 
 fn router(config: &Config) -> Router {
+    let registry = Arc::new(Metrics::default());
     Router::new()
         .route("/sync", post(echo))
         .route("/healthz", get(healthz))
         .route("/readyz", get(healthz))
         .layer((
             CatchPanicLayer::new(),
+            axum::middleware::from_fn_with_state(registry, metrics::track),
             TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, config.request_timeout),
             DefaultBodyLimit::max(config.body_limit),
         ))
