@@ -137,9 +137,9 @@ fn print_ratios(fixtures: &[Fixture], filter: Option<&str>) {
 fn main() {
     let fixtures = fixtures();
     let mut criterion = Criterion::default()
-        .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_millis(1000))
-        .sample_size(30)
+        .warm_up_time(Duration::from_millis(200))
+        .measurement_time(Duration::from_millis(600))
+        .sample_size(20)
         .configure_from_args();
     for f in &fixtures {
         let mut group = criterion.benchmark_group(&f.name);
