@@ -89,7 +89,9 @@ if [[ "${PROFILE:-0}" == 1 ]]; then
             "$PERF" hook "$file" 20 >/dev/null 2>&1
         echo
         echo "== where one sync's instructions go ($name, 20 calls + set-up; inclusive) =="
-        callgrind_annotate --inclusive=yes "$OUT/callgrind.$name.out" 2>/dev/null \
-            | sed -n '/^ *Ir/,$p' | sed 's/([^)]*)$//' | cut -c1-150 | head -45
+        callgrind_annotate --inclusive=yes --auto=no "$OUT/callgrind.$name.out" 2>/dev/null \
+            | grep -E '^ *[0-9,]+ \(' \
+            | grep -Ev 'PROGRAM TOTALS|ld-linux|below main|libc_start|rust_begin_short_backtrace|perf::main|:main ' \
+            | sed 's/ \[[^]]*\]$//; s/???://' | cut -c1-140 | head -30
     done
 fi
