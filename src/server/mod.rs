@@ -124,6 +124,8 @@ pub async fn serve(
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT);
     let graceful = GracefulShutdown::new();
+    // Tells connections still waiting for their first byte to give up at shutdown.
+    let (stopping, stop) = tokio::sync::watch::channel(false);
     tokio::pin!(shutdown);
     loop {
         let stream = tokio::select! {
@@ -141,6 +143,7 @@ pub async fn serve(
         let service = TowerToHyperService::new(router.clone());
         let builder = builder.clone();
         let watcher = graceful.watcher();
+        let mut stop = stop.clone();
         let acceptor = tls
             .as_ref()
             .map(|t| tokio_rustls::TlsAcceptor::from(t.current()));
@@ -150,9 +153,12 @@ pub async fn serve(
                     // The header timer starts with the first byte: a client that sends nothing
                     // is dropped after the same time.
                     let mut first = [0u8; 1];
-                    match tokio::time::timeout(HEADER_READ_TIMEOUT, stream.peek(&mut first)).await {
-                        Ok(Ok(n)) if n > 0 => {}
-                        _ => return,
+                    tokio::select! {
+                        peeked = tokio::time::timeout(HEADER_READ_TIMEOUT, stream.peek(&mut first)) => match peeked {
+                            Ok(Ok(n)) if n > 0 => {}
+                            _ => return,
+                        },
+                        _ = stop.wait_for(|stopping| *stopping) => return,
                     }
                     watcher
                         .watch(builder.serve_connection(TokioIo::new(stream), service))
@@ -183,6 +189,7 @@ pub async fn serve(
         });
     }
     drop(listener);
+    let _ = stopping.send(true);
     if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
         .await
         .is_err()

@@ -427,3 +427,21 @@ async fn slow_clients_are_cut_off_and_shutdown_finishes_in_flight_requests() {
         "no longer accepting"
     );
 }
+
+#[tokio::test]
+async fn shutdown_does_not_wait_for_silent_connections() {
+    let (addr, stop, handle) = start(None).await;
+    let _silent = TcpStream::connect(addr).await.expect("connect");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let started = std::time::Instant::now();
+    stop.send(()).expect("stop");
+    tokio::time::timeout(Duration::from_secs(10), handle)
+        .await
+        .expect("server stops")
+        .expect("task");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        started.elapsed()
+    );
+}
