@@ -78,10 +78,17 @@ fn read_secret(path: &Path) -> Result<Vec<u8>, AuthError> {
         path: path.to_owned(),
         source,
     })?;
-    // Secrets written by hand often end with a newline; the credential never does.
-    while bytes.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
-        bytes.pop();
-    }
+    // Metacontroller sends the Secret's value with surrounding whitespace trimmed (token, username
+    // and password alike), and files written by hand often end with a newline: trim the same way.
+    let end = bytes.len()
+        - bytes
+            .iter()
+            .rev()
+            .take_while(|b| b.is_ascii_whitespace())
+            .count();
+    bytes.truncate(end);
+    let start = bytes.iter().take_while(|b| b.is_ascii_whitespace()).count();
+    bytes.drain(..start);
     if bytes.is_empty() {
         return Err(AuthError::Empty(path.to_owned()));
     }
@@ -197,5 +204,23 @@ mod tests {
         assert!(constant_time_eq(b"abc", b"abc"));
         assert!(!constant_time_eq(b"abc", b"abd"));
         assert!(!constant_time_eq(b"abc", b"abcd"));
+    }
+
+    #[test]
+    fn credentials_are_trimmed_like_metacontroller_trims_them() {
+        let dir = std::env::temp_dir().join(format!("memcached-hook-auth-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("token");
+        for (content, want) in [
+            ("tok\n", Some("tok")),
+            (" \ttok en\r\n", Some("tok en")),
+            ("tok", Some("tok")),
+            (" \n", None),
+        ] {
+            std::fs::write(&path, content).expect("write");
+            let got = read_secret(&path).ok();
+            assert_eq!(got.as_deref(), want.map(str::as_bytes), "{content:?}");
+        }
+        std::fs::remove_dir_all(&dir).expect("cleanup");
     }
 }

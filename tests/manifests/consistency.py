@@ -47,7 +47,13 @@ SERVICEMONITOR = ("monitoring.coreos.com/v1", "servicemonitors")
 WEBHOOK_FIELDS = {
     "url": None, "timeout": None, "path": None, "service": None, "responseUnMarshallMode": None,
     "etag": {"enabled": None, "cacheTimeoutSeconds": None, "cacheCleanupSeconds": None},
-    "caBundle": None, "authorization": None, "basicAuth": None, "clientTLS": None,
+    "caBundle": {"inline": None, "secretRef": {"name": None, "namespace": None, "key": None},
+                 "configMapRef": {"name": None, "namespace": None, "key": None}},
+    "authorization": {"type": None, "secretRef": {"name": None, "namespace": None, "key": None}},
+    "basicAuth": {"secretRef": {"name": None, "namespace": None}, "usernameKey": None,
+                  "passwordKey": None},
+    "clientTLS": {"secretRef": {"name": None, "namespace": None}, "certKey": None,
+                  "privateKeyKey": None},
 }
 HOOK_FIELDS = {"version": None, "webhook": WEBHOOK_FIELDS}
 CC_FIELDS = {
@@ -140,7 +146,7 @@ def known_fields(obj, allowed, path):
 
 
 # ---- CompositeController -------------------------------------------------------------------------
-def check_webhook(hook_name, hook, where):
+def check_webhook(hook_name, hook, where, scheme="http"):
     webhook = hook.get("webhook") or {}
     check(hook.get("version") in ("v1", "v2"), f"{where}: hooks.{hook_name}.version must be v1 or v2 "
           f"(explicit, so the hook API does not depend on Metacontroller's default)")
@@ -161,12 +167,12 @@ def check_webhook(hook_name, hook, where):
     parsed = urllib.parse.urlsplit(url)
     check(parsed.path == HOOK_PATHS[hook_name],
           f"{where}: hooks.{hook_name} URL path is {parsed.path!r}, the hook serves {HOOK_PATHS[hook_name]!r}")
-    check(parsed.scheme == "http", f"{where}: hooks.{hook_name} URL scheme {parsed.scheme!r}: the "
-          f"shipped hook Deployment serves plain HTTP")
+    check(parsed.scheme == scheme, f"{where}: hooks.{hook_name} URL scheme {parsed.scheme!r}: the "
+          f"hook Deployment it goes with serves {scheme}")
     return parsed
 
 
-def check_composite_controller(objects, where, expected_children):
+def check_composite_controller(objects, where, expected_children, scheme="http"):
     ccs = find(objects, "CompositeController")
     if not check(len(ccs) == 1, f"{where}: expected one CompositeController, found {len(ccs)}"):
         return None
@@ -197,7 +203,7 @@ def check_composite_controller(objects, where, expected_children):
     urls = {}
     for name in ("sync", "customize"):
         if name in hooks:
-            urls[name] = check_webhook(name, hooks[name], where)
+            urls[name] = check_webhook(name, hooks[name], where, scheme)
     sync_etag = ((hooks.get("sync") or {}).get("webhook") or {}).get("etag") or {}
     check(sync_etag.get("enabled") is True and isinstance(sync_etag.get("cacheTimeoutSeconds"), int)
           and isinstance(sync_etag.get("cacheCleanupSeconds"), int),
@@ -241,6 +247,63 @@ def check_url_reaches_hook(url, deploy, where):
           f"the hook listens on {HOOK_PORT}")
     check(selects(service["spec"].get("selector"), deployment["spec"]["template"]["metadata"]["labels"]),
           "deploy: Service selector does not select the hook pods")
+
+
+def mounted_secret_file(deployment, path):
+    """(Secret name, key) whose item is mounted at `path` in the hook container, else None."""
+    pod = deployment["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in pod.get("volumes", [])}
+    for container in pod.get("containers", []):
+        for mount in container.get("volumeMounts", []):
+            secret = (volumes.get(mount["name"]) or {}).get("secret")
+            if not secret:
+                continue
+            for item in secret.get("items", []):
+                if f"{mount['mountPath'].rstrip('/')}/{item['path']}" == path:
+                    return secret.get("secretName"), item["key"]
+    return None
+
+
+def check_tls_pair(cc_objects, deploy, where):
+    """metacontroller/overlays/tls and deploy/overlays/tls-auth belong together: Metacontroller
+    calls https:// with the CA and the token of the very Secrets the hook mounts."""
+    result = check_composite_controller(cc_objects, where, CHILDREN, scheme="https")
+    if not result:
+        return
+    cc, sync_url, _ = result
+    if sync_url:
+        check_url_reaches_hook(sync_url, deploy, where)
+    deployment = one(deploy, "Deployment", HOOK_NAME, "deploy-tls-auth")
+    if not deployment:
+        return
+    env = {e["name"]: e.get("value") for c in deployment["spec"]["template"]["spec"]["containers"]
+           for e in c.get("env", [])}
+    token_file = env.get("MEMCACHED_HOOK_AUTH_TOKEN_FILE")
+    cert_file = env.get("MEMCACHED_HOOK_TLS_CERT_FILE")
+    token_source = mounted_secret_file(deployment, token_file) if token_file else None
+    cert_source = mounted_secret_file(deployment, cert_file) if cert_file else None
+    check(token_source is not None, f"deploy-tls-auth: the token file {token_file!r} is not a "
+          f"mounted Secret item")
+    check(cert_source is not None, f"deploy-tls-auth: the certificate file {cert_file!r} is not a "
+          f"mounted Secret item")
+    for name, hook in (cc["spec"].get("hooks") or {}).items():
+        webhook = hook.get("webhook") or {}
+        auth = webhook.get("authorization") or {}
+        ref = auth.get("secretRef") or {}
+        check(auth.get("type", "Bearer").lower() == "bearer",
+              f"{where}: hooks.{name}.webhook.authorization.type must be Bearer (the hook reads a "
+              f"token; Metacontroller refuses Basic here)")
+        check("basicAuth" not in webhook, f"{where}: hooks.{name}.webhook: authorization and "
+              f"basicAuth are mutually exclusive")
+        check(token_source is not None and ref.get("namespace") == HOOK_NAMESPACE
+              and (ref.get("name"), ref.get("key")) == token_source,
+              f"{where}: hooks.{name}.webhook.authorization.secretRef {ref} is not the Secret item "
+              f"the hook reads its token from ({token_source} in {HOOK_NAMESPACE})")
+        ca = (webhook.get("caBundle") or {}).get("secretRef") or {}
+        check(cert_source is not None and ca.get("namespace") == HOOK_NAMESPACE
+              and ca.get("name") == cert_source[0] and ca.get("key", "ca.crt") == "ca.crt",
+              f"{where}: hooks.{name}.webhook.caBundle.secretRef {ca} must be ca.crt of the Secret "
+              f"the hook's certificate comes from ({cert_source})")
 
 
 # ---- deploy/ -------------------------------------------------------------------------------------
@@ -544,7 +607,8 @@ def main():
     args = parser.parse_args()
 
     built = {}
-    for name in ("deploy", "metacontroller", "metacontroller-servicemonitor", "rbac", "rbac-servicemonitor"):
+    for name in ("deploy", "deploy-tls-auth", "metacontroller", "metacontroller-servicemonitor",
+                 "metacontroller-tls", "rbac", "rbac-servicemonitor"):
         path = args.built / f"{name}.yaml"
         built[name] = load(path) if path.exists() else []
         check(built[name], f"{name}: no kustomize output (did the build fail?)")
@@ -557,6 +621,7 @@ def main():
         result = check_composite_controller(built[name], name, children)
         if result and result[1]:
             check_url_reaches_hook(result[1], built["deploy"], name)
+    check_tls_pair(built["metacontroller-tls"], built["deploy-tls-auth"], "metacontroller-tls")
     check_rbac(built["rbac"], "rbac", CHILDREN)
     check_rbac(built["rbac-servicemonitor"], "rbac-servicemonitor", CHILDREN + [SERVICEMONITOR])
     check_samples(args.root / "config" / "samples")
