@@ -3,6 +3,8 @@
 #
 # Phases (each timed; the run fails if any phase fails):
 #   rust       cargo fmt --check, cargo clippy -D warnings, cargo test --locked (unit, golden, HTTP, CLI)
+#   deny       tests/deny/check.sh (cargo-deny: licences, bans, sources; advisories when the database
+#              can be fetched)
 #   manifests  tests/manifests/check.sh (Dockerfile lint, kustomize build, schema validation, consistency)
 #   schema     tests/schema/check.sh (kubernetes-validate --strict on every rendered child, checkov)
 #   peers      tests/peers/run.sh (the rendered memcached command lines run by a real memcached)
@@ -17,7 +19,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/memcached-hook/target}
 export PATH="$HOME/.cargo/bin:/usr/local/go/bin:$PATH"
-PHASES=${PHASES:-rust manifests schema peers e2e load fuzz}
+PHASES=${PHASES:-rust deny manifests schema peers e2e load fuzz}
 HOOK_BIN="$CARGO_TARGET_DIR/debug/memcached-hook"
 
 phase_rust() {
@@ -25,6 +27,7 @@ phase_rust() {
         cargo clippy --locked --all-targets -- -D warnings &&
         cargo test --locked
 }
+phase_deny() { bash tests/deny/check.sh; }
 # The later phases use the debug binary the rust phase built (they build it themselves if needed).
 # --static-build: the binary the Dockerfile copies, built with the Dockerfile's own command.
 phase_manifests() { MEMCACHED_HOOK_BIN="$HOOK_BIN" bash tests/manifests/check.sh --static-build; }
