@@ -5,6 +5,7 @@ mod common;
 mod features;
 mod golden;
 mod http;
+mod no_secrets;
 mod properties;
 mod reference;
 mod rules;
