@@ -77,6 +77,14 @@ struct ServeArgs {
         default_value_t = 5000
     )]
     request_timeout_ms: u64,
+    /// Most connections open at once; further clients wait in the listen backlog (at least 1).
+    #[arg(
+        long,
+        env = "MEMCACHED_HOOK_MAX_CONNECTIONS",
+        default_value_t = server::DEFAULT_MAX_CONNECTIONS as u64,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    max_connections: u64,
     /// Log format.
     #[arg(long, env = "MEMCACHED_HOOK_LOG_FORMAT", value_enum, default_value_t = LogFormat::Auto)]
     log_format: LogFormat,
@@ -117,6 +125,7 @@ impl Default for ServeArgs {
             addr: SocketAddr::from(([0, 0, 0, 0], 8080)),
             body_limit: server::DEFAULT_BODY_LIMIT,
             request_timeout_ms: 5000,
+            max_connections: server::DEFAULT_MAX_CONNECTIONS as u64,
             log_format: LogFormat::Auto,
             auth_token_file: None,
             auth_basic_username_file: None,
@@ -199,6 +208,9 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         body_limit: args.body_limit,
         request_timeout: Duration::from_millis(args.request_timeout_ms),
         auth: auth.clone(),
+        // Saturates where usize is narrower; `serve_with` clamps to what a semaphore can hold.
+        max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
+        metrics: Arc::default(),
     };
     let reload = Duration::from_secs(args.reload_interval_seconds.max(1));
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -221,13 +233,15 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
             tls = tls.is_some(),
             client_certificates = args.tls_client_ca_file.is_some(),
             authentication = auth.is_some(),
+            max_connections = args.max_connections,
             "memcached-hook serving"
         );
-        server::serve(
+        server::serve_with(
             listener,
             server::router(&config),
             tls,
             server::shutdown_signal(),
+            &config,
         )
         .await
         .context("serving")?;

@@ -1,6 +1,9 @@
 //! Prometheus metrics of the hook itself, lock-free: fixed label sets, atomic counters, and a
 //! latency histogram per route, rendered in the Prometheus text format on `GET /metrics`.
 //!
+//! The open-connections gauge is moved by the accept loop ([`super::serve_with`]), not by the
+//! middleware, so requests never touch it.
+//!
 //! Labels are the route and the status code only: never a parent name (unbounded) and never
 //! anything from a request body or a header.
 
@@ -81,6 +84,7 @@ pub struct Metrics {
     requests: [[AtomicU64; CODES.len()]; ROUTES.len()],
     latency: [Histogram; ROUTES.len()],
     outcomes: [AtomicU64; OUTCOMES.len()],
+    open_connections: AtomicU64,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -95,7 +99,18 @@ impl Default for Metrics {
             requests: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
             latency: std::array::from_fn(|_| Histogram::new()),
             outcomes: std::array::from_fn(|_| AtomicU64::new(0)),
+            open_connections: AtomicU64::new(0),
         }
+    }
+}
+
+/// One open connection, counted in `memcached_hook_open_connections` until it is dropped.
+#[derive(Debug)]
+pub(crate) struct OpenConnection(Arc<Metrics>);
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.0.open_connections.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -114,6 +129,18 @@ fn code_index(code: u16) -> usize {
 }
 
 impl Metrics {
+    /// Counts a newly accepted connection as open until the returned guard is dropped.
+    pub(crate) fn connection_opened(self: &Arc<Self>) -> OpenConnection {
+        self.open_connections.fetch_add(1, Ordering::Relaxed);
+        OpenConnection(Arc::clone(self))
+    }
+
+    /// Connections open now (accepted and not yet closed).
+    #[must_use]
+    pub fn open_connections(&self) -> u64 {
+        self.open_connections.load(Ordering::Relaxed)
+    }
+
     fn record(&self, route: usize, code: u16, elapsed: Duration, outcome: Option<SyncOutcome>) {
         self.requests[route][code_index(code)].fetch_add(1, Ordering::Relaxed);
         self.latency[route].observe(elapsed);
@@ -185,6 +212,15 @@ impl Metrics {
                 self.outcomes[i].load(Ordering::Relaxed)
             );
         }
+        out.push_str(
+            "# HELP memcached_hook_open_connections Connections the server has open now.\n",
+        );
+        out.push_str("# TYPE memcached_hook_open_connections gauge\n");
+        let _ = writeln!(
+            out,
+            "memcached_hook_open_connections {}",
+            self.open_connections()
+        );
         out
     }
 }

@@ -27,6 +27,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::timeout::TimeoutLayer;
 
@@ -40,6 +41,9 @@ use self::tls::Tls;
 pub const DEFAULT_BODY_LIMIT: usize = 16 * 1024 * 1024;
 /// Default per-request timeout, below Metacontroller's 10 s hook timeout.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default limit on connections open at once: far above what Metacontroller's few workers need,
+/// far below the usual descriptor limit.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
 /// Time a client has to send a request's headers (slow clients cannot hold connections).
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
@@ -57,6 +61,12 @@ pub struct Config {
     pub request_timeout: Duration,
     /// Credentials `/sync` and `/customize` require, if any.
     pub auth: Option<Arc<Authenticator>>,
+    /// Most connections open at once; [`serve_with`] stops accepting at the limit, so further
+    /// clients wait in the kernel's listen backlog. At least 1 (0 counts as 1).
+    pub max_connections: usize,
+    /// The registry `GET /metrics` reports: shared by [`router`] (requests) and [`serve_with`]
+    /// (open connections). Clones of a `Config` share it.
+    pub metrics: Arc<Metrics>,
 }
 
 impl Default for Config {
@@ -65,6 +75,8 @@ impl Default for Config {
             body_limit: DEFAULT_BODY_LIMIT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             auth: None,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            metrics: Arc::new(Metrics::default()),
         }
     }
 }
@@ -82,7 +94,7 @@ pub fn router(config: &Config) -> Router {
         )),
         None => hooks,
     };
-    let registry = Arc::new(Metrics::default());
+    let registry = Arc::clone(&config.metrics);
     Router::new()
         .merge(hooks)
         .route("/healthz", get(handlers::healthz))
@@ -103,11 +115,8 @@ pub fn router(config: &Config) -> Router {
         ))
 }
 
-/// Serves `router` on `listener` (over TLS when `tls` is given) until `shutdown` resolves, then
-/// stops accepting and gives in-flight requests [`SHUTDOWN_GRACE`] to finish.
-///
-/// Every connection gets [`HEADER_READ_TIMEOUT`] to send its headers and, with TLS,
-/// [`TLS_HANDSHAKE_TIMEOUT`] for the handshake, so slow clients cannot pin the server.
+/// [`serve_with`] with the default settings: at most [`DEFAULT_MAX_CONNECTIONS`] connections,
+/// counted in a registry of their own (not the one `router` reports).
 ///
 /// # Errors
 /// None today; the signature keeps room for listener errors.
@@ -116,6 +125,29 @@ pub async fn serve(
     router: Router,
     tls: Option<Arc<Tls>>,
     shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()> {
+    serve_with(listener, router, tls, shutdown, &Config::default()).await
+}
+
+/// Serves `router` on `listener` (over TLS when `tls` is given) until `shutdown` resolves, then
+/// stops accepting and gives in-flight requests [`SHUTDOWN_GRACE`] to finish.
+///
+/// Every connection gets [`HEADER_READ_TIMEOUT`] to send its headers and, with TLS,
+/// [`TLS_HANDSHAKE_TIMEOUT`] for the handshake, so slow clients cannot pin the server.
+///
+/// Of `config` it uses the connection settings: at most `config.max_connections` connections
+/// are open at once (a permit is taken before each `accept`, so at the limit new connections
+/// wait in the kernel's backlog rather than being accepted and dropped), and they are counted in
+/// `config.metrics`. Pass the `Config` the router was built from to see the count on `/metrics`.
+///
+/// # Errors
+/// None today; the signature keeps room for listener errors.
+pub async fn serve_with(
+    listener: TcpListener,
+    router: Router,
+    tls: Option<Arc<Tls>>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    config: &Config,
 ) -> io::Result<()> {
     // HTTP/1.1 only: Metacontroller's client speaks it, and an HTTP/2 connection that never sends
     // a request could otherwise stay open for ever.
@@ -126,20 +158,51 @@ pub async fn serve(
     let graceful = GracefulShutdown::new();
     // Tells connections still waiting for their first byte to give up at shutdown.
     let (stopping, stop) = tokio::sync::watch::channel(false);
+    let max_connections = config.max_connections.clamp(1, Semaphore::MAX_PERMITS);
+    // One permit per open connection; only this loop takes permits, connections give them back.
+    let slots = Arc::new(Semaphore::new(max_connections));
+    // Warn once per episode at the limit: set when no permit is left, cleared only once a tenth
+    // of the permits (at least one) are free again, so hovering at the limit does not log.
+    let rearm = (max_connections / 10).max(1);
+    let mut at_limit = false;
     tokio::pin!(shutdown);
     loop {
+        let free = slots.available_permits();
+        if free == 0 && !at_limit {
+            at_limit = true;
+            tracing::warn!(
+                max_connections,
+                "connection limit reached; new connections wait in the listen backlog"
+            );
+        } else if free >= rearm && at_limit {
+            at_limit = false;
+            tracing::info!(max_connections, "below the connection limit again");
+        }
+        // Taken before `accept`, next to the shutdown signal: at the limit nothing is accepted,
+        // and shutdown still stops the loop at once.
+        let permit = tokio::select! {
+            permit = Arc::clone(&slots).acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_closed) => break,
+            },
+            () = &mut shutdown => break,
+        };
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => stream,
                 Err(error) => {
                     // Out of file descriptors and the like: back off instead of spinning.
                     tracing::warn!(%error, "accept failed");
+                    drop(permit);
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
             },
             () = &mut shutdown => break,
         };
+        // Released when the task ends, however it ends: a tuple drops its fields in order, so the
+        // gauge goes down before the permit lets the next connection in.
+        let slot = (config.metrics.connection_opened(), permit);
         let service = TowerToHyperService::new(router.clone());
         let builder = builder.clone();
         let watcher = graceful.watcher();
@@ -148,6 +211,7 @@ pub async fn serve(
             .as_ref()
             .map(|t| tokio_rustls::TlsAcceptor::from(t.current()));
         tokio::spawn(async move {
+            let _slot = slot;
             let result = match acceptor {
                 None => {
                     // The header timer starts with the first byte: a client that sends nothing

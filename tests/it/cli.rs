@@ -196,3 +196,39 @@ fn errors_name_the_file_and_the_field_and_exit_non_zero() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Runs `serve` with `args` and `env`, expecting it to refuse them before it listens; a server
+/// that starts anyway (on loopback only) is killed by its PID after 5 s and the test fails.
+fn serve_refused(args: &[&str], env: &[(&str, &str)]) -> String {
+    let mut child = Command::new(BIN)
+        .arg("serve")
+        .args(["--addr", "127.0.0.1:0"])
+        .args(args)
+        .envs(env.iter().copied())
+        .current_dir(ROOT)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("binary runs");
+    for _ in 0..100 {
+        if let Some(status) = child.try_wait().expect("wait") {
+            let mut err = String::new();
+            std::io::Read::read_to_string(child.stderr.as_mut().expect("stderr piped"), &mut err)
+                .expect("stderr");
+            assert!(!status.success(), "{args:?} {env:?}: exit 0");
+            return err;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().expect("kill the server this test started");
+    let _ = child.wait();
+    panic!("{args:?} {env:?}: serve started instead of refusing");
+}
+
+#[test]
+fn a_connection_limit_of_zero_is_refused() {
+    let err = serve_refused(&["--max-connections", "0"], &[]);
+    assert!(err.contains("--max-connections"), "{err}");
+    let err = serve_refused(&[], &[("MEMCACHED_HOOK_MAX_CONNECTIONS", "0")]);
+    assert!(err.contains("--max-connections"), "{err}");
+}

@@ -1,5 +1,5 @@
-//! Authentication (bearer, basic), TLS and mutual TLS, reloading, slow clients and graceful
-//! shutdown, against the real server on loopback.
+//! Authentication (bearer, basic), TLS and mutual TLS, reloading, slow clients, the connection
+//! limit and graceful shutdown, against the real server on loopback.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,7 +11,7 @@ use base64::Engine as _;
 use http_body_util::BodyExt as _;
 use memcached_hook::server::auth::{AuthFiles, Authenticator};
 use memcached_hook::server::tls::{Tls, TlsFiles};
-use memcached_hook::server::{Config, router, serve};
+use memcached_hook::server::{Config, router, serve_with};
 use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
 use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
@@ -258,22 +258,28 @@ fn write_files(dir: &Path, cert: &(String, String), ca: Option<&str>) -> TlsFile
     }
 }
 
-async fn start(
-    tls: Option<Arc<Tls>>,
-) -> (
+type Server = (
     std::net::SocketAddr,
     tokio::sync::oneshot::Sender<()>,
     tokio::task::JoinHandle<()>,
-) {
+);
+
+async fn start(tls: Option<Arc<Tls>>) -> Server {
+    start_with(tls, Config::default()).await
+}
+
+/// The real server on `127.0.0.1:<free port>`, routes and connection settings from `config`.
+async fn start_with(tls: Option<Arc<Tls>>, config: Config) -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let handle = tokio::spawn(async move {
-        serve(listener, router(&Config::default()), tls, async {
+        let shutdown = async {
             let _ = stopped.await;
-        })
-        .await
-        .expect("serve");
+        };
+        serve_with(listener, router(&config), tls, shutdown, &config)
+            .await
+            .expect("serve");
     });
     (addr, stop, handle)
 }
@@ -432,6 +438,129 @@ async fn slow_clients_are_cut_off_and_shutdown_finishes_in_flight_requests() {
 async fn shutdown_does_not_wait_for_silent_connections() {
     let (addr, stop, handle) = start(None).await;
     let _silent = TcpStream::connect(addr).await.expect("connect");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let started = std::time::Instant::now();
+    stop.send(()).expect("stop");
+    tokio::time::timeout(Duration::from_secs(10), handle)
+        .await
+        .expect("server stops")
+        .expect("task");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
+// ---- connection limit ----
+
+/// Waits (at most 2 s) until the server counts `want` open connections.
+async fn wait_for_open(config: &Config, want: u64) {
+    for _ in 0..200 {
+        if config.metrics.open_connections() == want {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!(
+        "{} open connections, expected {want}",
+        config.metrics.open_connections()
+    );
+}
+
+/// Sends `GET path` with `Connection: close` on `stream` and reads the whole answer (at most
+/// `within`); `None` if nothing came back in time.
+async fn get(stream: &mut TcpStream, path: &str, within: Duration) -> Option<String> {
+    let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut response = Vec::new();
+    tokio::time::timeout(within, stream.read_to_end(&mut response))
+        .await
+        .ok()?
+        .ok()?;
+    Some(String::from_utf8_lossy(&response).into_owned())
+}
+
+#[tokio::test]
+async fn connections_over_the_limit_wait_in_the_backlog_until_one_closes() {
+    let config = Config {
+        max_connections: 2,
+        ..Config::default()
+    };
+    let (addr, stop, handle) = start_with(None, config.clone()).await;
+
+    // Two connections take both slots: one silent, one with half its headers.
+    let silent = TcpStream::connect(addr).await.expect("connect");
+    let mut half = TcpStream::connect(addr).await.expect("connect");
+    half.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .expect("write");
+    wait_for_open(&config, 2).await;
+
+    // A third client connects (the kernel's backlog completes the handshake) and sends a whole
+    // request, but is neither answered nor closed while both slots are held.
+    let mut third = TcpStream::connect(addr)
+        .await
+        .expect("connect through the backlog");
+    third
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .expect("write");
+    let mut byte = [0u8; 1];
+    let early = tokio::time::timeout(Duration::from_millis(500), third.read(&mut byte)).await;
+    assert!(
+        early.is_err(),
+        "the third connection was served or closed at the limit: {early:?}"
+    );
+    assert_eq!(config.metrics.open_connections(), 2);
+
+    // Closing one held connection lets the third in, and it gets its answer.
+    drop(silent);
+    let mut response = Vec::new();
+    tokio::time::timeout(Duration::from_secs(3), third.read_to_end(&mut response))
+        .await
+        .expect("answered once a slot is free")
+        .expect("read");
+    assert!(
+        String::from_utf8_lossy(&response).starts_with("HTTP/1.1 200 OK"),
+        "{}",
+        String::from_utf8_lossy(&response)
+    );
+
+    // The gauge: the half-sent connection and the one asking.
+    let mut metrics = TcpStream::connect(addr).await.expect("connect");
+    let text = get(&mut metrics, "/metrics", Duration::from_secs(3))
+        .await
+        .expect("metrics answered");
+    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l == "memcached_hook_open_connections 2"),
+        "{text}"
+    );
+
+    drop(half);
+    wait_for_open(&config, 0).await;
+    stop.send(()).expect("stop");
+    tokio::time::timeout(Duration::from_secs(10), handle)
+        .await
+        .expect("server stops")
+        .expect("task");
+}
+
+#[tokio::test]
+async fn shutdown_is_prompt_while_waiting_at_the_connection_limit() {
+    let config = Config {
+        max_connections: 1,
+        ..Config::default()
+    };
+    let (addr, stop, handle) = start_with(None, config.clone()).await;
+    let _silent = TcpStream::connect(addr).await.expect("connect");
+    wait_for_open(&config, 1).await;
+    // The accept loop now waits for a permit; a waiting client changes nothing.
+    let _waiting = TcpStream::connect(addr)
+        .await
+        .expect("connect through the backlog");
     tokio::time::sleep(Duration::from_millis(100)).await;
     let started = std::time::Instant::now();
     stop.send(()).expect("stop");
