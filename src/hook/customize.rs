@@ -2,13 +2,49 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Parent;
+use super::{Hook, Parent, null_as_default, strict};
 
-/// The body of a customize call (the controller is not read).
+/// The body of a customize call.
 #[derive(Debug, Deserialize)]
 pub struct CustomizeRequest {
+    /// The calling CompositeController: only its customize hook's version is read.
+    #[serde(default, deserialize_with = "controller")]
+    pub controller: CustomizeController,
     /// The parent Memcached.
+    #[serde(deserialize_with = "strict::deserialize")]
     pub parent: Parent,
+}
+
+/// Absent or `null` is a controller without hooks, so customize hook API v1.
+fn controller<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<CustomizeController, D::Error> {
+    strict::deserialize::<D, Option<CustomizeController>>(deserializer)
+        .map(Option::unwrap_or_default)
+}
+
+/// The CompositeController of a customize call, reduced to the customize hook's version.
+#[derive(Debug, Default, Deserialize)]
+pub struct CustomizeController {
+    /// `spec` of the CompositeController.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub spec: CustomizeControllerSpec,
+}
+
+/// The part of a CompositeController's spec a customize call reads.
+#[derive(Debug, Default, Deserialize)]
+pub struct CustomizeControllerSpec {
+    /// The hooks.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub hooks: CustomizeHooks,
+}
+
+/// The hook whose calls `/customize` answers.
+#[derive(Debug, Default, Deserialize)]
+pub struct CustomizeHooks {
+    /// `spec.hooks.customize`.
+    #[serde(default)]
+    pub customize: Option<Hook>,
 }
 
 /// One rule naming related objects.

@@ -5,16 +5,26 @@
 //! identity, last-applied annotation, replicas and rollout status). Everything else, such as
 //! `managedFields` or pod templates, is skipped by serde without being stored. Observed children
 //! are collected by value: the map keys (`name` in v1, `namespace/name` in v2) are never read.
+//!
+//! Every JSON object the hook reads refuses a repeated key (see [`strict`]); what it skips is
+//! not looked at. The CompositeController's hook versions are read so that a body of a shape
+//! the hook does not know (a hook API other than v1 and v2) is refused instead of guessed at.
 
 mod customize;
 mod observed;
 mod response;
+mod strict;
 
-pub use customize::{CustomizeRequest, CustomizeResponse, ResourceRule};
+pub use customize::{
+    CustomizeController, CustomizeControllerSpec, CustomizeHooks, CustomizeRequest,
+    CustomizeResponse, ResourceRule,
+};
 pub use observed::{ChildMeta, ChildStatus, Observed, ObservedChild, RelatedObject};
 pub use response::{Child, SyncResponse};
 
-use serde::de::DeserializeOwned;
+use std::fmt;
+
+use serde::de::{DeserializeOwned, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
 
 use crate::api::{Condition, MemcachedSpec};
@@ -71,10 +81,13 @@ pub fn encode<T: Serialize>(value: &T) -> serde_json::Result<Vec<u8>> {
 #[serde(rename_all = "camelCase")]
 pub struct SyncRequest {
     /// The calling CompositeController.
+    #[serde(deserialize_with = "strict::deserialize")]
     pub controller: Controller,
     /// The parent Memcached, from Metacontroller's cache.
+    #[serde(deserialize_with = "strict::deserialize")]
     pub parent: Parent,
-    /// Observed children, grouped by `Kind.apiVersion`.
+    /// Observed children, grouped by `Kind.apiVersion` (checked for duplicate keys by
+    /// [`Observed`] itself).
     #[serde(default)]
     pub children: Observed,
     /// Related objects from the customize hook, same shape as `children`.
@@ -98,6 +111,69 @@ pub struct Controller {
 pub struct ControllerSpec {
     /// Child resources Metacontroller manages for this controller.
     pub child_resources: Vec<ChildResource>,
+    /// The hooks that call `/sync`: their versions.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub hooks: SyncHooks,
+}
+
+/// The hooks whose calls `/sync` answers. A finalize hook, when there is one, usually points at
+/// `/sync` too (the hook answers a finalize call like a sync).
+#[derive(Debug, Default, Deserialize)]
+pub struct SyncHooks {
+    /// `spec.hooks.sync`.
+    #[serde(default)]
+    pub sync: Option<Hook>,
+    /// `spec.hooks.finalize`.
+    #[serde(default)]
+    pub finalize: Option<Hook>,
+}
+
+/// One hook of a CompositeController, reduced to its version.
+#[derive(Debug, Default, Deserialize)]
+pub struct Hook {
+    /// The hook API version; absent or `null` means v1.
+    #[serde(default)]
+    pub version: Option<HookVersion>,
+}
+
+/// Metacontroller's hook API version. v1 and v2 differ only in the keys of the `children` and
+/// `related` maps (`name` against `namespace/name`), which the hook never reads. Any other value
+/// is refused when decoding: it announces a body of a shape this hook does not know.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HookVersion {
+    /// `v1`, the default.
+    #[default]
+    V1,
+    /// `v2`.
+    V2,
+}
+
+impl<'de> Deserialize<'de> for HookVersion {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct VersionVisitor;
+
+        impl Visitor<'_> for VersionVisitor {
+            type Value = HookVersion;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a Metacontroller hook API version, \"v1\" or \"v2\"")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<HookVersion, E> {
+                match v {
+                    "v1" => Ok(HookVersion::V1),
+                    "v2" => Ok(HookVersion::V2),
+                    other => Err(E::custom(format_args!(
+                        "unknown Metacontroller hook API version {}: this hook understands \"v1\" and \"v2\" only",
+                        serde_json::to_string(&other.chars().take(64).collect::<String>())
+                            .unwrap_or_default()
+                    ))),
+                }
+            }
+        }
+
+        deserializer.deserialize_str(VersionVisitor)
+    }
 }
 
 /// One `childResources` entry.

@@ -1,4 +1,11 @@
 //! Observed children and related objects, collected by value from Metacontroller's nested maps.
+//!
+//! Both levels refuse a repeated key (`duplicate key "cache"`, at `children.Service.v1`): the
+//! API server never sends one, and two objects under one key would both be collected. The
+//! objects themselves are decoded through the same check ([`super::strict`]), so their metadata
+//! and a related Secret's `data` refuse repeated keys too; what [`ObservedChild`] and
+//! [`RelatedObject`] skip (`managedFields`, pod templates, labels, other annotations) is not
+//! looked at.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -7,7 +14,8 @@ use std::marker::PhantomData;
 use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 
-/// All objects of a `children` or `related` map, in request order, keys ignored.
+/// All objects of a `children` or `related` map, in request order; keys are only checked for
+/// repeats, never read.
 #[derive(Debug)]
 pub struct Observed<T = ObservedChild>(pub Vec<T>);
 
@@ -102,7 +110,7 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for InnerVisitor<'_, T> {
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Observed<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_option(OptionVisitor(PhantomData))
+        super::strict::Strict(deserializer).deserialize_option(OptionVisitor(PhantomData))
     }
 }
 
