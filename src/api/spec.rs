@@ -19,6 +19,51 @@ use serde::{Deserialize, Serialize};
 
 use super::status::MemcachedStatus;
 
+/// Bounds of the free-form strings, lists and maps: in the CRD's schema (so the API server
+/// refuses an over-long value) and re-checked by `api::validation` (objects stored before a
+/// bound existed). Lengths count characters, as the API server does. docs/behaviour.md gives
+/// the reason for each.
+pub mod bounds {
+    /// An image reference (`image`, `monitoring.exporterImage`).
+    pub const IMAGE_LENGTH: usize = 1024;
+    /// One entry of `memcached.extraArgs`.
+    pub const EXTRA_ARG_LENGTH: usize = 1024;
+    /// Entries of `memcached.extraArgs`.
+    pub const EXTRA_ARGS: usize = 64;
+    /// `memcached.maxItemSize` (the longest useful value, `1048576k`, has 8).
+    pub const ITEM_SIZE_LENGTH: usize = 16;
+    /// A budget of `highAvailability.podDisruptionBudget` written as a string (`"100%"` has 4).
+    pub const BUDGET_LENGTH: usize = 16;
+    /// Entries of `highAvailability.topologySpreadConstraints`.
+    pub const TOPOLOGY_SPREAD_CONSTRAINTS: usize = 16;
+    /// A Prometheus duration (`serviceMonitor.interval`, `serviceMonitor.scrapeTimeout`).
+    pub const DURATION_LENGTH: usize = 64;
+    /// A Secret name: a DNS-1123 subdomain.
+    pub const SECRET_NAME_LENGTH: usize = 253;
+    /// Entries of `security.networkPolicy.allowedSources`.
+    pub const ALLOWED_SOURCES: usize = 64;
+    /// Entries of `autoscaling.metrics`.
+    pub const METRICS: usize = 16;
+    /// Entries of a label or annotation map (`serviceMonitor.additionalLabels`,
+    /// `service.annotations`).
+    pub const MAP_ENTRIES: usize = 64;
+    /// A label or annotation key: a DNS-1123 subdomain prefix (253), `/`, a name (63).
+    pub const KEY_LENGTH: usize = 317;
+    /// A label value.
+    pub const LABEL_VALUE_LENGTH: usize = 63;
+    /// An annotation value.
+    pub const ANNOTATION_VALUE_LENGTH: usize = 64 * 1024;
+    /// All keys and values of `service.annotations` together, in bytes: half of the 256 KiB
+    /// Kubernetes allows for all annotations of an object, because Metacontroller's
+    /// last-applied-configuration annotation on the Service repeats them. Checked by the hook
+    /// only (a CRD schema cannot sum a map).
+    pub const ANNOTATIONS_TOTAL: usize = 128 * 1024;
+    /// The CEL rule bounding the keys of a label or annotation map to [`KEY_LENGTH`].
+    pub const KEY_RULE: &str = "self.all(k, size(k) <= 317)";
+    /// The message of [`KEY_RULE`].
+    pub const KEY_MESSAGE: &str = "keys may not be more than 317 characters";
+}
+
 /// A Memcached cache: a Deployment of memcached pods behind a headless Service, with optional
 /// disruption budget, network policy, monitoring and autoscaling.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -66,7 +111,7 @@ pub struct MemcachedSpec {
 
     /// Container image of memcached.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = "memcached:1.6"))]
+    #[schemars(length(max = bounds::IMAGE_LENGTH), extend("default" = "memcached:1.6"))]
     pub image: Option<String>,
 
     /// Compute resources of the memcached container, copied verbatim.
@@ -123,7 +168,11 @@ pub struct MemcachedConfig {
 
     /// Maximum item size (`-I`), a number followed by `k` or `m`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(regex(pattern = r"^[0-9]+(k|m)$"), extend("default" = "1m"))]
+    #[schemars(
+        regex(pattern = r"^[0-9]+(k|m)$"),
+        length(max = bounds::ITEM_SIZE_LENGTH),
+        extend("default" = "1m")
+    )]
     pub max_item_size: Option<String>,
 
     /// Log verbosity: 0 none, 1 `-v`, 2 `-vv`.
@@ -133,6 +182,10 @@ pub struct MemcachedConfig {
 
     /// Extra memcached arguments, appended verbatim after all others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(max = bounds::EXTRA_ARGS),
+        inner(length(max = bounds::EXTRA_ARG_LENGTH))
+    )]
     pub extra_args: Option<Vec<String>>,
 }
 
@@ -157,6 +210,7 @@ pub struct HighAvailabilitySpec {
 
     /// Topology spread constraints, copied verbatim to the pod template.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = bounds::TOPOLOGY_SPREAD_CONSTRAINTS))]
     pub topology_spread_constraints: Option<Vec<TopologySpreadConstraint>>,
 
     /// PodDisruptionBudget settings.
@@ -178,9 +232,11 @@ pub struct PdbSpec {
     pub enabled: Option<bool>,
     /// Minimum available pods: an integer or a percentage such as `"50%"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("maxLength" = bounds::BUDGET_LENGTH))]
     pub min_available: Option<IntOrString>,
     /// Maximum unavailable pods: an integer or a percentage such as `"25%"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("maxLength" = bounds::BUDGET_LENGTH))]
     pub max_unavailable: Option<IntOrString>,
 }
 
@@ -216,7 +272,10 @@ pub struct MonitoringSpec {
     pub enabled: Option<bool>,
     /// Exporter image.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = "prom/memcached-exporter:v0.15.4"))]
+    #[schemars(
+        length(max = bounds::IMAGE_LENGTH),
+        extend("default" = "prom/memcached-exporter:v0.15.4")
+    )]
     pub exporter_image: Option<String>,
     /// Compute resources of the exporter container.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -232,14 +291,19 @@ pub struct MonitoringSpec {
 pub struct ServiceMonitorSpec {
     /// Extra labels on the ServiceMonitor (the standard labels win on conflicts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend(
+        "maxProperties" = bounds::MAP_ENTRIES,
+        "additionalProperties" = {"type": "string", "maxLength": bounds::LABEL_VALUE_LENGTH},
+        "x-kubernetes-validations" = [{"rule": bounds::KEY_RULE, "message": bounds::KEY_MESSAGE}]
+    ))]
     pub additional_labels: Option<BTreeMap<String, String>>,
     /// Scrape interval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = "30s"))]
+    #[schemars(length(max = bounds::DURATION_LENGTH), extend("default" = "30s"))]
     pub interval: Option<String>,
     /// Scrape timeout.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = "10s"))]
+    #[schemars(length(max = bounds::DURATION_LENGTH), extend("default" = "10s"))]
     pub scrape_timeout: Option<String>,
 }
 
@@ -270,7 +334,7 @@ pub struct SecuritySpec {
 pub struct SecretRef {
     /// Name of the Secret.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = ""))]
+    #[schemars(length(max = bounds::SECRET_NAME_LENGTH), extend("default" = ""))]
     pub name: Option<String>,
 }
 
@@ -322,6 +386,7 @@ pub struct NetworkPolicySpec {
     pub enabled: Option<bool>,
     /// Allowed peers; empty or absent allows every source.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = bounds::ALLOWED_SOURCES))]
     pub allowed_sources: Option<Vec<NetworkPolicyPeer>>,
 }
 
@@ -356,6 +421,7 @@ pub struct AutoscalingSpec {
     pub max_replicas: Option<i32>,
     /// Metrics; defaults to CPU utilisation 80%.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = bounds::METRICS))]
     pub metrics: Option<Vec<MetricSpec>>,
     /// Scaling behaviour; defaults to a 300 s scale-down stabilisation window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -368,5 +434,10 @@ pub struct AutoscalingSpec {
 pub struct ServiceSpec {
     /// Annotations of the Service (replace the whole map; absent when empty).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend(
+        "maxProperties" = bounds::MAP_ENTRIES,
+        "additionalProperties" = {"type": "string", "maxLength": bounds::ANNOTATION_VALUE_LENGTH},
+        "x-kubernetes-validations" = [{"rule": bounds::KEY_RULE, "message": bounds::KEY_MESSAGE}]
+    ))]
     pub annotations: Option<BTreeMap<String, String>>,
 }

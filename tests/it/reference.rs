@@ -83,6 +83,21 @@ fn constraints(schema: &Value) -> String {
     if let Some(pattern) = schema["pattern"].as_str() {
         out.push(format!("pattern `{pattern}`"));
     }
+    if let Some(max) = schema.get("maxLength") {
+        out.push(format!("max length {}", number(max)));
+    }
+    if let Some(max) = schema.get("maxItems") {
+        out.push(format!("max {} items", number(max)));
+    }
+    if let Some(max) = schema["items"].get("maxLength") {
+        out.push(format!("each max length {}", number(max)));
+    }
+    if let Some(max) = schema.get("maxProperties") {
+        out.push(format!("max {} entries", number(max)));
+    }
+    if let Some(max) = schema["additionalProperties"].get("maxLength") {
+        out.push(format!("values max length {}", number(max)));
+    }
     for rule in schema["x-kubernetes-validations"]
         .as_array()
         .into_iter()
