@@ -727,6 +727,8 @@ fn one_violation() -> BoxedStrategy<Violation> {
     const MAX_REPLICAS: &[&str] = &["autoscaling", "maxReplicas"];
     const MONITORING_ON: &[&str] = &["monitoring", "enabled"];
     const REPLICAS: &[&str] = &["replicas"];
+    const EXTRA_ARGS: &[&str] = &["memcached", "extraArgs"];
+    const ANNOTATIONS: &[&str] = &["service", "annotations"];
     let resource = |field: &'static str, path: &'static [&'static str]| {
         bad_quantity().prop_map(move |q| violation(field, [(path, Some(q))]))
     };
@@ -857,6 +859,46 @@ fn one_violation() -> BoxedStrategy<Violation> {
             "a".repeat(64),
         ])
         .prop_map(|name| violation("metadata.name", [(&["#name"][..], Some(json!(name)))])),
+        // Bounds of free-form strings, lists and maps (src/api/spec.rs `bounds`).
+        (1025usize..=4096).prop_map(|n| violation(
+            "spec.image",
+            [(&["image"][..], Some(json!("i".repeat(n))))]
+        )),
+        (65usize..=200).prop_map(|n| violation(
+            "spec.memcached.extraArgs",
+            [(EXTRA_ARGS, Some(json!(vec!["-v"; n])))]
+        )),
+        (1025usize..=4096).prop_map(|n| violation(
+            "spec.memcached.extraArgs[0]",
+            [(EXTRA_ARGS, Some(json!(["a".repeat(n)])))]
+        )),
+        (64usize..=100).prop_map(|n| violation(
+            "spec.monitoring.serviceMonitor.additionalLabels.team",
+            [(
+                &["monitoring", "serviceMonitor", "additionalLabels", "team"][..],
+                Some(json!("t".repeat(n)))
+            )]
+        )),
+        (318usize..=400).prop_map(|n| violation(
+            "spec.service.annotations",
+            [(ANNOTATIONS, Some(json!({"k".repeat(n): "v"})))]
+        )),
+        (65usize..=80).prop_map(|n| violation(
+            "spec.service.annotations",
+            [(
+                ANNOTATIONS,
+                Some(Value::Object(
+                    (0..n).map(|i| (format!("a{i}"), json!("v"))).collect()
+                ))
+            )]
+        )),
+        (254usize..=300).prop_map(|n| violation(
+            "spec.security.tls.certificateSecretRef.name",
+            [(
+                &["security", "tls", "certificateSecretRef", "name"][..],
+                Some(json!("s".repeat(n)))
+            )]
+        )),
     ]
     .boxed()
 }

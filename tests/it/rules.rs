@@ -574,6 +574,96 @@ fn invalid_spec_keeps_every_observed_child_as_last_applied() {
     );
 }
 
+/// Over-long strings and over-full lists and maps are spec violations like any other: the
+/// observed children are kept as last applied and `Degraded` names the field, without
+/// repeating the value.
+#[test]
+fn over_bound_values_keep_the_observed_children() {
+    let huge = "x".repeat(1 << 20);
+    for (pointer, value, field, words) in [
+        (
+            "/parent/spec/image",
+            json!(huge),
+            "spec.image",
+            "Too long: may not be more than 1024 bytes",
+        ),
+        (
+            "/parent/spec/memcached/extraArgs",
+            json!(vec!["-v"; 100_000]),
+            "spec.memcached.extraArgs",
+            "Too many: 100000: must have at most 64 items",
+        ),
+        (
+            "/parent/spec/memcached/extraArgs",
+            json!(vec![huge.clone(); 100]),
+            // 1 + 64 violations: 32 are listed, the rest counted.
+            "spec.memcached.extraArgs[30]",
+            "Too long: may not be more than 1024 bytes, and 33 more]",
+        ),
+        (
+            "/parent/spec/service",
+            json!({"annotations": {"note": huge}}),
+            "spec.service.annotations.note",
+            "Too long: may not be more than 65536 bytes",
+        ),
+        (
+            "/parent/spec/memcached/maxItemSize",
+            json!(huge),
+            "spec.memcached.maxItemSize",
+            "Too long: may not be more than 16 bytes",
+        ),
+    ] {
+        let mut request = steady_state();
+        let (parent, last) = pointer.rsplit_once('/').expect("pointer");
+        request
+            .pointer_mut(parent)
+            .and_then(Value::as_object_mut)
+            .expect("object")
+            .insert(last.to_owned(), value);
+        let response =
+            memcached_hook::sync(&decode(&request), crate::common::now()).expect("answered");
+        let r = serde_json::to_value(&response).expect("encodes");
+        let last_applied: Vec<Value> = request["children"]
+            .as_object()
+            .expect("map")
+            .values()
+            .flat_map(|m| m.as_object().expect("inner").values())
+            .map(|o| {
+                serde_json::from_str(
+                    o["metadata"]["annotations"][
+                        "metacontroller.k8s.io/last-applied-configuration"
+                    ]
+                    .as_str()
+                    .expect("annotation"),
+                )
+                .expect("json")
+            })
+            .collect();
+        let mut children = r["children"].as_array().expect("children").clone();
+        let mut want = last_applied;
+        let key = |v: &Value| v["kind"].as_str().unwrap_or_default().to_owned();
+        children.sort_by_key(key);
+        want.sort_by_key(key);
+        assert_eq!(children, want, "{field}: kept as last applied");
+        let degraded = condition(&r, "Degraded");
+        assert_eq!(
+            (degraded["status"].as_str(), degraded["reason"].as_str()),
+            (Some("True"), Some("InvalidSpec")),
+            "{field}"
+        );
+        let message = degraded["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(&format!("{field}: {words}")),
+            "{field}: {message}"
+        );
+        assert!(
+            message.len() < 8192,
+            "{field}: the message stays small ({} bytes)",
+            message.len()
+        );
+    }
+}
+
 #[test]
 fn invalid_spec_without_something_to_keep_is_a_422_not_a_deletion() {
     let first = request_json(json!({"replicas": 65}));
@@ -704,6 +794,98 @@ fn every_rule_is_checked() {
             json!({"autoscaling": {"enabled": true, "maxReplicas": 3}})
         ),
         ["spec.resources.requests.cpu"]
+    );
+    // Bounds of free-form strings, lists and maps (src/api/spec.rs `bounds`).
+    let long = |n: usize| "x".repeat(n);
+    for (spec, field) in [
+        (json!({"image": long(1025)}), "spec.image"),
+        (
+            json!({"monitoring": {"exporterImage": long(1025)}}),
+            "spec.monitoring.exporterImage",
+        ),
+        (
+            json!({"memcached": {"extraArgs": vec!["-v"; 65]}}),
+            "spec.memcached.extraArgs",
+        ),
+        (
+            json!({"memcached": {"extraArgs": ["-v", long(1025)]}}),
+            "spec.memcached.extraArgs[1]",
+        ),
+        (
+            json!({"memcached": {"maxItemSize": format!("{}1m", "0".repeat(15))}}),
+            "spec.memcached.maxItemSize",
+        ),
+        (
+            json!({"highAvailability": {"podDisruptionBudget": {"maxUnavailable": format!("{}1%", "0".repeat(15))}}}),
+            "spec.highAvailability.podDisruptionBudget.maxUnavailable",
+        ),
+        (
+            json!({"highAvailability": {"topologySpreadConstraints": vec![json!({"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}); 17]}}),
+            "spec.highAvailability.topologySpreadConstraints",
+        ),
+        (
+            json!({"monitoring": {"serviceMonitor": {"interval": long(65)}}}),
+            "spec.monitoring.serviceMonitor.interval",
+        ),
+        (
+            json!({"monitoring": {"serviceMonitor": {"scrapeTimeout": long(65)}}}),
+            "spec.monitoring.serviceMonitor.scrapeTimeout",
+        ),
+        (
+            json!({"monitoring": {"serviceMonitor": {"additionalLabels": {"team": long(64)}}}}),
+            "spec.monitoring.serviceMonitor.additionalLabels.team",
+        ),
+        (
+            json!({"monitoring": {"serviceMonitor": {"additionalLabels": {long(318): "a"}}}}),
+            "spec.monitoring.serviceMonitor.additionalLabels",
+        ),
+        (
+            json!({"security": {"tls": {"certificateSecretRef": {"name": long(254)}}}}),
+            "spec.security.tls.certificateSecretRef.name",
+        ),
+        (
+            json!({"security": {"networkPolicy": {"allowedSources": vec![json!({"podSelector": {}}); 65]}}}),
+            "spec.security.networkPolicy.allowedSources",
+        ),
+        (
+            json!({"autoscaling": {"metrics": vec![json!({"type": "Resource", "resource": {"name": "memory", "target": {"type": "Utilization", "averageUtilization": 80}}}); 17]}}),
+            "spec.autoscaling.metrics",
+        ),
+        (
+            json!({"service": {"annotations": {"note": long(64 * 1024 + 1)}}}),
+            "spec.service.annotations.note",
+        ),
+        (
+            json!({"service": {"annotations": (0..65).map(|i| (format!("a{i}"), json!("v"))).collect::<serde_json::Map<_, _>>()}}),
+            "spec.service.annotations",
+        ),
+        (
+            json!({"service": {"annotations": {"a": long(60_000), "b": long(60_000), "c": long(20_000)}}}),
+            "spec.service.annotations",
+        ),
+    ] {
+        assert_eq!(violations("my-cache", spec.clone()), [field], "{field}");
+    }
+    // At the bounds: valid. Lengths count characters, as the API server does.
+    let labels: serde_json::Map<String, Value> = (0..64)
+        .map(|i| {
+            (
+                format!("{}/k{i:02}", "p".repeat(253)),
+                json!("v".repeat(63)),
+            )
+        })
+        .collect();
+    assert_eq!(
+        violations(
+            "my-cache",
+            json!({"image": long(1024), "memcached": {"extraArgs": vec![long(1024); 64],
+                   "maxItemSize": format!("{}1m", "0".repeat(14))},
+                   "monitoring": {"exporterImage": "é".repeat(1024),
+                                  "serviceMonitor": {"additionalLabels": labels, "interval": long(64)}},
+                   "security": {"sasl": {"credentialsSecretRef": {"name": long(253)}}},
+                   "service": {"annotations": {"a": long(64 * 1024), "b": long(64 * 1024 - 2)}}})
+        ),
+        ok
     );
     // The three PDB admission rules of the reference are deliberately not violations.
     assert_eq!(
