@@ -76,7 +76,10 @@ fn check_parent(parent: &Parent) -> Result<(), SyncError> {
 /// [`SyncError::WrongParent`] for a parent of another kind or group.
 pub fn customize(req: &CustomizeRequest) -> Result<CustomizeResponse, SyncError> {
     check_parent(&req.parent)?;
-    let names = secrets::referenced(&Effective::of(&req.parent.spec));
+    // A name longer than any Secret's can only come from an invalid spec (the sync answer
+    // reports it): asking Metacontroller to watch it would cost a lookup and find nothing.
+    let mut names = secrets::referenced(&Effective::of(&req.parent.spec));
+    names.retain(|name| !validation::is_too_long(name, crate::api::bounds::SECRET_NAME_LENGTH));
     let related_resources = if names.is_empty() {
         Vec::new()
     } else {

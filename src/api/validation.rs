@@ -152,7 +152,7 @@ fn quoted(text: &str) -> String {
 }
 
 /// Whether `text` has more than `max` characters (what the API server's `maxLength` counts).
-fn is_too_long(text: &str, max: usize) -> bool {
+pub fn is_too_long(text: &str, max: usize) -> bool {
     text.len() > max && text.chars().count() > max
 }
 

@@ -724,6 +724,26 @@ async fn customize_names_the_enabled_secrets() {
         serde_json::from_slice::<Value>(&bytes).expect("json"),
         json!({"relatedResources": []})
     );
+    // A Secret name no Secret can have (over 253 characters) is not asked for.
+    let long = "s".repeat(254);
+    let over = json!({"controller": {}, "parent": {"apiVersion": "memcached.c5c3.io/v1beta1",
+        "kind": "Memcached", "metadata": {"name": "c", "namespace": "shop"},
+        "spec": {"security": {"sasl": {"enabled": true, "credentialsSecretRef": {"name": long}},
+                              "tls": {"enabled": true, "certificateSecretRef": {"name": "certs"}}}}}});
+    let (status, _, bytes) = call(
+        &Config::default(),
+        post(
+            "/customize",
+            Some("application/json"),
+            serde_json::to_vec(&over).expect("json"),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&bytes).expect("json"),
+        json!({"relatedResources": [{"apiVersion": "v1", "resource": "secrets", "namespace": "shop", "names": ["certs"]}]})
+    );
 }
 
 #[tokio::test]
