@@ -284,6 +284,25 @@ async fn start_with(tls: Option<Arc<Tls>>, config: Config) -> Server {
     (addr, stop, handle)
 }
 
+/// Waits (at most 10 s) for the server task to end.
+async fn stopped(handle: tokio::task::JoinHandle<()>) {
+    tokio::time::timeout(Duration::from_secs(10), handle)
+        .await
+        .expect("server stops")
+        .expect("task");
+}
+
+/// Signals shutdown and waits for the server to end; returns how long that took.
+async fn shut_down(
+    stop: tokio::sync::oneshot::Sender<()>,
+    handle: tokio::task::JoinHandle<()>,
+) -> Duration {
+    let started = std::time::Instant::now();
+    stop.send(()).expect("stop");
+    stopped(handle).await;
+    started.elapsed()
+}
+
 #[tokio::test]
 async fn tls_mutual_tls_and_certificate_reload() {
     let dir = temp_dir("tls");
@@ -355,11 +374,7 @@ async fn tls_mutual_tls_and_certificate_reload() {
         Some("HTTP/1.1 200 OK")
     );
 
-    stop.send(()).expect("stop");
-    tokio::time::timeout(Duration::from_secs(10), handle)
-        .await
-        .expect("stops")
-        .expect("task");
+    shut_down(stop, handle).await;
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -424,10 +439,7 @@ async fn slow_clients_are_cut_off_and_shutdown_finishes_in_flight_requests() {
         "{}",
         String::from_utf8_lossy(&response[..response.len().min(200)])
     );
-    tokio::time::timeout(Duration::from_secs(10), handle)
-        .await
-        .expect("server stops")
-        .expect("task");
+    stopped(handle).await;
     assert!(
         TcpStream::connect(addr).await.is_err(),
         "no longer accepting"
@@ -439,17 +451,8 @@ async fn shutdown_does_not_wait_for_silent_connections() {
     let (addr, stop, handle) = start(None).await;
     let _silent = TcpStream::connect(addr).await.expect("connect");
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let started = std::time::Instant::now();
-    stop.send(()).expect("stop");
-    tokio::time::timeout(Duration::from_secs(10), handle)
-        .await
-        .expect("server stops")
-        .expect("task");
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "took {:?}",
-        started.elapsed()
-    );
+    let took = shut_down(stop, handle).await;
+    assert!(took < Duration::from_secs(2), "took {took:?}");
 }
 
 // ---- connection limit ----
@@ -541,11 +544,7 @@ async fn connections_over_the_limit_wait_in_the_backlog_until_one_closes() {
 
     drop(half);
     wait_for_open(&config, 0).await;
-    stop.send(()).expect("stop");
-    tokio::time::timeout(Duration::from_secs(10), handle)
-        .await
-        .expect("server stops")
-        .expect("task");
+    shut_down(stop, handle).await;
 }
 
 #[tokio::test]
@@ -562,15 +561,6 @@ async fn shutdown_is_prompt_while_waiting_at_the_connection_limit() {
         .await
         .expect("connect through the backlog");
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let started = std::time::Instant::now();
-    stop.send(()).expect("stop");
-    tokio::time::timeout(Duration::from_secs(10), handle)
-        .await
-        .expect("server stops")
-        .expect("task");
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "took {:?}",
-        started.elapsed()
-    );
+    let took = shut_down(stop, handle).await;
+    assert!(took < Duration::from_secs(2), "took {took:?}");
 }
