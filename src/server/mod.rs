@@ -9,6 +9,7 @@
 pub mod auth;
 mod error;
 mod handlers;
+pub use handlers::etag;
 pub mod metrics;
 mod reload;
 pub mod tls;

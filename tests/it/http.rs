@@ -63,7 +63,7 @@ async fn sync_answers_children_status_and_an_etag() {
     assert_eq!(headers[header::CONTENT_TYPE], "application/json");
     let etag = headers[header::ETAG].to_str().expect("ascii").to_owned();
     assert!(
-        etag.starts_with("\"sha256:") && etag.ends_with('"') && etag.len() == 73,
+        etag.starts_with("\"blake3:") && etag.ends_with('"') && etag.len() == 73,
         "{etag}"
     );
     let v: Value = serde_json::from_slice(&body).expect("json");
