@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use std::sync::Arc;
 
-use memcached_hook::server::metrics::{self, Metrics};
+use memcached_hook::server::metrics;
 use memcached_hook::server::{self, Config};
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::timeout::TimeoutLayer;
@@ -41,7 +41,7 @@ async fn healthz() -> &'static str {
 }
 
 fn router(config: &Config) -> Router {
-    let registry = Arc::new(Metrics::default());
+    let registry = Arc::clone(&config.metrics);
     Router::new()
         .route("/sync", post(echo))
         .route("/healthz", get(healthz))
@@ -64,11 +64,13 @@ fn main() -> std::io::Result<()> {
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(&addr).await?;
         eprintln!("echo serving on {addr}");
+        let config = Config::default();
         server::serve(
             listener,
-            router(&Config::default()),
+            router(&config),
             None,
             server::shutdown_signal(),
+            &config,
         )
         .await
     })

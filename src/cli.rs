@@ -208,7 +208,7 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         body_limit: args.body_limit,
         request_timeout: Duration::from_millis(args.request_timeout_ms),
         auth: auth.clone(),
-        // Saturates where usize is narrower; `serve_with` clamps to what a semaphore can hold.
+        // Saturates where usize is narrower; `serve` clamps to what a semaphore can hold.
         max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
         metrics: Arc::default(),
     };
@@ -236,7 +236,7 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
             max_connections = args.max_connections,
             "memcached-hook serving"
         );
-        server::serve_with(
+        server::serve(
             listener,
             server::router(&config),
             tls,

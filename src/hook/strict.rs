@@ -16,9 +16,9 @@
 //!
 //! The check is cheap: each key is compared against the keys seen before in the same object,
 //! borrowed from the request body when it has no escapes (no allocation per key). The first
-//! [`INLINE_KEYS`] keys of an object are kept in place, so most objects allocate nothing; a
-//! larger one gets a vector, and a hash set past [`LINEAR_LIMIT`] keys, so that a huge object
-//! cannot make the check quadratic.
+//! [`INLINE_KEYS`] keys of an object are kept in place and compared one by one, so the objects
+//! the hook reads allocate nothing; a larger object's further keys go into a hash set, so that a
+//! huge object cannot make the check quadratic.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -29,11 +29,9 @@ use serde::de::{
     self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess, VariantAccess, Visitor,
 };
 
-/// Keys of an object kept in place, without an allocation.
-const INLINE_KEYS: usize = 8;
-
-/// Keys of an object compared one by one; more go into a hash set.
-const LINEAR_LIMIT: usize = 32;
+/// Keys of an object kept in place and compared one by one, without an allocation (a parent's
+/// `metadata` has about ten); more go into a hash set.
+const INLINE_KEYS: usize = 16;
 
 /// A key longer than this is shortened in the error message.
 const SHOWN_KEY_LENGTH: usize = 64;
@@ -246,17 +244,11 @@ impl<'de, A: VariantAccess<'de>> VariantAccess<'de> for Strict<A> {
 }
 
 /// The keys of one object so far: the first [`INLINE_KEYS`] in place (no allocation for most
-/// objects), the next up to [`LINEAR_LIMIT`] in a vector, all further ones in a hash set.
+/// objects), all further ones in a hash set.
 struct SeenKeys<'de> {
     inline: [Cow<'de, str>; INLINE_KEYS],
     count: usize,
-    more: MoreKeys<'de>,
-}
-
-enum MoreKeys<'de> {
-    None,
-    Few(Vec<Cow<'de, str>>),
-    Many(HashSet<Cow<'de, str>>),
+    more: Option<HashSet<Cow<'de, str>>>,
 }
 
 impl<'de> SeenKeys<'de> {
@@ -264,40 +256,21 @@ impl<'de> SeenKeys<'de> {
         Self {
             inline: [const { Cow::Borrowed("") }; INLINE_KEYS],
             count: 0,
-            more: MoreKeys::None,
+            more: None,
         }
     }
 
     fn contains(&self, key: &str) -> bool {
         let inline = &self.inline[..self.count.min(INLINE_KEYS)];
         inline.iter().any(|k| k.as_ref() == key)
-            || match &self.more {
-                MoreKeys::None => false,
-                MoreKeys::Few(keys) => keys.iter().any(|k| k.as_ref() == key),
-                MoreKeys::Many(keys) => keys.contains(key),
-            }
+            || self.more.as_ref().is_some_and(|more| more.contains(key))
     }
 
     fn insert(&mut self, key: Cow<'de, str>) {
         if self.count < INLINE_KEYS {
             self.inline[self.count] = key;
         } else {
-            match &mut self.more {
-                MoreKeys::None => {
-                    let mut keys = Vec::with_capacity(LINEAR_LIMIT - INLINE_KEYS);
-                    keys.push(key);
-                    self.more = MoreKeys::Few(keys);
-                }
-                MoreKeys::Few(keys) if self.count < LINEAR_LIMIT => keys.push(key),
-                MoreKeys::Few(keys) => {
-                    let mut set: HashSet<Cow<'de, str>> = keys.drain(..).collect();
-                    set.insert(key);
-                    self.more = MoreKeys::Many(set);
-                }
-                MoreKeys::Many(keys) => {
-                    keys.insert(key);
-                }
-            }
+            self.more.get_or_insert_with(HashSet::new).insert(key);
         }
         self.count += 1;
     }
@@ -451,8 +424,8 @@ mod tests {
         for i in 0..5000 {
             text.push_str(&format!("\"k{i}\": \"v\","));
         }
-        // A repeat of a key kept in place, in the vector and in the hash set.
-        for i in [0, 7, 8, 20, 31, 32, 4321] {
+        // A repeat of a key kept in place and in the hash set, either side of the boundary.
+        for i in [0, 7, 15, 16, 20, 31, 32, 4321] {
             let again = format!("{text}\"k{i}\": \"again\"}}}}");
             let err = decode::<Outer>(&again).expect_err("duplicate");
             assert!(err.contains(&format!("duplicate key \"k{i}\"")), "{err}");

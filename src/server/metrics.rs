@@ -1,7 +1,7 @@
 //! Prometheus metrics of the hook itself, lock-free: fixed label sets, atomic counters, and a
 //! latency histogram per route, rendered in the Prometheus text format on `GET /metrics`.
 //!
-//! The open-connections gauge is moved by the accept loop ([`super::serve_with`]), not by the
+//! The open-connections gauge is moved by the accept loop ([`super::serve`]), not by the
 //! middleware, so requests never touch it.
 //!
 //! Labels are the route and the status code only: never a parent name (unbounded) and never

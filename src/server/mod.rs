@@ -62,10 +62,10 @@ pub struct Config {
     pub request_timeout: Duration,
     /// Credentials `/sync` and `/customize` require, if any.
     pub auth: Option<Arc<Authenticator>>,
-    /// Most connections open at once; [`serve_with`] stops accepting at the limit, so further
+    /// Most connections open at once; [`serve`] stops accepting at the limit, so further
     /// clients wait in the kernel's listen backlog. At least 1 (0 counts as 1).
     pub max_connections: usize,
-    /// The registry `GET /metrics` reports: shared by [`router`] (requests) and [`serve_with`]
+    /// The registry `GET /metrics` reports: shared by [`router`] (requests) and [`serve`]
     /// (open connections). Clones of a `Config` share it.
     pub metrics: Arc<Metrics>,
 }
@@ -116,20 +116,6 @@ pub fn router(config: &Config) -> Router {
         ))
 }
 
-/// [`serve_with`] with the default settings: at most [`DEFAULT_MAX_CONNECTIONS`] connections,
-/// counted in a registry of their own (not the one `router` reports).
-///
-/// # Errors
-/// None today; the signature keeps room for listener errors.
-pub async fn serve(
-    listener: TcpListener,
-    router: Router,
-    tls: Option<Arc<Tls>>,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> io::Result<()> {
-    serve_with(listener, router, tls, shutdown, &Config::default()).await
-}
-
 /// Serves `router` on `listener` (over TLS when `tls` is given) until `shutdown` resolves, then
 /// stops accepting and gives in-flight requests [`SHUTDOWN_GRACE`] to finish.
 ///
@@ -143,7 +129,7 @@ pub async fn serve(
 ///
 /// # Errors
 /// None today; the signature keeps room for listener errors.
-pub async fn serve_with(
+pub async fn serve(
     listener: TcpListener,
     router: Router,
     tls: Option<Arc<Tls>>,

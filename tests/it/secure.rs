@@ -11,7 +11,7 @@ use base64::Engine as _;
 use http_body_util::BodyExt as _;
 use memcached_hook::server::auth::{AuthFiles, Authenticator};
 use memcached_hook::server::tls::{Tls, TlsFiles};
-use memcached_hook::server::{Config, router, serve_with};
+use memcached_hook::server::{Config, router, serve};
 use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
 use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
@@ -277,7 +277,7 @@ async fn start_with(tls: Option<Arc<Tls>>, config: Config) -> Server {
         let shutdown = async {
             let _ = stopped.await;
         };
-        serve_with(listener, router(&config), tls, shutdown, &config)
+        serve(listener, router(&config), tls, shutdown, &config)
             .await
             .expect("serve");
     });
