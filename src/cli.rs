@@ -46,6 +46,8 @@ enum Command {
     },
     /// Print the CustomResourceDefinition generated from the types.
     Crd,
+    /// Sidecar in a memcached pod: reload rotated TLS and auth files into the running memcached.
+    ReloadAgent(memcached_hook::agent::Args),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -152,6 +154,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         } => replay(&request, output, now.unwrap_or_else(Timestamp::now)),
         Command::Render { file } => render(&file),
         Command::Crd => print(&memcached_hook::api::crd_yaml().context("encoding the CRD")?),
+        Command::ReloadAgent(args) => {
+            init_logging(LogFormat::Auto);
+            memcached_hook::agent::run(&args)
+        }
     }
 }
 

@@ -5,6 +5,7 @@
 //! children and the parent's status. It does no I/O, takes no lock and keeps no state. The HTTP
 //! server ([`server`]) and the CLI are thin shells around it.
 
+pub mod agent;
 pub mod api;
 pub mod children;
 pub mod hook;

@@ -1,0 +1,176 @@
+//! Talking to the memcached of the same pod: its loopback plaintext listener for `refresh_certs`
+//! (after ASCII authentication when `-Y` is on), and SIGHUP for the auth file (memcached has no
+//! command for that; it needs `shareProcessNamespace: true` and the same user as memcached).
+
+use std::io::{Read as _, Write as _};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use super::check::Credentials;
+
+/// Longest reply line read (memcached's `refresh_certs` error carries a path and an SSL error).
+const MAX_LINE: usize = 8192;
+/// Most `/proc` entries looked at when searching for memcached.
+const MAX_PROCESSES: usize = 65_536;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    #[error("connecting to {addr}: {source}")]
+    Connect {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("talking to memcached: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("memcached refused the agent's login ({0})")]
+    Login(String),
+    #[error("memcached answered {0:?}")]
+    Refused(String),
+    #[error(
+        "no memcached process named {0:?} is visible (the pod needs shareProcessNamespace: true)"
+    )]
+    NoProcess(String),
+    #[error("{0} processes named {1:?}; not signalling any")]
+    Ambiguous(usize, String),
+    #[error("signalling memcached (pid {pid}): {source} (the agent must run as memcached's user)")]
+    Signal { pid: i32, source: std::io::Error },
+}
+
+impl AdminError {
+    /// memcached not listening (yet): not a failure before the agent's first delivery.
+    #[must_use]
+    pub fn unreachable(&self) -> bool {
+        matches!(self, Self::Connect { .. })
+    }
+}
+
+/// memcached's loopback listener.
+#[derive(Debug, Clone, Copy)]
+pub struct Admin {
+    pub addr: SocketAddr,
+    pub timeout: Duration,
+}
+
+struct Connection {
+    stream: TcpStream,
+}
+
+impl Connection {
+    fn line(&mut self) -> Result<String, AdminError> {
+        let mut out = Vec::new();
+        let mut byte = [0u8; 1];
+        while !out.ends_with(b"\r\n") {
+            if out.len() >= MAX_LINE {
+                return Err(AdminError::Refused("an over-long reply".into()));
+            }
+            if self.stream.read(&mut byte)? == 0 {
+                return Err(AdminError::Io(std::io::ErrorKind::UnexpectedEof.into()));
+            }
+            out.push(byte[0]);
+        }
+        out.truncate(out.len() - 2);
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+
+    fn command(&mut self, request: &[u8]) -> Result<String, AdminError> {
+        self.stream.write_all(request)?;
+        self.line()
+    }
+}
+
+impl Admin {
+    fn connect(&self, login: Option<&Credentials>) -> Result<Connection, AdminError> {
+        let stream = TcpStream::connect_timeout(&self.addr, self.timeout).map_err(|source| {
+            AdminError::Connect {
+                addr: self.addr,
+                source,
+            }
+        })?;
+        stream.set_read_timeout(Some(self.timeout))?;
+        stream.set_write_timeout(Some(self.timeout))?;
+        let mut connection = Connection { stream };
+        if let Some(c) = login {
+            // ASCII auth: a `set` whose value is "<user> <password>" (the key is ignored).
+            let token = format!("{} {}", c.user, c.password);
+            let request = format!("set auth 0 0 {}\r\n{token}\r\n", token.len());
+            let reply = connection.command(request.as_bytes())?;
+            if reply != "STORED" {
+                return Err(AdminError::Login(reply));
+            }
+        }
+        Ok(connection)
+    }
+
+    /// Whether memcached accepts `login` now (after a SIGHUP it takes up to a second).
+    ///
+    /// # Errors
+    /// memcached unreachable.
+    pub fn accepts(&self, login: &Credentials) -> Result<bool, AdminError> {
+        match self.connect(Some(login)) {
+            Ok(_) => Ok(true),
+            Err(AdminError::Login(_)) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Sends `refresh_certs`: memcached re-reads its chain, key and CA files for new connections.
+    ///
+    /// # Errors
+    /// memcached unreachable, the login refused, or memcached's own error.
+    pub fn refresh_certs(&self, login: Option<&Credentials>) -> Result<(), AdminError> {
+        let reply = self.connect(login)?.command(b"refresh_certs\r\n")?;
+        if reply == "OK" {
+            Ok(())
+        } else {
+            Err(AdminError::Refused(reply))
+        }
+    }
+}
+
+/// The one process named `name` (its `/proc/<pid>/comm`), other than this one.
+///
+/// # Errors
+/// None or more than one such process.
+pub fn find_process(name: &str) -> Result<i32, AdminError> {
+    let own = std::process::id();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc")?.take(MAX_PROCESSES).flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == own {
+            continue;
+        }
+        if let Ok(comm) = std::fs::read_to_string(entry.path().join("comm"))
+            && comm.trim_end() == name
+        {
+            found.push(pid);
+        }
+    }
+    match found.as_slice() {
+        [pid] => i32::try_from(*pid).map_err(|_| AdminError::NoProcess(name.to_owned())),
+        [] => Err(AdminError::NoProcess(name.to_owned())),
+        many => Err(AdminError::Ambiguous(many.len(), name.to_owned())),
+    }
+}
+
+/// Sends SIGHUP to `pid` (memcached >= 1.5.15 re-reads its `-Y` file).
+///
+/// # Errors
+/// The kernel's refusal (another user, no such process).
+pub fn hangup(pid: i32) -> Result<(), AdminError> {
+    let target = rustix::process::Pid::from_raw(pid).ok_or(AdminError::Signal {
+        pid,
+        source: std::io::ErrorKind::InvalidInput.into(),
+    })?;
+    rustix::process::kill_process(target, rustix::process::Signal::HUP).map_err(|e| {
+        AdminError::Signal {
+            pid,
+            source: e.into(),
+        }
+    })
+}
