@@ -5,6 +5,7 @@
 #   bash tests/peers/run.sh                 # everything; last line: "peers: N passed, M failed"
 #   PEERS_BREAK=flag bash tests/peers/run.sh   # deliberately broken arguments: must fail (flag|verify|listeners|threads)
 #   PEERS_ONLY="tls mtls" bash tests/peers/run.sh
+#   PEERS_SECURE=0 bash tests/peers/run.sh  # without the TLS-only / Secret rotation suite (secure_rotation.py)
 #
 # Environment: MEMCACHED_HOOK_BIN (use this binary instead of building), CARGO_TARGET_DIR (default
 # $HOME/.cache/memcached-hook/target), PEERS_REQUIRE_HOOK=1 (fail instead of falling back to the hand-written
@@ -33,6 +34,7 @@ need=()
 command -v memcached >/dev/null 2>&1 || need+=(memcached)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
 if [ ${#need[@]} -gt 0 ]; then
     echo "peers: installing ${need[*]}"
     # keep the package's own service from starting (we start memcached ourselves, bounded)
@@ -125,4 +127,29 @@ if [ $rc -ne 0 ] && [ $rc -ne 1 ]; then
     echo "peers: driver ended abnormally (exit $rc)"
     echo "peers: 0 passed, 1 failed"
 fi
+
+# ---- 6. TLS that cannot be bypassed, Secret rotation with the reload agent (issue 15) ----------------------
+# Needs the hook binary (its reload-agent subcommand), ip(8) and root for `ip netns`; the driver builds its own
+# two namespaces joined by a veth pair and deletes them at the end. Last line: "secure: N passed, M failed".
+secure_rc=0
+if [ "${PEERS_SECURE:-1}" = 1 ] && [ -z "${PEERS_BREAK:-}" ]; then
+    if [ -z "$BIN" ] || [ ! -x "$BIN" ]; then
+        echo "secure: 0 passed, 1 failed (no hook binary for the reload agent)"
+        secure_rc=1
+    elif ! command -v ip >/dev/null 2>&1 || ! as_root ip netns list >/dev/null 2>&1; then
+        [ "$REQUIRE_HOOK" = 1 ] && { echo "secure: 0 passed, 1 failed (ip netns unavailable)"; secure_rc=1; } \
+            || echo "secure: skipped: needs root and ip(8) for ip netns"
+    else
+        mkdir -p "$WORK/secure"
+        chmod 755 "$WORK/secure"
+        # the agent runs as the memcache user, like memcached: give it a copy it can execute
+        install -m 0755 "$BIN" "$WORK/secure/memcached-hook"
+        secure=("$PY" "$HERE/secure_rotation.py" --hook "$WORK/secure/memcached-hook" --workdir "$WORK/secure")
+        set +e
+        as_root timeout --kill-after=10 600 "${secure[@]}"
+        secure_rc=$?
+        set -e
+    fi
+fi
+[ $rc -eq 0 ] && rc=$secure_rc
 exit $rc
