@@ -22,6 +22,15 @@ use memcached_hook::server::{self, Config};
 pub struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    /// Image of the reload-agent sidecar in memcached pods (`secretRotation: Reload`): the hook's
+    /// own image, which runs `memcached-hook reload-agent`.
+    #[arg(
+        long,
+        global = true,
+        env = "MEMCACHED_HOOK_RELOAD_AGENT_IMAGE",
+        default_value = memcached_hook::children::reload_agent::DEFAULT_IMAGE
+    )]
+    reload_agent_image: String,
 }
 
 #[derive(Debug, Subcommand)]
@@ -145,14 +154,22 @@ impl Default for ServeArgs {
 /// # Errors
 /// Whatever stops it, naming the file and field at fault.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
+    let options = memcached_hook::Options {
+        reload_agent_image: cli.reload_agent_image.into(),
+    };
     match cli.command.unwrap_or(Command::Serve(ServeArgs::default())) {
-        Command::Serve(args) => serve(&args),
+        Command::Serve(args) => serve(&args, options),
         Command::Replay {
             request,
             output,
             now,
-        } => replay(&request, output, now.unwrap_or_else(Timestamp::now)),
-        Command::Render { file } => render(&file),
+        } => replay(
+            &request,
+            output,
+            now.unwrap_or_else(Timestamp::now),
+            &options,
+        ),
+        Command::Render { file } => render(&file, &options),
         Command::Crd => print(&memcached_hook::api::crd_yaml().context("encoding the CRD")?),
         Command::ReloadAgent(args) => {
             init_logging(LogFormat::Auto);
@@ -186,7 +203,7 @@ fn init_logging(format: LogFormat) {
     }
 }
 
-fn serve(args: &ServeArgs) -> anyhow::Result<()> {
+fn serve(args: &ServeArgs, options: memcached_hook::Options) -> anyhow::Result<()> {
     init_logging(args.log_format);
     let files = AuthFiles {
         token: args.auth_token_file.clone(),
@@ -217,6 +234,7 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         // Saturates where usize is narrower; `serve` clamps to what a semaphore can hold.
         max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
         metrics: Arc::default(),
+        options: Arc::new(options),
     };
     let reload = Duration::from_secs(args.reload_interval_seconds.max(1));
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -267,8 +285,13 @@ fn decode_request(path: &Path, bytes: &[u8]) -> anyhow::Result<SyncRequest> {
         .map_err(|e| anyhow!("{}: {}: {}", path.display(), e.path(), e.inner()))
 }
 
-fn run_sync(path: &Path, request: &SyncRequest, now: Timestamp) -> anyhow::Result<SyncResponse> {
-    memcached_hook::sync(request, now)
+fn run_sync(
+    path: &Path,
+    request: &SyncRequest,
+    now: Timestamp,
+    options: &memcached_hook::Options,
+) -> anyhow::Result<SyncResponse> {
+    memcached_hook::sync_with(request, now, options)
         .map_err(|e| anyhow!("{}: {}: {e}", path.display(), e.field()))
 }
 
@@ -290,9 +313,14 @@ fn children_yaml(children: &[Child]) -> anyhow::Result<String> {
     Ok(out)
 }
 
-fn replay(path: &Path, output: Output, now: Timestamp) -> anyhow::Result<()> {
+fn replay(
+    path: &Path,
+    output: Output,
+    now: Timestamp,
+    options: &memcached_hook::Options,
+) -> anyhow::Result<()> {
     let request = decode_request(path, &read(path)?)?;
-    let response = run_sync(path, &request, now)?;
+    let response = run_sync(path, &request, now, options)?;
     match output {
         Output::Json => print(&(serde_json::to_string_pretty(&response)? + "\n")),
         Output::Yaml => print(&children_yaml(&response.children)?),
@@ -308,7 +336,7 @@ fn all_children_controller() -> serde_json::Value {
     serde_json::json!({"spec": {"childResources": child_resources}})
 }
 
-fn render(path: &Path) -> anyhow::Result<()> {
+fn render(path: &Path, options: &memcached_hook::Options) -> anyhow::Result<()> {
     let text =
         String::from_utf8(read(path)?).with_context(|| format!("{}: not UTF-8", path.display()))?;
     let documents: Vec<serde_json::Value> = serde_saphyr::from_str_multiple(&text)
@@ -333,7 +361,7 @@ fn render(path: &Path) -> anyhow::Result<()> {
         let label = format!("{} (document {})", path.display(), index + 1);
         let request = decode_request(Path::new(&label), &bytes)
             .map_err(|e| anyhow!("{}", e.to_string().replace(": parent.", ": ")))?;
-        let response = run_sync(Path::new(&label), &request, Timestamp::UNIX_EPOCH)?;
+        let response = run_sync(Path::new(&label), &request, Timestamp::UNIX_EPOCH, options)?;
         out.push_str(&children_yaml(&response.children)?);
     }
     print(&out)

@@ -46,12 +46,35 @@ fn find<'a>(
     })
 }
 
-/// The hash annotation value and the sorted names of missing Secrets.
+/// What the hash covers of one key of a Secret.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cover {
+    /// Its content: a change rolls the pods.
+    Content,
+    /// Only that it is there (a mounted key whose content the reload agent reloads in place).
+    Presence,
+    /// Nothing (a key that is not mounted, under `secretRotation: Reload`).
+    Skip,
+}
+
+/// The hash annotation value and the sorted names of missing Secrets, every key's content
+/// covered (spec.md Part 2 §b.10; `secretRotation: RollingRestart`).
 #[must_use]
 pub fn hash_and_missing(
     names: &[&str],
     related: &Observed<RelatedObject>,
     namespace: &str,
+) -> (Option<String>, Vec<String>) {
+    hash_and_missing_covering(names, related, namespace, |_, _| Cover::Content)
+}
+
+/// [`hash_and_missing`] covering of each `(secret, key)` what `cover` says.
+#[must_use]
+pub fn hash_and_missing_covering(
+    names: &[&str],
+    related: &Observed<RelatedObject>,
+    namespace: &str,
+    cover: impl Fn(&str, &str) -> Cover,
 ) -> (Option<String>, Vec<String>) {
     let mut hasher = Sha256::new();
     let mut hashed_any = false;
@@ -61,11 +84,19 @@ pub fn hash_and_missing(
         match find(related, namespace, name) {
             Some(found) => {
                 for (key, value) in &found.data {
+                    let covered = cover(found.name, key);
+                    if covered == Cover::Skip {
+                        continue;
+                    }
                     hasher.update(found.name.as_bytes());
                     hasher.update([0]);
                     hasher.update(key.as_bytes());
                     hasher.update([0]);
-                    hasher.update(value);
+                    match covered {
+                        Cover::Content => hasher.update(value),
+                        // Two NULs: cannot be read as a key with content.
+                        _ => hasher.update([0]),
+                    }
                     hashed_any = true;
                 }
             }

@@ -62,6 +62,8 @@ pub struct Inputs<'a> {
     /// Keep the hook's conditions that are not computed this time (invalid spec: the kept
     /// children still are what those conditions describe).
     pub keep_previous: bool,
+    /// The port `serverList` names when not 11211 (TLS with `allowPlaintext`: 11212).
+    pub client_port: Option<i32>,
 }
 
 /// A computed condition before the merge.
@@ -305,7 +307,7 @@ pub fn build(inputs: &Inputs<'_>, previous: &[Condition], now: &str) -> Memcache
                 "{}.{}:{}",
                 inputs.name,
                 inputs.namespace,
-                ports::MEMCACHED.number
+                inputs.client_port.unwrap_or(ports::MEMCACHED.number)
             )]
         }),
     }

@@ -169,13 +169,42 @@ const NOTHING_TO_KEEP: &str = "no observed children to keep";
 const CHILD_WITHOUT_LAST_APPLIED: &str =
     "an observed child has no last-applied configuration of its own to keep";
 
+/// How the hook itself is configured, beyond what a request carries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Image of the reload-agent sidecar (`--reload-agent-image`): the hook's own image.
+    pub reload_agent_image: std::borrow::Cow<'static, str>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            reload_agent_image: std::borrow::Cow::Borrowed(
+                crate::children::reload_agent::DEFAULT_IMAGE,
+            ),
+        }
+    }
+}
+
+/// [`sync_with`] with the default [`Options`].
+///
+/// # Errors
+/// As [`sync_with`].
+pub fn sync(req: &SyncRequest, now: Timestamp) -> Result<SyncResponse, SyncError> {
+    sync_with(req, now, &Options::default())
+}
+
 /// Computes the desired children and the status for one sync request at time `now`.
 ///
 /// # Errors
 /// [`SyncError::WrongParent`] for a parent of another kind or group; [`SyncError::InvalidSpec`]
 /// for an invalid spec whose observed children cannot be kept (none observed, or one without
 /// Metacontroller's last-applied annotation).
-pub fn sync(req: &SyncRequest, now: Timestamp) -> Result<SyncResponse, SyncError> {
+pub fn sync_with(
+    req: &SyncRequest,
+    now: Timestamp,
+    options: &Options,
+) -> Result<SyncResponse, SyncError> {
     let parent = &req.parent;
     check_parent(parent)?;
     let name = parent.metadata.name.as_str();
@@ -191,7 +220,7 @@ pub fn sync(req: &SyncRequest, now: Timestamp) -> Result<SyncResponse, SyncError
     let violations = validation::validate_effective(name, &parent.spec, &e);
     let (children, outcome) = if violations.is_empty() {
         let declared: Vec<ChildKind> = needed.into_iter().filter(|k| declared(k)).collect();
-        desired(req, &e, &declared)
+        desired(req, &e, &declared, options)
     } else {
         let Some(children) = kept_children(req, namespace) else {
             let reason = if req.children.is_empty() {
@@ -245,16 +274,49 @@ fn inputs<'a>(req: &'a SyncRequest, e: &Effective<'_>, outcome: Outcome) -> Inpu
         pdb: outcome.pdb,
         missing_kinds: outcome.missing_kinds,
         keep_previous: kept,
+        client_port: Some(ports::for_clients(e)).filter(|p| *p != ports::MEMCACHED.number),
     }
 }
 
+/// What the secret-hash annotation covers of `key` in `secret`. Under `secretRotation: Reload`
+/// the reload agent applies new content of the mounted certificate, key and password file, so
+/// only their presence counts; `ca.crt` keeps its content in the hash, because memcached adds a
+/// reloaded CA to the trusted ones and never drops the old one (only a restart does); keys that
+/// are not mounted do not count. `RollingRestart` covers every key, as the reference does.
+fn rotation_cover(e: &Effective<'_>, secret: &str, key: &str) -> secrets::Cover {
+    use secrets::Cover;
+    if !e.security.reloads() {
+        return Cover::Content;
+    }
+    if let Some(tls) = e.security.tls.filter(|t| t.secret_name == secret) {
+        match key {
+            "ca.crt" if tls.client_cert => return Cover::Content,
+            "tls.crt" | "tls.key" => return Cover::Presence,
+            _ => {}
+        }
+    }
+    if e.security.sasl_secret == Some(secret) && key == "password-file" {
+        return Cover::Presence;
+    }
+    Cover::Skip
+}
+
 /// The desired children of the `kinds` a valid spec asks for, and what they are.
-fn desired(req: &SyncRequest, e: &Effective<'_>, kinds: &[ChildKind]) -> (Vec<Child>, Outcome) {
+fn desired(
+    req: &SyncRequest,
+    e: &Effective<'_>,
+    kinds: &[ChildKind],
+    options: &Options,
+) -> (Vec<Child>, Outcome) {
     let parent = &req.parent;
     let name = parent.metadata.name.as_str();
     let namespace = parent.metadata.namespace.as_deref().unwrap_or_default();
-    let (hash, missing_secrets) =
-        secrets::hash_and_missing(&e.security.secrets(), &req.related, namespace);
+    let (hash, missing_secrets) = secrets::hash_and_missing_covering(
+        &e.security.secrets(),
+        &req.related,
+        namespace,
+        |secret, key| rotation_cover(e, secret, key),
+    );
     let served = ports::served(e);
     let mut outcome = Outcome {
         missing_secrets,
@@ -270,7 +332,14 @@ fn desired(req: &SyncRequest, e: &Effective<'_>, kinds: &[ChildKind]) -> (Vec<Ch
                 };
                 let observed = req.children.find(kind.api_version(), kind.kind(), name);
                 let replicas = deployment::replicas(e, observed.and_then(|d| d.spec.replicas));
-                let deployment = deployment::build(name, e, &served, replicas, rollers);
+                let deployment = deployment::build(
+                    name,
+                    e,
+                    &served,
+                    replicas,
+                    rollers,
+                    &options.reload_agent_image,
+                );
                 Child::Deployment(Box::new(deployment))
             }
             ChildKind::Service => Child::Service(Box::new(service::build(name, e, &served))),

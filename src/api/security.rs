@@ -42,6 +42,22 @@ pub struct SecuritySpec {
     /// NetworkPolicy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network_policy: Option<NetworkPolicySpec>,
+    /// How a changed SASL or TLS Secret reaches running pods: `Reload` (a reload-agent sidecar
+    /// reloads the certificate, key and password file in place; the cache stays) or
+    /// `RollingRestart` (the pods roll, the cache is emptied).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "Reload"))]
+    pub secret_rotation: Option<SecretRotation>,
+}
+
+/// How Secret changes reach running pods.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum SecretRotation {
+    /// Reload in place (memcached `refresh_certs`, SIGHUP for the auth file).
+    #[default]
+    Reload,
+    /// Roll the pods (the secret-hash pod annotation covers every key of the Secrets).
+    RollingRestart,
 }
 
 /// Reference to a Secret in the Memcached's namespace.
@@ -82,7 +98,8 @@ pub struct SaslSpec {
 }]))]
 #[serde(rename_all = "camelCase")]
 pub struct TlsSpec {
-    /// Turn TLS on (port 11212).
+    /// Turn TLS on: TLS on 11211 and 11212 (plaintext only on the pod's loopback), or with
+    /// `allowPlaintext` plaintext on 11211 and TLS on 11212.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
     /// Secret with the keys `tls.crt`, `tls.key` and (for client certificates) `ca.crt`.
@@ -91,6 +108,11 @@ pub struct TlsSpec {
     /// Require client certificates signed by `ca.crt` (mutual TLS).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enable_client_cert: Option<bool>,
+    /// Keep a plaintext port (11211) reachable from outside the pod besides TLS on 11212 (for a
+    /// migration); by default no plaintext port is reachable from outside the pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = false))]
+    pub allow_plaintext: Option<bool>,
 }
 
 /// NetworkPolicy settings.
@@ -113,6 +135,8 @@ pub struct Tls<'a> {
     pub secret_name: &'a str,
     /// Require client certificates.
     pub client_cert: bool,
+    /// Plaintext 11211 reachable from outside the pod.
+    pub allow_plaintext: bool,
 }
 
 /// The security settings with every default applied.
@@ -128,6 +152,8 @@ pub struct Security<'a> {
     pub tls: Option<Tls<'a>>,
     /// NetworkPolicy peers when enabled (`Some(&[])` = every source).
     pub network_policy: Option<&'a [NetworkPolicyPeer]>,
+    /// How Secret changes reach running pods.
+    pub secret_rotation: SecretRotation,
 }
 
 fn secret_name(secret: Option<&SecretRef>) -> &str {
@@ -154,9 +180,18 @@ impl<'a> Security<'a> {
             tls: tls.map(|t| Tls {
                 secret_name: secret_name(t.certificate_secret_ref.as_ref()),
                 client_cert: t.enable_client_cert == Some(true),
+                allow_plaintext: t.allow_plaintext == Some(true),
             }),
             network_policy: network_policy.map(|n| n.allowed_sources.as_deref().unwrap_or(&[])),
+            secret_rotation: s.secret_rotation.unwrap_or_default(),
         }
+    }
+
+    /// Whether a reload-agent sidecar reloads Secret changes in place.
+    #[must_use]
+    pub fn reloads(&self) -> bool {
+        self.secret_rotation == SecretRotation::Reload
+            && (self.sasl_secret.is_some() || self.tls.is_some())
     }
 
     /// Names of the Secrets of the enabled SASL and TLS blocks, de-duplicated and sorted.

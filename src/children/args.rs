@@ -2,7 +2,7 @@
 
 use crate::api::effective::Effective;
 
-use super::ports::{MEMCACHED, MEMCACHED_TLS};
+use super::ports::{LOOPBACK_PLAINTEXT, MEMCACHED, MEMCACHED_TLS};
 use super::{SASL_MOUNT_PATH, TLS_MOUNT_PATH};
 
 /// The address every listener binds to: memcached's own "any address", dual stack (`0.0.0.0` is
@@ -47,14 +47,26 @@ pub fn memcached(e: &Effective<'_>) -> Vec<String> {
                 "ssl_verify_mode=2".to_owned(),
             ]);
         }
-        // With -Z every listener speaks TLS unless prefixed `notls:`; keep 11211 plaintext for
-        // probes, the exporter and in-cluster clients, and really listen on 11212 for TLS.
-        args.extend([
-            "-l".to_owned(),
-            format!("notls:{LISTEN_ADDRESS}:{}", MEMCACHED.number),
-            "-l".to_owned(),
-            format!("{LISTEN_ADDRESS}:{}", MEMCACHED_TLS.number),
-        ]);
+        // With -Z every listener speaks TLS unless prefixed `notls:`. By default TLS on 11211
+        // (the reference operator's clients) and 11212 (this hook's earlier layout), plaintext
+        // only on the pod's loopback; with allowPlaintext, plaintext 11211 and TLS 11212.
+        if tls.allow_plaintext {
+            args.extend([
+                "-l".to_owned(),
+                format!("notls:{LISTEN_ADDRESS}:{}", MEMCACHED.number),
+                "-l".to_owned(),
+                format!("{LISTEN_ADDRESS}:{}", MEMCACHED_TLS.number),
+            ]);
+        } else {
+            args.extend([
+                "-l".to_owned(),
+                format!("{LISTEN_ADDRESS}:{}", MEMCACHED.number),
+                "-l".to_owned(),
+                format!("{LISTEN_ADDRESS}:{}", MEMCACHED_TLS.number),
+                "-l".to_owned(),
+                format!("notls:127.0.0.1:{LOOPBACK_PLAINTEXT}"),
+            ]);
+        }
     }
     args.extend(e.memcached.extra_args.iter().cloned());
     args

@@ -15,7 +15,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::ports::{self, Port, Server};
-use super::{SASL_MOUNT_PATH, TLS_MOUNT_PATH, args, labels};
+use super::{SASL_MOUNT_PATH, TLS_MOUNT_PATH, args, labels, reload_agent};
 use crate::api::effective::Effective;
 use crate::api::monitoring::Monitoring;
 use crate::api::{AntiAffinityPreset, quantity};
@@ -221,6 +221,13 @@ fn exporter_container(e: &Effective<'_>, m: &Monitoring<'_>, served: &[Port]) ->
     Container {
         name: "exporter".to_owned(),
         image: Some(m.exporter_image.to_owned()),
+        // With TLS locking 11211, the exporter reads memcached's loopback plaintext listener.
+        args: ports::tls_only(e).then(|| {
+            vec![format!(
+                "--memcached.address=127.0.0.1:{}",
+                ports::LOOPBACK_PLAINTEXT
+            )]
+        }),
         ports: Some(container_ports(served, Server::Exporter)),
         resources: resources(m.exporter_resources),
         security_context: e.security.container_security_context.cloned(),
@@ -228,8 +235,9 @@ fn exporter_container(e: &Effective<'_>, m: &Monitoring<'_>, served: &[Port]) ->
     }
 }
 
-/// The desired Deployment named `name`: its containers listen on the `served` ports, and its
-/// pod template carries the annotations of `rollers`.
+/// The desired Deployment named `name`: its containers listen on the `served` ports, its pod
+/// template carries the annotations of `rollers`, and under `secretRotation: Reload` the
+/// reload agent runs from `reload_agent_image`.
 #[must_use]
 pub fn build(
     name: &str,
@@ -237,9 +245,13 @@ pub fn build(
     served: &[Port],
     replicas: Option<i32>,
     rollers: Rollers<'_>,
+    reload_agent_image: &str,
 ) -> Deployment {
     let pod_labels = labels::with_version(name, e.image);
     let (volumes, mounts) = volumes_and_mounts(e);
+    let reloads = e.security.reloads();
+    let init_containers =
+        reloads.then(|| vec![reload_agent::container(e, reload_agent_image, &mounts)]);
     let mut containers = vec![memcached_container(e, served, mounts)];
     if let Some(m) = &e.monitoring {
         containers.push(exporter_container(e, m, served));
@@ -279,6 +291,10 @@ pub fn build(
                     security_context: e.security.pod_security_context.cloned(),
                     // memcached and the exporter never call the Kubernetes API.
                     automount_service_account_token: Some(false),
+                    // The agent sends SIGHUP to memcached for a new auth file.
+                    share_process_namespace: (reloads && e.security.sasl_secret.is_some())
+                        .then_some(true),
+                    init_containers,
                     containers,
                     volumes: (!volumes.is_empty()).then_some(volumes),
                     ..PodSpec::default()

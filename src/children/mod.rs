@@ -11,6 +11,7 @@ pub mod labels;
 pub mod network_policy;
 pub mod pdb;
 pub mod ports;
+pub mod reload_agent;
 pub mod service;
 pub mod service_monitor;
 

@@ -23,7 +23,9 @@ pub struct Port {
     pub server: Server,
 }
 
-/// The plaintext memcached listener (also what probes and the exporter use).
+/// The main memcached listener: TLS when TLS is on without `allowPlaintext` (what the reference
+/// operator's TLS clients use), plaintext otherwise. Probes connect to it (a TCP connect works
+/// on a TLS listener too).
 pub const MEMCACHED: Port = Port {
     name: "memcached",
     number: 11211,
@@ -41,6 +43,37 @@ pub const METRICS: Port = Port {
     number: 9150,
     server: Server::Exporter,
 };
+
+/// memcached's plaintext listener on the pod's loopback (`127.0.0.1` only) when TLS is on without
+/// `allowPlaintext`: for the exporter and the reload agent. It cannot share 11211 with the
+/// wildcard TLS listener (memcached then binds the wildcard for IPv6 only), and is not a
+/// container port: nothing outside the pod can reach it.
+pub const LOOPBACK_PLAINTEXT: i32 = 11213;
+
+/// Whether every memcached port reachable from outside the pod speaks TLS.
+#[must_use]
+pub fn tls_only(e: &Effective<'_>) -> bool {
+    e.security.tls.is_some_and(|t| !t.allow_plaintext)
+}
+
+/// The plaintext port processes inside the pod use (on 127.0.0.1).
+#[must_use]
+pub fn in_pod_plaintext(e: &Effective<'_>) -> i32 {
+    if tls_only(e) {
+        LOOPBACK_PLAINTEXT
+    } else {
+        MEMCACHED.number
+    }
+}
+
+/// The port `status.serverList` names: the TLS port clients must use when TLS is on.
+#[must_use]
+pub fn for_clients(e: &Effective<'_>) -> i32 {
+    match e.security.tls {
+        Some(t) if t.allow_plaintext => MEMCACHED_TLS.number,
+        _ => MEMCACHED.number,
+    }
+}
 
 /// Every port the pods of `e` serve, in the order children list them.
 #[must_use]

@@ -67,9 +67,17 @@ fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
 /// BLAKE3 hashes it several times faster while staying collision resistant (BENCHMARKS.md).
 #[must_use]
 pub fn etag(body: &[u8]) -> String {
+    etag_with(body, &crate::Options::default())
+}
+
+/// [`etag`] of an answer built with `options` (another reload-agent image is another answer).
+#[must_use]
+pub fn etag_with(body: &[u8], options: &crate::Options) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = blake3::Hasher::new()
         .update(BUILD_ID.as_bytes())
+        .update(&[0])
+        .update(options.reload_agent_image.as_bytes())
         .update(&[0])
         .update(body)
         .finalize();
@@ -121,13 +129,14 @@ struct Outcome {
 }
 
 fn sync_inner(
+    options: &crate::Options,
     headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
     outcome: &mut Outcome,
 ) -> Result<Response, ApiError> {
     check_content_type(headers)?;
     let body = read_body(body)?;
-    let etag = etag(&body);
+    let etag = etag_with(&body, options);
     let etag_header = HeaderValue::from_str(&etag).map_err(|_| {
         ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -151,7 +160,7 @@ fn sync_inner(
         meta.namespace.clone().unwrap_or_default(),
         meta.name.clone(),
     ));
-    let response = crate::sync(&request, Timestamp::now())?;
+    let response = crate::sync_with(&request, Timestamp::now(), options)?;
     outcome.children = response.children.len();
     let kept = response
         .children
@@ -168,13 +177,17 @@ fn sync_inner(
 }
 
 /// `POST /sync`.
-pub async fn sync(headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> Response {
+pub async fn sync(
+    axum::extract::State(options): axum::extract::State<std::sync::Arc<crate::Options>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
     let started = Instant::now();
     let mut outcome = Outcome {
         parent: None,
         children: 0,
     };
-    let result = sync_inner(&headers, body, &mut outcome);
+    let result = sync_inner(&options, &headers, body, &mut outcome);
     let (namespace, name) = outcome.parent.unwrap_or_default();
     let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
     match result {

@@ -68,6 +68,8 @@ pub struct Config {
     /// The registry `GET /metrics` reports: shared by [`router`] (requests) and [`serve`]
     /// (open connections). Clones of a `Config` share it.
     pub metrics: Arc<Metrics>,
+    /// How children are built (the reload agent's image).
+    pub options: Arc<crate::Options>,
 }
 
 impl Default for Config {
@@ -78,6 +80,7 @@ impl Default for Config {
             auth: None,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             metrics: Arc::new(Metrics::default()),
+            options: Arc::default(),
         }
     }
 }
@@ -85,7 +88,10 @@ impl Default for Config {
 /// The router with every route and layer.
 pub fn router(config: &Config) -> Router {
     let hooks = Router::new()
-        .route("/sync", post(handlers::sync))
+        .route(
+            "/sync",
+            post(handlers::sync).with_state(Arc::clone(&config.options)),
+        )
         .route("/customize", post(handlers::customize));
     // Probes stay open; only the hook endpoints need credentials when configured.
     let hooks = match &config.auth {

@@ -168,9 +168,11 @@ fn tls_and_mtls() {
             "-o",
             "ssl_key=/etc/memcached/tls/tls.key",
             "-l",
-            "notls:*:11211",
+            "*:11211",
             "-l",
-            "*:11212"
+            "*:11212",
+            "-l",
+            "notls:127.0.0.1:11213"
         ])
     );
     assert_eq!(
@@ -179,7 +181,7 @@ fn tls_and_mtls() {
     );
     assert_eq!(
         c["readinessProbe"]["tcpSocket"]["port"], "memcached",
-        "probes stay on the plaintext port"
+        "probes connect to the main port (a TCP connect works on the TLS listener)"
     );
     assert_eq!(
         must(&r, "Service")["spec"]["ports"][1],
@@ -207,9 +209,11 @@ fn tls_and_mtls() {
             "-o",
             "ssl_verify_mode=2",
             "-l",
-            "notls:*:11211",
+            "*:11211",
             "-l",
-            "*:11212"
+            "*:11212",
+            "-l",
+            "notls:127.0.0.1:11213"
         ]
     );
 }
@@ -246,9 +250,11 @@ fn kitchen_sink_argument_order() {
             "-o",
             "ssl_verify_mode=2",
             "-l",
-            "notls:*:11211",
+            "*:11211",
             "-l",
             "*:11212",
+            "-l",
+            "notls:127.0.0.1:11213",
             "--max-reqs-per-event",
             "20"
         ])
@@ -269,9 +275,9 @@ fn kitchen_sink_argument_order() {
 #[test]
 fn secret_hash_and_missing_secrets() {
     let secret = |name: &str, data: Value| json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": "default"}, "data": data});
-    let mut request = request_json(
-        json!({"security": {"sasl": {"enabled": true, "credentialsSecretRef": {"name": "sasl-secret"}}}}),
-    );
+    // RollingRestart: the reference's hash of every key (its test vector).
+    let mut request = request_json(json!({"security": {"secretRotation": "RollingRestart",
+                            "sasl": {"enabled": true, "credentialsSecretRef": {"name": "sasl-secret"}}}}));
     request["related"] = json!({"Secret.v1": {"sasl-secret": secret("sasl-secret", json!({"password-file": "cHc="}))}});
     let r = sync_value(&request);
     assert_eq!(
@@ -406,4 +412,177 @@ fn pdb_blocking_under_autoscaling_uses_min_replicas() {
             .unwrap_or_default()
             .contains("at 2 replicas")
     );
+}
+
+/// Issue 15: TLS without `allowPlaintext` leaves no plaintext port reachable from outside the
+/// pod; `allowPlaintext: true` is the dual-port layout.
+#[test]
+fn tls_only_by_default_and_allow_plaintext() {
+    let spec = |allow: Option<bool>| {
+        let mut tls = json!({"enabled": true, "certificateSecretRef": {"name": "certs"}});
+        if let Some(a) = allow {
+            tls["allowPlaintext"] = json!(a);
+        }
+        json!({"monitoring": {"enabled": true},
+               "security": {"tls": tls, "networkPolicy": {"enabled": true}}})
+    };
+    let locked = render(spec(None));
+    assert_eq!(render(spec(Some(false))), locked, "false is the default");
+    let args = container(&locked)["args"].as_array().expect("args").clone();
+    assert_eq!(
+        args[args.len() - 6..],
+        [
+            json!("-l"),
+            json!("*:11211"),
+            json!("-l"),
+            json!("*:11212"),
+            json!("-l"),
+            json!("notls:127.0.0.1:11213")
+        ]
+    );
+    // The loopback listener is no container, Service or NetworkPolicy port.
+    let numbers = |v: &Value| -> Vec<i64> {
+        v.as_array()
+            .expect("ports")
+            .iter()
+            .filter_map(|p| p["containerPort"].as_i64().or(p["port"].as_i64()))
+            .collect()
+    };
+    assert_eq!(numbers(&container(&locked)["ports"]), [11211, 11212]);
+    assert_eq!(
+        numbers(&must(&locked, "Service")["spec"]["ports"]),
+        [11211, 11212, 9150]
+    );
+    assert_eq!(
+        numbers(&must(&locked, "NetworkPolicy")["spec"]["ingress"][0]["ports"]),
+        [11211, 11212, 9150]
+    );
+    assert_eq!(
+        pod(&locked)["containers"][1]["args"],
+        json!(["--memcached.address=127.0.0.1:11213"]),
+        "the exporter reads the loopback listener"
+    );
+    let open = render(spec(Some(true)));
+    let args = container(&open)["args"].as_array().expect("args").clone();
+    assert_eq!(
+        args[args.len() - 4..],
+        [
+            json!("-l"),
+            json!("notls:*:11211"),
+            json!("-l"),
+            json!("*:11212")
+        ]
+    );
+    assert!(pod(&open)["containers"][1].get("args").is_none());
+}
+
+#[test]
+fn server_list_names_the_tls_port_clients_use() {
+    let ready = |spec: Value| {
+        let mut request = request_json(spec);
+        request["children"] = json!({"Deployment.apps/v1": {"my-cache": {
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "my-cache", "namespace": "default"},
+            "spec": {"replicas": 1},
+            "status": {"replicas": 1, "readyReplicas": 1, "updatedReplicas": 1, "availableReplicas": 1}}}});
+        sync_value(&request)["status"]["serverList"].clone()
+    };
+    let tls = |allow: bool| {
+        json!({"security": {"tls": {"enabled": true, "allowPlaintext": allow,
+                                                      "certificateSecretRef": {"name": "c"}}}})
+    };
+    assert_eq!(ready(json!({})), json!(["my-cache.default:11211"]));
+    assert_eq!(ready(tls(false)), json!(["my-cache.default:11211"]));
+    assert_eq!(ready(tls(true)), json!(["my-cache.default:11212"]));
+}
+
+/// Issue 15: under `secretRotation: Reload` (the default) a reload-agent native sidecar from the
+/// hook's image watches the mounted Secrets; with SASL it shares memcached's process namespace.
+#[test]
+fn reload_agent_sidecar() {
+    let r = render(json!({"security": {
+        "sasl": {"enabled": true, "credentialsSecretRef": {"name": "s"}},
+        "tls": {"enabled": true, "enableClientCert": true, "certificateSecretRef": {"name": "t"}}}}));
+    let p = pod(&r);
+    assert_eq!(p["shareProcessNamespace"], true);
+    let agent = &p["initContainers"][0];
+    assert_eq!(agent["name"], "reload-agent");
+    assert_eq!(agent["restartPolicy"], "Always");
+    assert_eq!(
+        agent["image"],
+        concat!("ghcr.io/c5c3/memcached-hook:", env!("CARGO_PKG_VERSION"))
+    );
+    assert_eq!(agent["command"], json!(["/memcached-hook"]));
+    assert_eq!(
+        agent["args"],
+        json!([
+            "reload-agent",
+            "--tls-cert",
+            "/etc/memcached/tls/tls.crt",
+            "--tls-key",
+            "/etc/memcached/tls/tls.key",
+            "--tls-ca",
+            "/etc/memcached/tls/ca.crt",
+            "--auth-file",
+            "/etc/memcached/sasl/password-file",
+            "--admin-addr",
+            "127.0.0.1:11213"
+        ])
+    );
+    assert_eq!(agent["volumeMounts"], container(&r)["volumeMounts"]);
+    assert_eq!(agent["securityContext"], json!({"runAsUser": 11211}));
+    // TLS only: no signal, no shared process namespace, the user's context as it is.
+    let tls = render(
+        json!({"security": {"containerSecurityContext": {"runAsNonRoot": true},
+        "tls": {"enabled": true, "allowPlaintext": true, "certificateSecretRef": {"name": "t"}}}}),
+    );
+    assert!(pod(&tls).get("shareProcessNamespace").is_none());
+    let agent = &pod(&tls)["initContainers"][0];
+    assert_eq!(agent["securityContext"], json!({"runAsNonRoot": true}));
+    assert_eq!(
+        agent["args"],
+        json!([
+            "reload-agent",
+            "--tls-cert",
+            "/etc/memcached/tls/tls.crt",
+            "--tls-key",
+            "/etc/memcached/tls/tls.key",
+            "--admin-addr",
+            "127.0.0.1:11211"
+        ])
+    );
+    // RollingRestart, or nothing to rotate: no agent.
+    for spec in [
+        json!({"security": {"secretRotation": "RollingRestart",
+                            "sasl": {"enabled": true, "credentialsSecretRef": {"name": "s"}}}}),
+        json!({"security": {"secretRotation": "Reload"}}),
+    ] {
+        let r = render(spec);
+        assert!(pod(&r).get("initContainers").is_none());
+        assert!(pod(&r).get("shareProcessNamespace").is_none());
+    }
+}
+
+/// Under Reload the secret hash ignores the content the agent reloads (certificate, key, password
+/// file) but not `ca.crt` with client certificates (memcached never drops a reloaded-away CA),
+/// nor a mounted key appearing or going.
+#[test]
+fn reload_hash_covers_only_what_a_reload_cannot_apply() {
+    let secret = |name: &str, data: Value| json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": "default"}, "data": data});
+    let hash = |rotation: &str, data: Value| {
+        let mut request = request_json(json!({"security": {"secretRotation": rotation,
+            "tls": {"enabled": true, "enableClientCert": true, "certificateSecretRef": {"name": "t"}}}}));
+        request["related"] = json!({"Secret.v1": {"t": secret("t", data)}});
+        must(&sync_value(&request), "Deployment")["spec"]["template"]["metadata"]["annotations"]
+            ["memcached.c5c3.io/secret-hash"]
+            .clone()
+    };
+    let v1 = json!({"tls.crt": "YQ==", "tls.key": "Yg==", "ca.crt": "Yw==", "other": "eA=="});
+    let renewed = json!({"tls.crt": "YTI=", "tls.key": "YjI=", "ca.crt": "Yw==", "other": "eTI="});
+    let new_ca = json!({"tls.crt": "YQ==", "tls.key": "Yg==", "ca.crt": "YzI=", "other": "eA=="});
+    let no_key = json!({"tls.crt": "YQ==", "ca.crt": "Yw=="});
+    assert_eq!(hash("Reload", v1.clone()), hash("Reload", renewed.clone()));
+    assert_ne!(hash("Reload", v1.clone()), hash("Reload", new_ca));
+    assert_ne!(hash("Reload", v1.clone()), hash("Reload", no_key));
+    assert_ne!(hash("RollingRestart", v1), hash("RollingRestart", renewed));
 }
