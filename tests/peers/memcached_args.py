@@ -34,6 +34,7 @@ import time
 import yaml
 
 MIB = 1024 * 1024
+LOOPBACK_PLAIN = 11213    # memcached's plaintext listener on 127.0.0.1 when TLS is on without allowPlaintext
 DEFAULTS = {"maxMemoryMB": 64, "maxConnections": 1024, "threads": 4, "maxItemSize": "1m"}
 SASL_USER = "peeruser"
 SASL_PASSWORD = "peer-Secret-pw"
@@ -125,6 +126,8 @@ def intent_of(cr):
     want["sasl"] = bool(dig(sec, "sasl", "enabled"))
     want["tls"] = bool(dig(sec, "tls", "enabled"))
     want["mtls"] = want["tls"] and bool(dig(sec, "tls", "enableClientCert"))
+    # issue 15: without allowPlaintext, 11211 speaks TLS and plaintext is only on 127.0.0.1:11213
+    want["tls_only"] = want["tls"] and not dig(sec, "tls", "allowPlaintext")
     want["monitoring"] = bool(dig(spec, "monitoring", "enabled"))
     want["sasl_secret"] = dig(sec, "sasl", "credentialsSecretRef", "name", default="")
     want["tls_secret"] = dig(sec, "tls", "certificateSecretRef", "name", default="")
@@ -625,9 +628,13 @@ def run_case(R, name, cr, children, expected, opts, pki_dir, secret_data):
     ck("ports-declared", plain_port == 11211 and (tls_port == 11212 if want["tls"] else tls_port is None),
        f"{ports}")
     probe = {dig(c0, "readinessProbe", "tcpSocket", "port"), dig(c0, "livenessProbe", "tcpSocket", "port")}
-    ck("probes-use-plaintext-port", probe <= {"memcached", plain_port}, f"probe ports {probe}")
+    ck("probes-use-port-11211", probe <= {"memcached", plain_port}, f"probe ports {probe}")
     if plain_port is None:
         return
+    main_tls = None
+    if want["tls_only"]:
+        # 11211 is a TLS port like 11212; plaintext is the loopback listener, not a container port
+        main_tls, plain_port = plain_port, LOOPBACK_PLAIN
 
     workdir = tempfile.mkdtemp(prefix=f"{name}-", dir=opts.workdir)
     os.chmod(workdir, 0o755)
@@ -639,14 +646,15 @@ def run_case(R, name, cr, children, expected, opts, pki_dir, secret_data):
 
     hosts = ["127.0.0.1"]
     if opts.netns:
-        plain, tlsp = plain_port, tls_port
-        if ipv6_loopback():
+        plain, tlsp, main_tlsp = plain_port, tls_port, main_tls
+        if ipv6_loopback() and not want["tls_only"]:  # the loopback listener is 127.0.0.1 only
             hosts.append("::1")
     else:
         portmap = {}
         run_args = rewrite_listeners(run_args, portmap)
         plain = portmap.get(plain_port) or portmap.setdefault(plain_port, free_port())
         tlsp = portmap.get(tls_port) if tls_port else None
+        main_tlsp = portmap.get(main_tls) if main_tls else None
     if opts.break_mode:
         run_args = apply_break(run_args, opts.break_mode)
     print(f"      memcached {' '.join(run_args)}", flush=True)
@@ -670,6 +678,11 @@ def run_case(R, name, cr, children, expected, opts, pki_dir, secret_data):
             if tlsp is not None:
                 ck("tls-port-refuses-plaintext", *rejected("127.0.0.1", tlsp, auth=auth))
             ck("plaintext-port-is-not-tls", *rejected("127.0.0.1", plain, tls_context(pki_dir, client)))
+            if want["tls_only"]:
+                ck("port-11211-serves-tls", main_tlsp is not None
+                   and set_get("127.0.0.1", main_tlsp, tls_context(pki_dir, client), auth=auth)[0], f"{main_tlsp}")
+                if main_tlsp is not None:
+                    ck("port-11211-refuses-plaintext", *rejected("127.0.0.1", main_tlsp, auth=auth))
             if tlsp is not None and want["mtls"]:
                 ck("mtls-rejects-no-client-cert", *rejected("127.0.0.1", tlsp, tls_context(pki_dir), auth=auth))
                 ck("mtls-rejects-no-client-cert-tls1.2",
@@ -763,10 +776,15 @@ def check_settings(ck, want, port, mapping):
 def check_exporter(ck, R, want, deploy, plain_port, plain, opts, workdir, name, hosts):
     containers = dig(deploy, "spec", "template", "spec", "containers", default=[])
     exp = containers[1] if len(containers) > 1 else {}
-    ck("exporter-sidecar", exp.get("name") == "exporter" and not exp.get("args") and not exp.get("command"),
+    want_args = [f"--memcached.address=127.0.0.1:{LOOPBACK_PLAIN}"] if want["tls_only"] else None
+    ck("exporter-sidecar", exp.get("name") == "exporter" and exp.get("args") == want_args
+       and not exp.get("command"),
        f"containers: {[c.get('name') for c in containers]}, exporter args {exp.get('args')}")
-    # the sidecar has no arguments, so it scrapes its default localhost:11211 in plaintext without SASL
-    if opts.netns:
+    # without TLS-only the sidecar has no arguments, so it scrapes its default localhost:11211 in plaintext
+    # without SASL; with it, 127.0.0.1:11213 (the loopback listener)
+    if want["tls_only"]:
+        scrapes = [("127.0.0.1", *_stats_ok("127.0.0.1", plain))]
+    elif opts.netns:
         scrapes = scrape_like_exporter(plain_port, hosts)
     else:
         scrapes = [(h, *r) for h, r in (("127.0.0.1", _stats_ok("127.0.0.1", plain)),)]

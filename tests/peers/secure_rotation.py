@@ -10,8 +10,9 @@ volumes are directories laid out the way kubelet writes them (`..data` -> timest
 key), and rotated the way kubelet does it (a new timestamped dir, then one rename of `..data`).
 
 Cases come from the Deployment `memcached-hook render` prints for tests/peers/secure/NAME.yaml
-(--rendered-dir): the memcached container's args, the reload agent sidecar's args, the mount paths. Without a
-rendering (--hand-written) the command lines written in HAND_WRITTEN below are used.
+(--rendered-dir): the memcached container's args and the reload agent sidecar's args (mount paths rewritten to
+the volumes the driver lays out). They must equal the command lines written by hand in HAND_WRITTEN below
+(from the decisions in docs/behaviour.md); without --rendered-dir those are run directly.
 
 Checks (one line each, then `secure: N passed, M failed`):
 - from the client namespace (outside the pod's loopback): plaintext set/get fails on every port unless the
@@ -485,10 +486,36 @@ def run_case(R, net, name, case, pki, read, workdir, hook):
         pod.stop()
 
 
+def from_rendering(R, name, path, hand):
+    """The case as the hook rendered tests/peers/secure/NAME.yaml; the hand-written lines are what it must be."""
+    import yaml  # only in this mode: the rendering is YAML
+
+    with open(path) as f:
+        docs = [d for d in yaml.safe_load_all(f) if d]
+    deploy = next((d for d in docs if d.get("kind") == "Deployment"), {})
+    pod = deploy.get("spec", {}).get("template", {}).get("spec", {})
+    mc = next((c for c in pod.get("containers", []) if c.get("name") == "memcached"), {})
+    agent = next((c for c in pod.get("initContainers") or [] if c.get("name") == "reload-agent"), None)
+    case = dict(hand)
+    case["memcached"] = mc.get("args") or []
+    case["agent"] = agent.get("args") if agent else None
+    R.check(name, "rendered memcached args are the expected ones", case["memcached"] == hand["memcached"],
+            f"rendered {case['memcached']}")
+    R.check(name, "rendered reload agent is the expected one", case["agent"] == hand["agent"]
+            and (agent is None or (agent.get("restartPolicy") == "Always" and agent.get("command") == ["/memcached-hook"]
+                                   and agent.get("volumeMounts") == mc.get("volumeMounts"))),
+            f"rendered {agent}")
+    wants_shared = bool(hand["agent"]) and hand.get("sasl", False)
+    R.check(name, "shareProcessNamespace only where the agent signals memcached",
+            bool(pod.get("shareProcessNamespace")) == wants_shared, pod.get("shareProcessNamespace"))
+    return case
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hook", required=True, help="the memcached-hook binary (its reload-agent subcommand)")
     ap.add_argument("--workdir", required=True)
+    ap.add_argument("--rendered-dir", help="NAME.yaml = `memcached-hook render tests/peers/secure/NAME.yaml`")
     ap.add_argument("--only", action="append", default=[])
     args = ap.parse_args()
     R = Results()
@@ -501,6 +528,11 @@ def main():
         for name, case in HAND_WRITTEN.items():
             if args.only and name not in args.only:
                 continue
+            if args.rendered_dir:
+                path = os.path.join(args.rendered_dir, f"{name}.yaml")
+                if not R.check(name, "rendered by the hook", os.path.exists(path), path):
+                    continue
+                case = from_rendering(R, name, path, case)
             case_dir = tempfile.mkdtemp(dir=args.workdir)
             os.chmod(case_dir, 0o755)
             run_case(R, net, name, case, pki, read, case_dir, args.hook)
