@@ -21,6 +21,19 @@ pub const READY: &str = "Ready";
 pub const DISRUPTION_BUDGET_BLOCKING: &str = "DisruptionBudgetBlocking";
 /// Condition type `ChildResourcesMissing`.
 pub const CHILD_RESOURCES_MISSING: &str = "ChildResourcesMissing";
+/// Condition type: whether SASL/TLS Secret changes are reloaded in place (issue 15).
+pub const SECRET_RELOAD: &str = "SecretReload";
+
+/// The `SecretReload` condition, computed from the spec by the sync.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SecretReload {
+    /// Changes are reloaded in place.
+    pub reloads: bool,
+    /// The condition's reason.
+    pub reason: &'static str,
+    /// The condition's message.
+    pub message: String,
+}
 
 /// What a PDB as built allows (for `DisruptionBudgetBlocking`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,6 +77,8 @@ pub struct Inputs<'a> {
     pub keep_previous: bool,
     /// The port `serverList` names when not 11211 (TLS with `allowPlaintext`: 11212).
     pub client_port: Option<i32>,
+    /// With SASL or TLS on: how Secret changes reach the pods.
+    pub secret_rotation: Option<SecretReload>,
 }
 
 /// A computed condition before the merge.
@@ -218,6 +233,14 @@ fn computed(inputs: &Inputs<'_>) -> Vec<Computed> {
             )
         });
     }
+    if let Some(r) = &inputs.secret_rotation {
+        out.push(condition(
+            SECRET_RELOAD,
+            r.reloads,
+            r.reason,
+            r.message.clone(),
+        ));
+    }
     out.push(if inputs.missing_kinds.is_empty() {
         condition(CHILD_RESOURCES_MISSING, false, "AllDeclared", "Every child kind the spec needs is declared by the CompositeController".to_owned())
     } else {
@@ -251,6 +274,7 @@ fn merge(
         DEGRADED,
         READY,
         DISRUPTION_BUDGET_BLOCKING,
+        SECRET_RELOAD,
         CHILD_RESOURCES_MISSING,
     ];
     let mut out: Vec<Condition> = previous

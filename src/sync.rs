@@ -17,7 +17,7 @@ use crate::hook::{
     Child, CustomizeRequest, CustomizeResponse, Parent, ResourceRule, SyncRequest, SyncResponse,
 };
 use crate::secrets;
-use crate::status::{self, Inputs, PdbState};
+use crate::status::{self, Inputs, PdbState, SecretReload};
 
 pub use crate::children::deployment::RESTART_TRIGGER;
 
@@ -275,6 +275,43 @@ fn inputs<'a>(req: &'a SyncRequest, e: &Effective<'_>, outcome: Outcome) -> Inpu
         missing_kinds: outcome.missing_kinds,
         keep_previous: kept,
         client_port: Some(ports::for_clients(e)).filter(|p| *p != ports::MEMCACHED.number),
+        secret_rotation: if kept {
+            None
+        } else {
+            crate::children::reload_agent::rotation(e).map(|r| rotation_status(e, r))
+        },
+    }
+}
+
+/// The `SecretReload` condition: whether Secret changes reach the pods in place, and if not, why.
+fn rotation_status(e: &Effective<'_>, r: crate::children::reload_agent::Rotation) -> SecretReload {
+    use crate::children::reload_agent::Rotation;
+    match r {
+        Rotation::Reload => SecretReload {
+            reloads: true,
+            reason: "InPlace",
+            message: format!(
+                "Changes to the certificate, key and password file are reloaded in place by the reload-agent sidecar; {} rolls the pods",
+                if e.security.tls.is_some_and(|t| t.client_cert) {
+                    "a new ca.crt or a mounted key added to or removed from a Secret"
+                } else {
+                    "a mounted key added to or removed from a Secret"
+                }
+            ),
+        },
+        Rotation::RollingRestart => SecretReload {
+            reloads: false,
+            reason: "RollingRestart",
+            message: "spec.security.secretRotation is RollingRestart: every change to a referenced Secret rolls the pods".to_owned(),
+        },
+        Rotation::TooOld(needs) => SecretReload {
+            reloads: false,
+            reason: "MemcachedTooOld",
+            message: format!(
+                "Image {} runs a memcached older than {needs}, which reloading needs: every change to a referenced Secret rolls the pods",
+                e.image
+            ),
+        },
     }
 }
 
@@ -285,7 +322,7 @@ fn inputs<'a>(req: &'a SyncRequest, e: &Effective<'_>, outcome: Outcome) -> Inpu
 /// are not mounted do not count. `RollingRestart` covers every key, as the reference does.
 fn rotation_cover(e: &Effective<'_>, secret: &str, key: &str) -> secrets::Cover {
     use secrets::Cover;
-    if !e.security.reloads() {
+    if !crate::children::reload_agent::applies(e) {
         return Cover::Content;
     }
     if let Some(tls) = e.security.tls.filter(|t| t.secret_name == secret) {

@@ -249,7 +249,7 @@ pub fn build(
 ) -> Deployment {
     let pod_labels = labels::with_version(name, e.image);
     let (volumes, mounts) = volumes_and_mounts(e);
-    let reloads = e.security.reloads();
+    let reloads = reload_agent::applies(e);
     let init_containers =
         reloads.then(|| vec![reload_agent::container(e, reload_agent_image, &mounts)]);
     let mut containers = vec![memcached_container(e, served, mounts)];

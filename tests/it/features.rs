@@ -551,6 +551,25 @@ fn reload_agent_sidecar() {
             "127.0.0.1:11211"
         ])
     );
+    assert_eq!(condition(&r, "SecretReload")["reason"], "InPlace");
+    // A memcached too old for the reload: the pods roll, and the status says why.
+    let old = render(json!({"image": "memcached:1.5.12", "security": {
+        "sasl": {"enabled": true, "credentialsSecretRef": {"name": "s"}}}}));
+    assert!(pod(&old).get("initContainers").is_none());
+    let c = condition(&old, "SecretReload");
+    assert_eq!(
+        (c["status"].as_str(), c["reason"].as_str()),
+        (Some("False"), Some("MemcachedTooOld"))
+    );
+    assert!(child(&render(json!({})), "Deployment").is_some());
+    assert!(
+        render(json!({}))["status"]["conditions"]
+            .as_array()
+            .expect("conditions")
+            .iter()
+            .all(|c| c["type"] != "SecretReload"),
+        "no condition without SASL and TLS"
+    );
     // RollingRestart, or nothing to rotate: no agent.
     for spec in [
         json!({"security": {"secretRotation": "RollingRestart",
