@@ -236,15 +236,9 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
             max_connections = args.max_connections,
             "memcached-hook serving"
         );
-        server::serve(
-            listener,
-            server::router(&config),
-            tls,
-            server::shutdown_signal(),
-            &config,
-        )
-        .await
-        .context("serving")?;
+        server::serve(listener, tls, server::shutdown_signal(), &config)
+            .await
+            .context("serving")?;
         tracing::info!("memcached-hook stopped");
         Ok(())
     })
@@ -254,10 +248,9 @@ fn read(path: &Path) -> anyhow::Result<Vec<u8>> {
     std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))
 }
 
-/// Decodes a sync request, naming the file and the JSON path of any problem.
+/// Decodes a sync request as the server does, naming the file and the JSON path of any problem.
 fn decode_request(path: &Path, bytes: &[u8]) -> anyhow::Result<SyncRequest> {
-    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(&mut deserializer)
+    memcached_hook::hook::decode(bytes)
         .map_err(|e| anyhow!("{}: {}: {}", path.display(), e.path(), e.inner()))
 }
 

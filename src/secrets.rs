@@ -2,6 +2,8 @@
 //! `memcached.c5c3.io/secret-hash` pod annotation (spec.md Part 2 §b.10) and which are missing.
 
 use base64::Engine as _;
+use k8s_openapi::Resource as _;
+use k8s_openapi::api::core::v1::Secret;
 use sha2::{Digest, Sha256};
 
 use crate::hook::{Observed, RelatedObject};
@@ -20,8 +22,8 @@ fn find<'a>(
     name: &str,
 ) -> Option<Found<'a>> {
     let secret = related.iter().find(|o| {
-        o.kind == "Secret"
-            && o.api_version == "v1"
+        o.kind == Secret::KIND
+            && o.api_version == Secret::API_VERSION
             && o.metadata.name == name
             && o.metadata
                 .namespace
@@ -72,16 +74,7 @@ pub fn hash_and_missing(
             None => missing.push((*name).to_owned()),
         }
     }
-    let hash = hashed_any.then(|| {
-        hasher
-            .finalize()
-            .iter()
-            .fold(String::with_capacity(64), |mut out, b| {
-                use std::fmt::Write as _;
-                let _ = write!(out, "{b:02x}");
-                out
-            })
-    });
+    let hash = hashed_any.then(|| hex::encode(hasher.finalize()));
     (hash, missing)
 }
 

@@ -67,7 +67,6 @@ fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
 /// BLAKE3 hashes it several times faster while staying collision resistant (BENCHMARKS.md).
 #[must_use]
 pub fn etag(body: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = blake3::Hasher::new()
         .update(BUILD_ID.as_bytes())
         .update(&[0])
@@ -75,10 +74,7 @@ pub fn etag(body: &[u8]) -> String {
         .finalize();
     let mut out = String::with_capacity(73);
     out.push_str("\"blake3:");
-    for byte in digest.as_bytes() {
-        out.push(char::from(HEX[usize::from(byte >> 4)]));
-        out.push(char::from(HEX[usize::from(byte & 0x0f)]));
-    }
+    out.push_str(digest.to_hex().as_str());
     out.push('"');
     out
 }
