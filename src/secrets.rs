@@ -1,5 +1,5 @@
 //! Secrets behind SASL and TLS: which ones the customize hook asks Metacontroller for, the
-//! `memcached.c5c3.io/secret-hash` pod annotation (spec.md Part 2 §b.10) and which are missing.
+//! `memcached.c5c3.io/secret-hash` pod annotation and which are missing.
 
 use base64::Engine as _;
 use k8s_openapi::Resource as _;
@@ -88,12 +88,19 @@ mod tests {
             .map(|(name, data)| {
                 let data: serde_json::Map<String, serde_json::Value> = data
                     .iter()
-                    .map(|(k, v)| ((*k).to_owned(), base64::engine::general_purpose::STANDARD.encode(v).into()))
+                    .map(|(k, v)| {
+                        let encoded = base64::engine::general_purpose::STANDARD.encode(v);
+                        ((*k).to_owned(), encoded.into())
+                    })
                     .collect();
                 (
                     (*name).to_owned(),
-                    serde_json::json!({"apiVersion": "v1", "kind": "Secret",
-                                       "metadata": {"name": name, "namespace": "ns"}, "data": data}),
+                    serde_json::json!({
+                        "apiVersion": "v1",
+                        "kind": "Secret",
+                        "metadata": {"name": name, "namespace": "ns"},
+                        "data": data
+                    }),
                 )
             })
             .collect();

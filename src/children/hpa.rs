@@ -1,4 +1,4 @@
-//! The HorizontalPodAutoscaler (spec.md Part 2 §c.5).
+//! The HorizontalPodAutoscaler scaling the Deployment, with canonical quantities in its metrics.
 
 use k8s_openapi::api::autoscaling::v2::{
     CrossVersionObjectReference, HorizontalPodAutoscaler, HorizontalPodAutoscalerSpec, MetricSpec,

@@ -1,4 +1,4 @@
-//! The Prometheus Operator ServiceMonitor (spec.md Part 2 §c.4). Not a k8s-openapi type, so
+//! The Prometheus Operator ServiceMonitor scraping the exporter. Not a k8s-openapi type, so
 //! the few fields the hook writes are typed here.
 
 use std::collections::BTreeMap;

@@ -50,6 +50,20 @@ const CODES: [(u16, &str); 11] = [
 const BUCKETS: [f64; 12] = [
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 2.5, 10.0,
 ];
+/// Name and help of each metric (`prometheus-client` adds `_total` to counters).
+const REQUESTS: (&str, &str) = (
+    "memcached_hook_http_requests",
+    "HTTP requests by route and status code",
+);
+const LATENCY: (&str, &str) = (
+    "memcached_hook_http_request_duration_seconds",
+    "Time from request to response, by route",
+);
+const OUTCOMES: (&str, &str) = ("memcached_hook_sync_outcomes", "What /sync calls ended as");
+const OPEN: (&str, &str) = (
+    "memcached_hook_open_connections",
+    "Connections the server has open now",
+);
 /// The content type of the OpenMetrics text format.
 const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
@@ -130,22 +144,10 @@ impl Default for Metrics {
             }));
         }
         let mut registry = Registry::default();
-        let help = "HTTP requests by route and status code";
-        registry.register("memcached_hook_http_requests", help, requests.clone());
-        let help = "Time from request to response, by route";
-        registry.register(
-            "memcached_hook_http_request_duration_seconds",
-            help,
-            latency.clone(),
-        );
-        let help = "What /sync calls ended as";
-        registry.register("memcached_hook_sync_outcomes", help, outcomes.clone());
-        let help = "Connections the server has open now";
-        registry.register(
-            "memcached_hook_open_connections",
-            help,
-            open_connections.clone(),
-        );
+        registry.register(REQUESTS.0, REQUESTS.1, requests.clone());
+        registry.register(LATENCY.0, LATENCY.1, latency.clone());
+        registry.register(OUTCOMES.0, OUTCOMES.1, outcomes.clone());
+        registry.register(OPEN.0, OPEN.1, open_connections.clone());
         Self {
             registry,
             requests,
