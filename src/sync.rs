@@ -1,5 +1,7 @@
 //! `sync`: the one pure function behind `/sync`, `replay` and `render`.
 
+use k8s_openapi::Resource as _;
+use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -86,8 +88,8 @@ pub fn customize(req: &CustomizeRequest) -> Result<CustomizeResponse, SyncError>
         Vec::new()
     } else {
         vec![ResourceRule {
-            api_version: "v1",
-            resource: "secrets",
+            api_version: Secret::API_VERSION,
+            resource: Secret::URL_PATH_SEGMENT,
             namespace: req.parent.metadata.namespace.clone(),
             names: names.into_iter().map(str::to_owned).collect(),
         }]
@@ -252,9 +254,11 @@ pub fn sync_with(
 fn inputs<'a>(req: &'a SyncRequest, e: &Effective<'_>, outcome: Outcome) -> Inputs<'a> {
     let parent = &req.parent;
     let name = parent.metadata.name.as_str();
-    let observed = req
-        .children
-        .find(ChildKind::Deployment.api_version(), "Deployment", name);
+    let observed = req.children.find(
+        ChildKind::Deployment.api_version(),
+        ChildKind::Deployment.kind(),
+        name,
+    );
     // Kept children are judged against what they run, not against the rejected spec.
     let kept = outcome.invalid_spec.is_some();
     let spec_replicas = if kept {
@@ -348,12 +352,10 @@ fn desired(
     let parent = &req.parent;
     let name = parent.metadata.name.as_str();
     let namespace = parent.metadata.namespace.as_deref().unwrap_or_default();
-    let (hash, missing_secrets) = secrets::hash_and_missing_covering(
-        &e.security.secrets(),
-        &req.related,
-        namespace,
-        |secret, key| rotation_cover(e, secret, key),
-    );
+    let cover = |secret: &str, key: &str| rotation_cover(e, secret, key);
+    let secrets = e.security.secrets();
+    let (hash, missing_secrets) =
+        secrets::hash_and_missing_covering(&secrets, &req.related, namespace, cover);
     let served = ports::served(e);
     let mut outcome = Outcome {
         missing_secrets,
@@ -369,14 +371,9 @@ fn desired(
                 };
                 let observed = req.children.find(kind.api_version(), kind.kind(), name);
                 let replicas = deployment::replicas(e, observed.and_then(|d| d.spec.replicas));
-                let deployment = deployment::build(
-                    name,
-                    e,
-                    &served,
-                    replicas,
-                    rollers,
-                    &options.reload_agent_image,
-                );
+                let agent_image = &options.reload_agent_image;
+                let deployment =
+                    deployment::build(name, e, &served, replicas, rollers, agent_image);
                 Child::Deployment(Box::new(deployment))
             }
             ChildKind::Service => Child::Service(Box::new(service::build(name, e, &served))),

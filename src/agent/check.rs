@@ -11,16 +11,22 @@ const MAX_AUTH_ENTRIES: usize = 8;
 /// memcached reads a line in chunks of this many bytes (authfile.c `MAX_ENTRY_LEN`).
 const MAX_AUTH_LINE: usize = 255;
 
+/// Why new material is refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum CheckError {
+    /// The certificate chain does not parse or is empty.
     #[error("certificate chain: {0}")]
     Chain(String),
+    /// The private key does not parse.
     #[error("private key: {0}")]
     Key(String),
+    /// The key is not the certificate's.
     #[error("the private key does not belong to the certificate: {0}")]
     Mismatch(String),
+    /// The CA bundle does not parse or is empty.
     #[error("CA bundle: {0}")]
     Ca(String),
+    /// The auth file is not one memcached would load usefully.
     #[error("auth file: {0}")]
     Auth(String),
 }
@@ -28,7 +34,9 @@ pub enum CheckError {
 /// A user and password memcached's ASCII authentication accepts.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Credentials {
+    /// The user.
     pub user: String,
+    /// The password (never printed).
     pub password: String,
 }
 

@@ -13,27 +13,42 @@ const MAX_LINE: usize = 8192;
 /// Most `/proc` entries looked at when searching for memcached.
 const MAX_PROCESSES: usize = 65_536;
 
+/// Why memcached could not be told.
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
+    /// memcached does not listen (yet).
     #[error("connecting to {addr}: {source}")]
     Connect {
+        /// The admin address.
         addr: SocketAddr,
+        /// The error.
         source: std::io::Error,
     },
+    /// The connection failed midway.
     #[error("talking to memcached: {0}")]
     Io(#[from] std::io::Error),
+    /// The login was refused.
     #[error("memcached refused the agent's login ({0})")]
     Login(String),
+    /// memcached answered with an error.
     #[error("memcached answered {0:?}")]
     Refused(String),
+    /// No memcached process to signal.
     #[error(
         "no memcached process named {0:?} is visible (the pod needs shareProcessNamespace: true)"
     )]
     NoProcess(String),
+    /// More than one process by that name.
     #[error("{0} processes named {1:?}; not signalling any")]
     Ambiguous(usize, String),
+    /// The kernel refused the signal.
     #[error("signalling memcached (pid {pid}): {source} (the agent must run as memcached's user)")]
-    Signal { pid: i32, source: std::io::Error },
+    Signal {
+        /// memcached's pid.
+        pid: i32,
+        /// The error.
+        source: std::io::Error,
+    },
 }
 
 impl AdminError {
@@ -47,7 +62,9 @@ impl AdminError {
 /// memcached's loopback listener.
 #[derive(Debug, Clone, Copy)]
 pub struct Admin {
+    /// memcached's plaintext listener on 127.0.0.1.
     pub addr: SocketAddr,
+    /// Time allowed for connecting and for each reply.
     pub timeout: Duration,
 }
 

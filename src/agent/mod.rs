@@ -74,7 +74,9 @@ pub struct Args {
 /// What was reloaded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum What {
+    /// The TLS certificate and key.
     Tls,
+    /// The `-Y` auth file.
     Auth,
 }
 
@@ -373,6 +375,23 @@ fn reload_auth(
     }
 }
 
+/// `GET /metrics` (the reload counters) and `GET /healthz`.
+fn metrics_router(metrics: Arc<Metrics>) -> axum::Router {
+    let text = move || {
+        let m = Arc::clone(&metrics);
+        async move {
+            let content_type = (
+                axum::http::header::CONTENT_TYPE,
+                "text/plain; version=0.0.4",
+            );
+            ([content_type], m.render())
+        }
+    };
+    axum::Router::new()
+        .route("/metrics", axum::routing::get(text))
+        .route("/healthz", axum::routing::get(|| async { "ok" }))
+}
+
 /// Runs the agent until SIGTERM/SIGINT.
 ///
 /// # Errors
@@ -393,24 +412,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         let listener = tokio::net::TcpListener::bind(args.metrics_addr)
             .await
             .with_context(|| format!("listening on {}", args.metrics_addr))?;
-        let served = Arc::clone(&metrics);
-        let router = axum::Router::new()
-            .route(
-                "/metrics",
-                axum::routing::get(move || {
-                    let m = Arc::clone(&served);
-                    async move {
-                        (
-                            [(
-                                axum::http::header::CONTENT_TYPE,
-                                "text/plain; version=0.0.4",
-                            )],
-                            m.render(),
-                        )
-                    }
-                }),
-            )
-            .route("/healthz", axum::routing::get(|| async { "ok" }));
+        let router = metrics_router(Arc::clone(&metrics));
         tracing::info!(
             metrics = %args.metrics_addr,
             admin = %args.admin_addr,
@@ -535,8 +537,11 @@ mod tests {
             1,
             "a foreign key never reaches memcached"
         );
-        let (cert3, key3) = check::tests::pair("three");
-        volume.publish(&[("tls.crt", cert3.as_bytes()), ("tls.key", key3.as_bytes())]);
+        let (third_cert, third_key) = check::tests::pair("three");
+        volume.publish(&[
+            ("tls.crt", third_cert.as_bytes()),
+            ("tls.key", third_key.as_bytes()),
+        ]);
         agent.poll();
         assert_eq!(metrics.counts(What::Tls), (2, 1));
         assert_eq!(sent.load(Ordering::SeqCst), 2);

@@ -12,15 +12,24 @@ const ATTEMPTS: usize = 3;
 /// Largest file read; Secret data is at most 1 MiB.
 const MAX_FILE: u64 = 1 << 20;
 
+/// Why a group of files could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum WatchError {
+    /// A file could not be opened or read.
     #[error("{path}: {source}")]
     Read {
+        /// The file.
         path: String,
+        /// The error.
         source: std::io::Error,
     },
+    /// A file is larger than a Secret can be.
     #[error("{path}: larger than {MAX_FILE} bytes")]
-    TooLarge { path: String },
+    TooLarge {
+        /// The file.
+        path: String,
+    },
+    /// kubelet swapped the volume during every attempt.
     #[error("the files changed during each of {ATTEMPTS} reads")]
     Unstable,
 }
@@ -28,7 +37,9 @@ pub enum WatchError {
 /// The contents of a group of files at one moment, with a digest to compare moments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Snapshot {
+    /// The content of each file, in the group's order.
     pub contents: Vec<Vec<u8>>,
+    /// BLAKE3 of the contents (with their lengths).
     pub digest: [u8; 32],
 }
 
@@ -48,6 +59,7 @@ pub struct Group {
 }
 
 impl Group {
+    /// The group of `files`.
     #[must_use]
     pub fn new(files: Vec<PathBuf>) -> Self {
         let mut dirs: Vec<PathBuf> = files
@@ -59,6 +71,7 @@ impl Group {
         Self { files, dirs }
     }
 
+    /// The files of the group.
     #[must_use]
     pub fn files(&self) -> &[PathBuf] {
         &self.files

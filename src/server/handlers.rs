@@ -73,7 +73,6 @@ pub fn etag(body: &[u8]) -> String {
 /// [`etag`] of an answer built with `options` (another reload-agent image is another answer).
 #[must_use]
 pub fn etag_with(body: &[u8], options: &crate::Options) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = blake3::Hasher::new()
         .update(BUILD_ID.as_bytes())
         .update(&[0])
@@ -83,10 +82,7 @@ pub fn etag_with(body: &[u8], options: &crate::Options) -> String {
         .finalize();
     let mut out = String::with_capacity(73);
     out.push_str("\"blake3:");
-    for byte in digest.as_bytes() {
-        out.push(char::from(HEX[usize::from(byte >> 4)]));
-        out.push(char::from(HEX[usize::from(byte & 0x0f)]));
-    }
+    out.push_str(digest.to_hex().as_str());
     out.push('"');
     out
 }
@@ -193,12 +189,29 @@ pub async fn sync(
     match result {
         Ok(response) => {
             let code = response.status().as_u16();
-            tracing::info!(path = "/sync", %namespace, %name, code, children = outcome.children, latency_us = micros, "sync answered");
+            tracing::info!(
+                path = "/sync",
+                namespace = namespace.as_str(),
+                name = name.as_str(),
+                code,
+                children = outcome.children,
+                latency_us = micros,
+                "sync answered"
+            );
             response
         }
         Err(error) => {
             let code = error.status.as_u16();
-            tracing::warn!(path = "/sync", %namespace, %name, code, error = %error.error, field = error.field.as_deref().unwrap_or(""), latency_us = micros, "sync rejected");
+            tracing::warn!(
+                path = "/sync",
+                namespace = namespace.as_str(),
+                name = name.as_str(),
+                code,
+                error = error.error.as_str(),
+                field = error.field.as_deref().unwrap_or(""),
+                latency_us = micros,
+                "sync rejected"
+            );
             let mut answer = error.into_response();
             answer.extensions_mut().insert(SyncOutcome::Rejected);
             answer
@@ -216,7 +229,12 @@ pub async fn customize(headers: HeaderMap, body: Result<Bytes, BytesRejection>) 
         Ok::<_, ApiError>(json_response(StatusCode::OK, encode(&response)?))
     })();
     result.unwrap_or_else(|error| {
-        tracing::warn!(path = "/customize", code = error.status.as_u16(), error = %error.error, "customize rejected");
+        tracing::warn!(
+            path = "/customize",
+            code = error.status.as_u16(),
+            error = error.error.as_str(),
+            "customize rejected"
+        );
         error.into_response()
     })
 }
