@@ -7,7 +7,9 @@
 #              can be fetched)
 #   manifests  tests/manifests/check.sh (Dockerfile lint, kustomize build, schema validation, consistency)
 #   schema     tests/schema/check.sh (kubernetes-validate --strict on every rendered child, checkov)
-#   peers      tests/peers/run.sh (the rendered memcached command lines run by a real memcached)
+#   peers      tests/peers/run.sh (the rendered memcached command lines run by a real memcached; then
+#              secure_rotation.py: TLS-only pods and Secret rotation with the reload agent, in network
+#              namespaces it creates)
 #   e2e        tests/e2e/run.sh (CRD, CEL rules and children on a real kube-apiserver built from Go modules)
 #   load       tests/load/run.sh (sustained load, SIGTERM mid-load, slow clients; loopback only)
 #   fuzz       tests/fuzz/smoke.sh (cargo-fuzz on stable, decode + sync, 200k executions or 60 s)

@@ -474,14 +474,17 @@ fn security() -> BoxedStrategy<Value> {
         field(any::<bool>().prop_map(Value::from)),
         field(secret_ref()),
         field(any::<bool>().prop_map(Value::from)),
+        field(any::<bool>().prop_map(Value::from)),
     )
-        .prop_map(|(enabled, secret, client)| {
+        .prop_map(|(enabled, secret, client, plaintext)| {
             object([
                 ("enabled", enabled),
                 ("certificateSecretRef", secret),
                 ("enableClientCert", client),
+                ("allowPlaintext", plaintext),
             ])
         });
+    let rotation = field(select(vec!["Reload", "RollingRestart"]).prop_map(Value::from));
     let network = (
         field(any::<bool>().prop_map(Value::from)),
         field(vec(network_peer(), 0..3).prop_map(Value::from)),
@@ -493,14 +496,16 @@ fn security() -> BoxedStrategy<Value> {
         field(sasl),
         field(tls),
         field(network),
+        rotation,
     )
-        .prop_map(|(pod, container, sasl, tls, network)| {
+        .prop_map(|(pod, container, sasl, tls, network, rotation)| {
             object([
                 ("podSecurityContext", pod),
                 ("containerSecurityContext", container),
                 ("sasl", sasl),
                 ("tls", tls),
                 ("networkPolicy", network),
+                ("secretRotation", rotation),
             ])
         })
         .boxed()
