@@ -36,7 +36,7 @@ build() {
   log "building ${name} ${version} (${pkg}) ..."
   # GOTOOLCHAIN=local: never download another Go toolchain. CGO off: a static binary. Builds
   # share the machine with others: nice.
-  if ! GOBIN="${tmp}" GOTOOLCHAIN=local GOFLAGS='-trimpath' CGO_ENABLED=0 timeout 1800 \
+  if ! GOBIN="${tmp}" GOTOOLCHAIN=local GOFLAGS='-trimpath' CGO_ENABLED=0 timeout "${TOOLS_BUILD_TIMEOUT:-3000}" \
       nice -n "${TOOLS_BUILD_NICE:-10}" go install -ldflags="-s -w ${ldflags}" "${pkg}@${version}" >&2; then
     rm -rf "${tmp}"
     log "building ${name} ${version} failed"
