@@ -151,7 +151,7 @@ def main():
     ], stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/metrics"
     try:
-        version = subprocess.run([args.ksm, "--version"], capture_output=True, text=True, timeout=10)
+        version = subprocess.run([args.ksm, "version"], capture_output=True, text=True, timeout=10)
         print(f"kube-state-metrics: {(version.stdout or version.stderr).strip().splitlines()[0]}")
         series = wait_for(url, lambda s: len(find(s, "kube_memcached_info")) >= len(objs),
                           f"kube_memcached_info for {len(objs)} objects")
