@@ -118,6 +118,18 @@ template() {
             ok=1
         fi
     done
+    # values.schema.json: a misspelled or mistyped value is an error, not silently ignored.
+    local bad
+    for bad in replicaCont=3 tls.enabeld=true image.pullPolicy=Sometimes compositeController.webhookTimeout=10 \
+        podDisruptionBudget.minAvailable=half; do
+        if "$HELM" template memcached-hook "$CHART" --kube-version "$K8S_VALIDATE_VERSION" --set "$bad" \
+            >/dev/null 2>"$WORK/bad.log"; then
+            echo "--set $bad was accepted"
+            ok=1
+        else
+            echo "--set $bad refused: $(grep -m1 -- '- at' "$WORK/bad.log")"
+        fi
+    done
     return $ok
 }
 
