@@ -1,12 +1,13 @@
 # syntax=docker/dockerfile:1
 #
-# memcached-hook container image: a static binary on distroless, run as a numeric non-root user.
+# memcached-hook container image: one static binary on an empty base, run as a numeric non-root user.
 #
 #   docker build -t ghcr.io/c5c3/memcached-hook:0.1.0 .
 #
 # (ghcr.io/c5c3 is a placeholder registry: tag and push to your own.) Needs BuildKit, the default
 # builder of current Docker, for the cache mounts. The image is linux/amd64: the Rust target is
-# named explicitly below.
+# named explicitly below. Without Docker, tests/image/build.sh builds the same image with buildah
+# from the same binary (and reads the labels below from this file).
 #
 # The cargo command in the builder stage is the one tests/manifests/static-build.sh runs in CI
 # (it reads it from this file), so the binary this image copies is the one CI builds and checks
@@ -28,10 +29,10 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry,sharing=locked \
     RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --locked --target x86_64-unknown-linux-gnu \
     && install -D -m 0755 target/x86_64-unknown-linux-gnu/release/memcached-hook /out/memcached-hook
 
-# No shell, no package manager, no libc needed: the binary is static. The ":nonroot" variant
-# also sets USER 65532; it is repeated below as a number so that Kubernetes' runAsNonRoot check
-# can verify it without resolving a user name.
-FROM gcr.io/distroless/static-debian12:nonroot
+# An empty base: the binary is static and reads no file of the image (no libc, no /etc/passwd, no
+# CA certificates, no time zones; tests/manifests/static-build.sh runs it in an empty chroot).
+# USER is numeric so that Kubernetes' runAsNonRoot check can verify it without a passwd file.
+FROM scratch
 
 ARG VERSION=0.1.0
 LABEL org.opencontainers.image.title="memcached-hook" \
@@ -39,8 +40,7 @@ LABEL org.opencontainers.image.title="memcached-hook" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.licenses="Apache-2.0" \
       org.opencontainers.image.source="https://github.com/c5c3/memcached-hook" \
-      org.opencontainers.image.documentation="https://github.com/c5c3/memcached-hook/blob/main/docs/install.md" \
-      org.opencontainers.image.base.name="gcr.io/distroless/static-debian12:nonroot"
+      org.opencontainers.image.documentation="https://github.com/c5c3/memcached-hook/blob/main/docs/install.md"
 
 COPY --from=builder /out/memcached-hook /memcached-hook
 

@@ -6,11 +6,16 @@
 #   deny       tests/deny/check.sh (cargo-deny: licences, bans, sources; advisories when the database
 #              can be fetched)
 #   manifests  tests/manifests/check.sh (Dockerfile lint, kustomize build, schema validation, consistency)
+#   image      tests/image/build.sh (buildah image from the static binary, inspected, run with podman)
 #   schema     tests/schema/check.sh (kubernetes-validate --strict on every rendered child, checkov)
 #   peers      tests/peers/run.sh (the rendered memcached command lines run by a real memcached; then
 #              secure_rotation.py: TLS-only pods and Secret rotation with the reload agent, in network
 #              namespaces it creates)
 #   e2e        tests/e2e/run.sh (CRD, CEL rules and children on a real kube-apiserver built from Go modules)
+#   helm       tests/helm/check.sh (helm from its Go module: lint, template matrix, validate, same objects
+#              as kustomize, install on the e2e kube-apiserver)
+#   monitoring tests/monitoring/check.sh (promtool from its Go module: rules, unit tests, KSM config
+#              structure, dashboard series; kube-state-metrics when KUBE_STATE_METRICS_BIN is set)
 #   load       tests/load/run.sh (sustained load, SIGTERM mid-load, slow clients; loopback only)
 #   fuzz       tests/fuzz/smoke.sh (cargo-fuzz on stable, decode + sync, 200k executions or 60 s)
 # Select phases with PHASES="rust peers". Heavy caches live outside the clone, under
@@ -21,7 +26,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/memcached-hook/target}
 export PATH="$HOME/.cargo/bin:/usr/local/go/bin:$PATH"
-PHASES=${PHASES:-rust deny manifests schema peers e2e load fuzz}
+PHASES=${PHASES:-rust deny manifests image schema peers e2e helm monitoring load fuzz}
 HOOK_BIN="$CARGO_TARGET_DIR/debug/memcached-hook"
 
 phase_rust() {
@@ -36,6 +41,9 @@ phase_manifests() { MEMCACHED_HOOK_BIN="$HOOK_BIN" bash tests/manifests/check.sh
 phase_schema() { MEMCACHED_HOOK_BIN="$HOOK_BIN" bash tests/schema/check.sh; }
 phase_peers() { MEMCACHED_HOOK_BIN="$HOOK_BIN" bash tests/peers/run.sh; }
 phase_e2e() { MEMCACHED_HOOK_BIN="$HOOK_BIN" bash tests/e2e/run.sh; }
+phase_image() { bash tests/image/build.sh; }
+phase_helm() { bash tests/helm/check.sh; }
+phase_monitoring() { bash tests/monitoring/check.sh; }
 # The load phase drives the optimised binary; it reuses the static release build of the
 # manifests phase (the image's binary) instead of a second LTO build, when there is one.
 STATIC_BIN="$HOME/.cache/memcached-hook/target-static/x86_64-unknown-linux-gnu/release/memcached-hook"

@@ -27,6 +27,8 @@
 #                       before kube-controller-manager starts, e.g. the parent
 #                       CRD, so that the garbage collector watches it at once
 #   E2E_MC_LOG_LEVEL    Metacontroller --zap-log-level (default 4; 5 diffs, 6 bodies)
+#   E2E_MC_TUNING       install (default: the flags of metacontroller/components/tuning) | stock
+#   E2E_MC_ARGS         extra Metacontroller flags, e.g. --discovery-interval=1s
 #   E2E_WAIT_SECONDS    bound of each readiness wait (default 120)
 #   ETCD_BIN KUBE_APISERVER_BIN KUBE_CONTROLLER_MANAGER_BIN KUBECTL_BIN
 #   METACONTROLLER_BIN METACONTROLLER_CRDS_DIR   prebuilt binaries / CRD dir
@@ -144,12 +146,24 @@ stop() {
 get_var() { sed -n "s/^$1=//p" "${S}/vars" | tail -n 1; }
 set_var() { printf '%s=%s\n' "$1" "$2" >>"${S}/vars"; }
 
+# Metacontroller's settings from the install (metacontroller/components/tuning/args.yaml), less
+# the log level (E2E_MC_LOG_LEVEL); E2E_MC_TUNING=stock: Metacontroller's own defaults instead;
+# E2E_MC_ARGS: extra flags (later flags win).
+mc_settings() {
+  [[ "${E2E_MC_TUNING:-install}" == stock ]] && return 0
+  sed -n 's/^  - \(--[a-z-]*=.*\)$/\1/p' "${here}/../../metacontroller/components/tuning/args.yaml" \
+    | grep -v '^--zap-log-level='
+}
+
 start_metacontroller() {
   local mport hport
+  local -a settings extra
   read -r mport hport <<<"$(free_ports 2)"
+  mapfile -t settings < <(mc_settings)
+  read -r -a extra <<<"${E2E_MC_ARGS:-}"
   spawn metacontroller "${METACONTROLLER_BIN}" \
     --kubeconfig="${S}/kubeconfig" \
-    --discovery-interval=1s \
+    "${settings[@]}" "${extra[@]}" \
     --metrics-address="${HOST}:${mport}" \
     --health-probe-bind-address="${HOST}:${hport}" \
     --apply-strategy="${APPLY_STRATEGY}" \

@@ -141,6 +141,8 @@ KUSTOMIZATIONS=(
     "rbac:metacontroller/rbac"
     "rbac-servicemonitor:metacontroller/overlays/rbac-servicemonitor"
     "metacontroller-tls:metacontroller/overlays/tls"
+    "deploy-servicemonitor:deploy/overlays/servicemonitor"
+    "metacontroller-tuned:tests/manifests/fixtures/metacontroller-tuned"
 )
 
 build_kustomizations() {

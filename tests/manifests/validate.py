@@ -28,6 +28,8 @@ SKIPPED_KINDS = {
         "Metacontroller CRD not at hand (consistency.py checks its field names)",
     ("monitoring.coreos.com", "ServiceMonitor"):
         "Prometheus Operator CRD, no schema at hand",
+    ("monitoring.coreos.com", "PrometheusRule"):
+        "Prometheus Operator CRD, no schema at hand",
     ("memcached.c5c3.io", "Memcached"):
         "no --crd given for it",
 }

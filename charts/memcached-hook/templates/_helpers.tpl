@@ -1,0 +1,68 @@
+{{/* Name of the hook's objects. */}}
+{{- define "memcached-hook.fullname" -}}
+{{- default "memcached-hook" .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The two labels the hook's selectors use; fixed, because Deployment selectors are immutable. */}}
+{{- define "memcached-hook.selectorLabels" -}}
+app.kubernetes.io/name: memcached-hook
+app.kubernetes.io/component: sync-hook
+{{- end -}}
+
+{{/* Labels of every object: the ones deploy/ sets, plus Helm's. */}}
+{{- define "memcached-hook.labels" -}}
+{{ include "memcached-hook.selectorLabels" . }}
+app.kubernetes.io/part-of: memcached-hook
+{{ include "memcached-hook.helmLabels" . }}
+{{- end -}}
+
+{{/* Labels of the cluster-wide objects (CompositeController, RBAC), as in metacontroller/. */}}
+{{- define "memcached-hook.clusterLabels" -}}
+app.kubernetes.io/name: memcached-hook
+app.kubernetes.io/part-of: memcached-hook
+{{ include "memcached-hook.helmLabels" . }}
+{{- end -}}
+
+{{- define "memcached-hook.helmLabels" -}}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{- define "memcached-hook.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}
+{{- end -}}
+{{- end -}}
+
+{{/* http or https, from tls.enabled. */}}
+{{- define "memcached-hook.scheme" -}}
+{{ ternary "https" "http" .Values.tls.enabled }}
+{{- end -}}
+
+{{/* Base URL of the hook as Metacontroller calls it. */}}
+{{- define "memcached-hook.url" -}}
+{{ include "memcached-hook.scheme" . }}://{{ include "memcached-hook.fullname" . }}.{{ .Release.Namespace }}.svc:8080
+{{- end -}}
+
+{{/* The CA bundle and the bearer token of a webhook, when TLS / auth are on. */}}
+{{- define "memcached-hook.webhookSecurity" -}}
+{{- if .Values.tls.enabled }}
+caBundle:
+  secretRef:
+    name: {{ .Values.tls.secretName }}
+    namespace: {{ .Release.Namespace }}
+    key: ca.crt
+{{- end }}
+{{- if .Values.auth.enabled }}
+authorization:
+  type: Bearer
+  secretRef:
+    name: {{ .Values.auth.secretName }}
+    namespace: {{ .Release.Namespace }}
+    key: token
+{{- end }}
+{{- end -}}

@@ -1,0 +1,322 @@
+#!/usr/bin/env bash
+# Checks the Helm chart charts/memcached-hook/:
+#
+#   bash tests/helm/check.sh
+#
+# Steps (each timed; later steps run when one fails):
+#   tools     helm built from its Go module (tests/tools/build-go-tool.sh, pinned in
+#             tests/tools/versions.sh, cached outside the clone), the kubernetes-validate venv and
+#             kustomize of tests/manifests (same pins, same cache)
+#   lint      helm lint --strict, with the defaults and with every values file in values/
+#   template  helm template --include-crds for every values file in values/
+#   validate  every rendered object against the Kubernetes API schemas (kubernetes-validate
+#             --strict, tests/manifests/validate.py), custom resources against their CRDs
+#             (Memcached; CompositeController, ServiceMonitor and PrometheusRule when their CRDs
+#             are at hand)
+#   compare   the chart and kustomize describe the same objects (compare.py): defaults vs deploy/
+#             + metacontroller/, tls-auth vs the TLS overlays, servicemonitor vs the ServiceMonitor
+#             overlays, rbac vs metacontroller/rbac/
+#   install   helm install / upgrade / uninstall on the e2e kube-apiserver (tests/e2e/cluster.sh),
+#             when the e2e binaries are built; skipped in one line otherwise
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+HERE="$ROOT/tests/helm"
+CHART="$ROOT/charts/memcached-hook"
+CACHE="${MEMCACHED_HOOK_CACHE:-$HOME/.cache/memcached-hook}"
+export PATH="/usr/local/go/bin:$PATH"
+# shellcheck source=../tools/versions.sh
+source "$ROOT/tests/tools/versions.sh"
+# The pins of tests/manifests/check.sh, read from it so that both suites use one tool set.
+KUSTOMIZE_VERSION=$(sed -n 's/^KUSTOMIZE_VERSION="\(.*\)"$/\1/p' "$ROOT/tests/manifests/check.sh")
+K8S_VALIDATE_VERSION=$(sed -n 's/^K8S_VERSION="\(.*\)"$/\1/p' "$ROOT/tests/manifests/check.sh")
+TOOLS_REVISION=$(sed -n 's/^TOOLS_REVISION=\(.*\)$/\1/p' "$ROOT/tests/manifests/check.sh")
+PY_KEY=$( { echo "$TOOLS_REVISION"; cat "$ROOT/tests/manifests/requirements.txt"; } | sha256sum | cut -c1-12)
+VENV="$CACHE/venv/manifests-$PY_KEY"
+KUSTOMIZE="$CACHE/bin/kustomize-$KUSTOMIZE_VERSION/kustomize"
+RELEASE_NS=memcached-system
+
+WORK=$(mktemp -d)
+CLUSTER_UP=0
+cleanup() {
+    if ((CLUSTER_UP)); then
+        E2E_STATE_DIR="$WORK/e2e" bash "$ROOT/tests/e2e/cluster.sh" down >>"$WORK/cluster.log" 2>&1 || true
+    fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+passed=0
+failed=0
+failures=()
+t_all=$EPOCHREALTIME
+elapsed() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
+step() {
+    local name=$1 t0=$EPOCHREALTIME
+    shift
+    echo "==> $name"
+    if "$@"; then
+        passed=$((passed + 1))
+        echo "<== $name: ok ($(elapsed "$t0") s)"
+    else
+        failed=$((failed + 1))
+        failures+=("$name")
+        echo "<== $name: FAILED ($(elapsed "$t0") s)"
+    fi
+}
+
+# ---- tools -------------------------------------------------------------------------------------
+tools() {
+    local t0=$EPOCHREALTIME
+    HELM=$(bash "$ROOT/tests/tools/build-go-tool.sh" helm) || return 1
+    echo "helm: $("$HELM" version --short) ($(elapsed "$t0") s)"
+    if [[ ! -f "$VENV/.complete" ]]; then
+        rm -rf "$VENV"
+        mkdir -p "$CACHE/venv"
+        python3 -m venv "$VENV" &&
+            timeout 600 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+                --timeout 30 --retries 3 -r "$ROOT/tests/manifests/requirements.txt" &&
+            touch "$VENV/.complete" || return 1
+    fi
+    echo "kubernetes-validate: $("$VENV/bin/kubernetes-validate" --version) (Kubernetes $K8S_VALIDATE_VERSION)"
+    if ! [[ -x "$KUSTOMIZE" && "$("$KUSTOMIZE" version 2>/dev/null)" == "$KUSTOMIZE_VERSION" ]]; then
+        mkdir -p "$(dirname "$KUSTOMIZE")"
+        GOBIN="$(dirname "$KUSTOMIZE")" GOTOOLCHAIN=local GOFLAGS='' timeout 900 \
+            go install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION" || return 1
+    fi
+    echo "kustomize: $("$KUSTOMIZE" version)"
+}
+
+# ---- static checks -----------------------------------------------------------------------------
+VALUES=()
+for f in "$HERE"/values/*.yaml; do VALUES+=("$(basename "$f" .yaml)"); done
+
+lint() {
+    local ok=0 v
+    "$HELM" lint --strict --kube-version "$K8S_VALIDATE_VERSION" "$CHART" >"$WORK/lint.log" 2>&1 || { cat "$WORK/lint.log"; ok=1; }
+    for v in "${VALUES[@]}"; do
+        if "$HELM" lint --strict --kube-version "$K8S_VALIDATE_VERSION" "$CHART" -f "$HERE/values/$v.yaml" >"$WORK/lint-$v.log" 2>&1; then
+            echo "lint $v: $(tail -n 1 "$WORK/lint-$v.log")"
+        else
+            cat "$WORK/lint-$v.log"
+            ok=1
+        fi
+    done
+    return $ok
+}
+
+template() {
+    local ok=0 v
+    mkdir -p "$WORK/rendered"
+    for v in "${VALUES[@]}"; do
+        if "$HELM" template memcached-hook "$CHART" --namespace "$RELEASE_NS" --include-crds \
+            --kube-version "$K8S_VALIDATE_VERSION" \
+            -f "$HERE/values/$v.yaml" >"$WORK/rendered/$v.yaml" 2>"$WORK/template-$v.log"; then
+            echo "template $v: $(grep -c '^kind:' "$WORK/rendered/$v.yaml") objects"
+        else
+            cat "$WORK/template-$v.log"
+            ok=1
+        fi
+    done
+    # values.schema.json: a misspelled or mistyped value is an error, not silently ignored.
+    local bad
+    for bad in replicaCont=3 tls.enabeld=true image.pullPolicy=Sometimes compositeController.webhookTimeout=10 \
+        podDisruptionBudget.minAvailable=half; do
+        if "$HELM" template memcached-hook "$CHART" --kube-version "$K8S_VALIDATE_VERSION" --set "$bad" \
+            >/dev/null 2>"$WORK/bad.log"; then
+            echo "--set $bad was accepted"
+            ok=1
+        else
+            echo "--set $bad refused: $(grep -m1 -- '- at' "$WORK/bad.log")"
+        fi
+    done
+    return $ok
+}
+
+# Prometheus Operator CRDs (ServiceMonitor, PrometheusRule) from the module tests/e2e fetches.
+prometheus_operator_crds() {
+    local sm dir
+    sm=$(bash "$ROOT/tests/e2e/fetch-servicemonitor-crd.sh" 2>"$WORK/smcrd.log") || return 1
+    mkdir -p "$WORK/po-crds"
+    cp "$sm" "$WORK/po-crds/"
+    dir=$(cd "$WORK" && GOFLAGS='' timeout 300 go mod download -json \
+        "github.com/prometheus-operator/prometheus-operator@${PROMETHEUS_OPERATOR_VERSION}" 2>/dev/null |
+        sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+    [[ -n "$dir" ]] && cp "$dir/example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml" "$WORK/po-crds/"
+    echo "$WORK/po-crds"
+}
+
+validate() {
+    local crds=(--crd "$ROOT/deploy/crd.yaml") mc po
+    # shellcheck source=/dev/null
+    mc=$(source "$ROOT/tests/e2e/versions.sh" && echo "$METACONTROLLER_CRDS_DIR")
+    if grep -qs 'compositecontrollers.metacontroller.k8s.io' "$mc"/*.yaml; then
+        crds+=(--crd "$mc")
+        echo "Metacontroller CRDs: $mc"
+    else
+        echo "Metacontroller CRDs not at hand: CompositeControllers are checked by compare only"
+    fi
+    if po=$(prometheus_operator_crds); then
+        crds+=(--crd "$po")
+        echo "Prometheus Operator CRDs: $(cd "$po" && echo *.yaml)"
+    else
+        echo "Prometheus Operator CRDs not at hand: $(tail -n 1 "$WORK/smcrd.log")"
+    fi
+    timeout 300 "$VENV/bin/python" "$ROOT/tests/manifests/validate.py" \
+        --kubernetes-version "$K8S_VALIDATE_VERSION" "${crds[@]}" "$WORK"/rendered/*.yaml >"$WORK/validate.log"
+    local rc=$?
+    grep -v '^ok ' "$WORK/validate.log"
+    echo "$(grep -c '^ok ' "$WORK/validate.log") objects valid"
+    return $rc
+}
+
+# name:values:kustomize dirs (comma-separated)
+COMPARISONS=(
+    "default:default:deploy,metacontroller"
+    "tls-auth:tls-auth:deploy/overlays/tls-auth,metacontroller/overlays/tls,crd"
+    "servicemonitor:servicemonitor:deploy/overlays/servicemonitor,metacontroller/overlays/servicemonitor,crd"
+    "rbac:rbac:deploy,metacontroller,metacontroller/rbac"
+)
+
+compare() {
+    local ok=0 entry name values dirs d files out
+    mkdir -p "$WORK/kustomize"
+    for entry in "${COMPARISONS[@]}"; do
+        IFS=: read -r name values dirs <<<"$entry"
+        files=()
+        IFS=, read -r -a dirs <<<"$dirs"
+        for d in "${dirs[@]}"; do
+            out="$WORK/kustomize/${d//\//_}.yaml"
+            if [[ $d == crd ]]; then
+                cp "$ROOT/deploy/crd.yaml" "$out"
+            elif ! (cd "$ROOT" && "$KUSTOMIZE" build "$d" >"$out"); then
+                echo "kustomize build $d failed"
+                ok=1
+                continue
+            fi
+            files+=("$out")
+        done
+        "$VENV/bin/python" "$HERE/compare.py" --name "$name" "$WORK/rendered/$values.yaml" "${files[@]}" || ok=1
+    done
+    # The chart's CRD is deploy/crd.yaml, byte for byte.
+    if cmp -s "$ROOT/deploy/crd.yaml" "$CHART/crds/memcacheds.memcached.c5c3.io.yaml"; then
+        echo "crds/: identical to deploy/crd.yaml"
+    else
+        echo "charts/memcached-hook/crds/memcacheds.memcached.c5c3.io.yaml differs from deploy/crd.yaml (copy it over)"
+        ok=1
+    fi
+    return $ok
+}
+
+# ---- install on a real API server ----------------------------------------------------------------
+kc() { "$E2E_KUBECTL" "$@"; }
+
+install() {
+    local preload="" mc_crds po values=() ok=0
+    # shellcheck source=/dev/null
+    source "$ROOT/tests/e2e/versions.sh"
+    mc_crds=$METACONTROLLER_CRDS_DIR
+    local -a with_cc=(--set compositeController.create=false)
+    if grep -qs 'compositecontrollers.metacontroller.k8s.io' "$mc_crds"/*.yaml; then
+        preload=$mc_crds
+        with_cc=()
+    else
+        echo "no Metacontroller CRDs ($mc_crds): installing without the CompositeController"
+    fi
+    if [[ -d "$WORK/po-crds" ]]; then
+        preload="${preload:+$preload:}$WORK/po-crds"
+        values=(-f "$HERE/values/servicemonitor.yaml" -f "$HERE/values/monitoring.yaml")
+        echo "with the Prometheus Operator CRDs: ServiceMonitors and the PrometheusRule are installed too"
+    fi
+    # The chart installs the Memcached CRD itself (crds/); Metacontroller is not needed.
+    E2E_STATE_DIR="$WORK/e2e" E2E_METACONTROLLER=0 E2E_PRELOAD_MANIFESTS="$preload" \
+        bash "$ROOT/tests/e2e/cluster.sh" up >"$WORK/env.sh" 2>"$WORK/cluster.log" || {
+        tail -n 20 "$WORK/cluster.log"
+        return 1
+    }
+    CLUSTER_UP=1
+    # shellcheck source=/dev/null
+    source "$WORK/env.sh"
+    local t0=$EPOCHREALTIME
+    "$HELM" install memcached-hook "$CHART" --namespace "$RELEASE_NS" --create-namespace \
+        "${values[@]}" "${with_cc[@]}" --wait=false || return 1
+    echo "helm install: $(elapsed "$t0") s"
+    kc wait --for condition=Established --timeout=60s crd/memcacheds.memcached.c5c3.io || ok=1
+    local obj
+    for obj in deployment/memcached-hook service/memcached-hook serviceaccount/memcached-hook \
+        poddisruptionbudget/memcached-hook networkpolicy/memcached-hook; do
+        kc -n "$RELEASE_NS" get "$obj" -o name || ok=1
+    done
+    if ((${#with_cc[@]} == 0)); then
+        kc get compositecontroller memcached-controller -o jsonpath='{.spec.hooks.sync.webhook.url}{"\n"}' || ok=1
+    fi
+    if ((${#values[@]})); then
+        kc -n "$RELEASE_NS" get servicemonitor/memcached-hook prometheusrule/memcached-hook \
+            configmap/memcached-hook-dashboard configmap/memcached-hook-kube-state-metrics -o name || ok=1
+    fi
+    # What the API server stores is what `helm template` renders (no field dropped on the way).
+    "$HELM" get manifest memcached-hook -n "$RELEASE_NS" >"$WORK/installed.yaml"
+    "$HELM" template memcached-hook "$CHART" --namespace "$RELEASE_NS" "${values[@]}" "${with_cc[@]}" \
+        --kube-version "$(kc version -o json | python3 -c 'import json, sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])')" \
+        >"$WORK/expected.yaml"
+    if "$VENV/bin/python" "$HERE/compare.py" --name installed "$WORK/installed.yaml" "$WORK/expected.yaml" >/dev/null; then
+        echo "helm get manifest: the rendered objects"
+    else
+        echo "helm get manifest differs from helm template"
+        ok=1
+    fi
+    # A Memcached is accepted by the CRD the chart installed.
+    kc create namespace demo >/dev/null && kc -n demo apply -f "$ROOT/config/samples/minimal.yaml" || ok=1
+    # Upgrade to HTTPS + token: the Deployment reads the certificate and the token.
+    "$HELM" upgrade memcached-hook "$CHART" --namespace "$RELEASE_NS" "${values[@]}" "${with_cc[@]}" \
+        -f "$HERE/values/tls-auth.yaml" --wait=false >/dev/null || ok=1
+    local env
+    env=$(kc -n "$RELEASE_NS" get deployment memcached-hook -o jsonpath='{.spec.template.spec.containers[0].env[*].name}')
+    if [[ $env == *MEMCACHED_HOOK_TLS_CERT_FILE* && $env == *MEMCACHED_HOOK_AUTH_TOKEN_FILE* ]]; then
+        echo "helm upgrade (tls-auth): hook env $env"
+    else
+        echo "helm upgrade (tls-auth): the Deployment's env is $env"
+        ok=1
+    fi
+    if ((${#with_cc[@]} == 0)); then
+        local url
+        url=$(kc get compositecontroller memcached-controller -o jsonpath='{.spec.hooks.sync.webhook.url} {.spec.hooks.sync.webhook.authorization.secretRef.name}')
+        [[ $url == "https://memcached-hook.memcached-system.svc:8080/sync memcached-hook-auth" ]] || {
+            echo "CompositeController after the upgrade: $url"
+            ok=1
+        }
+    fi
+    # Uninstall removes the hook but keeps the CRD and so every Memcached (Helm never deletes crds/).
+    "$HELM" uninstall memcached-hook --namespace "$RELEASE_NS" --wait >/dev/null || ok=1
+    if kc -n "$RELEASE_NS" get deployment memcached-hook >/dev/null 2>&1; then
+        echo "the Deployment survived helm uninstall"
+        ok=1
+    fi
+    if kc -n demo get memcached cache-minimal -o name; then
+        echo "helm uninstall: the CRD and the Memcached are kept"
+    else
+        ok=1
+    fi
+    return $ok
+}
+
+step tools tools
+if [[ $failed -gt 0 ]]; then
+    echo "helm: tools missing; nothing else can run"
+    echo "helm: $passed passed, $failed failed"
+    exit 1
+fi
+step lint lint
+step template template
+step validate validate
+step compare compare
+# shellcheck source=/dev/null
+if (source "$ROOT/tests/e2e/versions.sh" && [[ -x $KUBE_APISERVER_BIN && -x $ETCD_BIN && -x $KUBECTL_BIN && -x $KUBE_CONTROLLER_MANAGER_BIN ]]); then
+    step install install
+else
+    echo "skip install: the e2e binaries are not built (bash tests/e2e/build-bins.sh kube etcd)"
+fi
+echo "total: $(elapsed "$t_all") s"
+[[ $failed -eq 0 ]] || echo "failed steps: ${failures[*]}"
+echo "helm: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]
