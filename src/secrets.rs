@@ -4,24 +4,9 @@
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
 
-use crate::api::effective::Effective;
 use crate::hook::{Observed, RelatedObject};
 
-/// Pod-template annotation that rolls the pods when a referenced Secret changes.
-pub const SECRET_HASH: &str = "memcached.c5c3.io/secret-hash";
-
-/// Names of the Secrets of the enabled SASL and TLS blocks, de-duplicated and sorted.
-#[must_use]
-pub fn referenced<'a>(e: &Effective<'a>) -> Vec<&'a str> {
-    let mut names: Vec<&str> = [e.sasl_secret, e.tls.map(|t| t.secret_name)]
-        .into_iter()
-        .flatten()
-        .filter(|n| !n.is_empty())
-        .collect();
-    names.sort_unstable();
-    names.dedup();
-    names
-}
+pub use crate::children::deployment::SECRET_HASH;
 
 /// A Secret found among the related objects, with its data decoded.
 struct Found<'a> {

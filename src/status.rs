@@ -6,7 +6,7 @@
 //! does not sync again and again.
 
 use crate::api::{Condition, MemcachedStatus};
-use crate::children::MEMCACHED_PORT;
+use crate::children::ports;
 use crate::hook::ChildStatus;
 
 /// Condition type `Available`.
@@ -302,8 +302,10 @@ pub fn build(inputs: &Inputs<'_>, previous: &[Condition], now: &str) -> Memcache
         observed_generation: inputs.generation,
         server_list: ready.then(|| {
             vec![format!(
-                "{}.{}:{MEMCACHED_PORT}",
-                inputs.name, inputs.namespace
+                "{}.{}:{}",
+                inputs.name,
+                inputs.namespace,
+                ports::MEMCACHED.number
             )]
         }),
     }

@@ -4,23 +4,18 @@ use k8s_openapi::api::autoscaling::v2::{
     CrossVersionObjectReference, HorizontalPodAutoscaler, HorizontalPodAutoscalerSpec, MetricSpec,
     MetricTarget,
 };
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use super::labels;
-use crate::api::effective::Autoscaling;
+use crate::api::autoscaling::Autoscaling;
 use crate::api::quantity;
 
-fn canonical(q: &mut Option<Quantity>) {
-    if let Some(q) = q
-        && let Ok(text) = quantity::canonicalize(&q.0)
-    {
-        q.0 = text;
-    }
-}
-
 fn canonical_target(target: &mut MetricTarget) {
-    canonical(&mut target.value);
-    canonical(&mut target.average_value);
+    for q in [&mut target.value, &mut target.average_value]
+        .into_iter()
+        .flatten()
+    {
+        *q = quantity::canonical(q);
+    }
 }
 
 /// The targets of a metric (at most one is set), mutable for canonicalisation.
@@ -31,22 +26,6 @@ fn targets_mut(metric: &mut MetricSpec) -> impl Iterator<Item = &mut MetricTarge
         metric.pods.as_mut().map(|m| &mut m.target),
         metric.object.as_mut().map(|m| &mut m.target),
         metric.external.as_mut().map(|m| &mut m.target),
-    ]
-    .into_iter()
-    .flatten()
-}
-
-/// The targets of a metric with the JSON name of their source, for validation.
-pub fn targets(metric: &MetricSpec) -> impl Iterator<Item = (&'static str, &MetricTarget)> {
-    [
-        metric.resource.as_ref().map(|m| ("resource", &m.target)),
-        metric
-            .container_resource
-            .as_ref()
-            .map(|m| ("containerResource", &m.target)),
-        metric.pods.as_ref().map(|m| ("pods", &m.target)),
-        metric.object.as_ref().map(|m| ("object", &m.target)),
-        metric.external.as_ref().map(|m| ("external", &m.target)),
     ]
     .into_iter()
     .flatten()

@@ -10,21 +10,10 @@ pub mod hpa;
 pub mod labels;
 pub mod network_policy;
 pub mod pdb;
+pub mod ports;
 pub mod service;
 pub mod service_monitor;
 
-/// Port of the plaintext memcached listener.
-pub const MEMCACHED_PORT: i32 = 11211;
-/// Port of the TLS memcached listener.
-pub const MEMCACHED_TLS_PORT: i32 = 11212;
-/// Port of the exporter's metrics endpoint.
-pub const METRICS_PORT: i32 = 9150;
-/// Name of the plaintext port.
-pub const MEMCACHED_PORT_NAME: &str = "memcached";
-/// Name of the TLS port.
-pub const MEMCACHED_TLS_PORT_NAME: &str = "memcached-tls";
-/// Name of the metrics port.
-pub const METRICS_PORT_NAME: &str = "metrics";
 /// Where the SASL Secret is mounted.
 pub const SASL_MOUNT_PATH: &str = "/etc/memcached/sasl";
 /// Where the TLS Secret is mounted.

@@ -4,8 +4,7 @@ use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec}
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::labels;
-use crate::api::effective::Budget;
-use crate::api::validation::parse_percent;
+use crate::api::high_availability::{Budget, parse_percent};
 
 /// The desired PodDisruptionBudget named `name` with its one budget (int or percent kept).
 #[must_use]

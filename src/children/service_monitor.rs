@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use serde::Serialize;
 
-use super::{METRICS_PORT_NAME, labels};
-use crate::api::effective::ServiceMonitor as Settings;
+use super::labels;
+use super::ports::METRICS;
+use crate::api::monitoring::ServiceMonitor as Settings;
 
 /// `monitoring.coreos.com/v1` ServiceMonitor.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -76,7 +77,7 @@ pub fn build(name: &str, namespace: &str, settings: &Settings<'_>) -> ServiceMon
                 match_names: vec![namespace.to_owned()],
             },
             endpoints: vec![Endpoint {
-                port: METRICS_PORT_NAME,
+                port: METRICS.name,
                 interval: settings.interval.to_owned(),
                 scrape_timeout: settings.scrape_timeout.to_owned(),
             }],
