@@ -1,7 +1,9 @@
 //! Secrets behind SASL and TLS: which ones the customize hook asks Metacontroller for, the
-//! `memcached.c5c3.io/secret-hash` pod annotation (spec.md Part 2 §b.10) and which are missing.
+//! `memcached.c5c3.io/secret-hash` pod annotation and which are missing.
 
 use base64::Engine as _;
+use k8s_openapi::Resource as _;
+use k8s_openapi::api::core::v1::Secret;
 use sha2::{Digest, Sha256};
 
 use crate::hook::{Observed, RelatedObject};
@@ -20,8 +22,8 @@ fn find<'a>(
     name: &str,
 ) -> Option<Found<'a>> {
     let secret = related.iter().find(|o| {
-        o.kind == "Secret"
-            && o.api_version == "v1"
+        o.kind == Secret::KIND
+            && o.api_version == Secret::API_VERSION
             && o.metadata.name == name
             && o.metadata
                 .namespace
@@ -72,16 +74,7 @@ pub fn hash_and_missing(
             None => missing.push((*name).to_owned()),
         }
     }
-    let hash = hashed_any.then(|| {
-        hasher
-            .finalize()
-            .iter()
-            .fold(String::with_capacity(64), |mut out, b| {
-                use std::fmt::Write as _;
-                let _ = write!(out, "{b:02x}");
-                out
-            })
-    });
+    let hash = hashed_any.then(|| hex::encode(hasher.finalize()));
     (hash, missing)
 }
 
@@ -95,12 +88,19 @@ mod tests {
             .map(|(name, data)| {
                 let data: serde_json::Map<String, serde_json::Value> = data
                     .iter()
-                    .map(|(k, v)| ((*k).to_owned(), base64::engine::general_purpose::STANDARD.encode(v).into()))
+                    .map(|(k, v)| {
+                        let encoded = base64::engine::general_purpose::STANDARD.encode(v);
+                        ((*k).to_owned(), encoded.into())
+                    })
                     .collect();
                 (
                     (*name).to_owned(),
-                    serde_json::json!({"apiVersion": "v1", "kind": "Secret",
-                                       "metadata": {"name": name, "namespace": "ns"}, "data": data}),
+                    serde_json::json!({
+                        "apiVersion": "v1",
+                        "kind": "Secret",
+                        "metadata": {"name": name, "namespace": "ns"},
+                        "data": data
+                    }),
                 )
             })
             .collect();

@@ -1,5 +1,7 @@
 //! `sync`: the one pure function behind `/sync`, `replay` and `render`.
 
+use k8s_openapi::Resource as _;
+use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -86,8 +88,8 @@ pub fn customize(req: &CustomizeRequest) -> Result<CustomizeResponse, SyncError>
         Vec::new()
     } else {
         vec![ResourceRule {
-            api_version: "v1",
-            resource: "secrets",
+            api_version: Secret::API_VERSION,
+            resource: Secret::URL_PATH_SEGMENT,
             namespace: req.parent.metadata.namespace.clone(),
             names: names.into_iter().map(str::to_owned).collect(),
         }]
@@ -223,9 +225,11 @@ pub fn sync(req: &SyncRequest, now: Timestamp) -> Result<SyncResponse, SyncError
 fn inputs<'a>(req: &'a SyncRequest, e: &Effective<'_>, outcome: Outcome) -> Inputs<'a> {
     let parent = &req.parent;
     let name = parent.metadata.name.as_str();
-    let observed = req
-        .children
-        .find(ChildKind::Deployment.api_version(), "Deployment", name);
+    let observed = req.children.find(
+        ChildKind::Deployment.api_version(),
+        ChildKind::Deployment.kind(),
+        name,
+    );
     // Kept children are judged against what they run, not against the rejected spec.
     let kept = outcome.invalid_spec.is_some();
     let spec_replicas = if kept {

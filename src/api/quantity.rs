@@ -13,13 +13,14 @@
 
 use thiserror::Error;
 
+/// What apimachinery's quantity parser accepts, as its error message states it.
+const QUANTITY_PATTERN: &str = r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$";
+
 /// Why a string is not a quantity.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum QuantityError {
     /// Not of the form `<number><suffix>`.
-    #[error(
-        "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-    )]
+    #[error("quantities must match the regular expression '{}'", QUANTITY_PATTERN)]
     Syntax,
     /// Too many digits or too large an exponent to handle exactly.
     #[error("quantity is too large")]

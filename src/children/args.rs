@@ -1,4 +1,5 @@
-//! The memcached command line (spec.md Part 2 §b.4 and the TLS listeners of Part 1 §1.2).
+//! The memcached command line: the reference operator's flags in its order, plus explicit
+//! plaintext and TLS listeners when TLS is on (docs/behaviour.md).
 
 use crate::api::effective::Effective;
 

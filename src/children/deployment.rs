@@ -1,4 +1,5 @@
-//! The memcached Deployment (spec.md Part 2 §b, Part 1 §1.2).
+//! The memcached Deployment: pods, containers, probes, volumes and the pod annotations that
+//! roll them (docs/behaviour.md).
 
 use std::collections::BTreeMap;
 
@@ -69,11 +70,11 @@ pub fn replicas(e: &Effective<'_>, observed: Option<i32>) -> Option<i32> {
     }
 }
 
-/// The ports of `served` that `server` listens on.
-fn container_ports(served: &[Port], server: Server) -> Vec<ContainerPort> {
+/// The ports of `served` that `listener` listens on.
+fn container_ports(served: &[Port], listener: Server) -> Vec<ContainerPort> {
     served
         .iter()
-        .filter(|p| p.server == server)
+        .filter(|p| p.server == listener)
         .map(|p| ContainerPort {
             name: Some(p.name.to_owned()),
             container_port: p.number,

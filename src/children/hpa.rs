@@ -1,9 +1,12 @@
-//! The HorizontalPodAutoscaler (spec.md Part 2 §c.5).
+//! The HorizontalPodAutoscaler scaling the Deployment, with canonical quantities in its metrics.
 
 use k8s_openapi::api::autoscaling::v2::{
     CrossVersionObjectReference, HorizontalPodAutoscaler, HorizontalPodAutoscalerSpec, MetricSpec,
     MetricTarget,
 };
+
+use k8s_openapi::Resource as _;
+use k8s_openapi::api::apps::v1::Deployment;
 
 use super::labels;
 use crate::api::autoscaling::Autoscaling;
@@ -44,8 +47,8 @@ pub fn build(name: &str, a: &Autoscaling) -> HorizontalPodAutoscaler {
         metadata: labels::metadata(name),
         spec: Some(HorizontalPodAutoscalerSpec {
             scale_target_ref: CrossVersionObjectReference {
-                api_version: Some("apps/v1".to_owned()),
-                kind: "Deployment".to_owned(),
+                api_version: Some(Deployment::API_VERSION.to_owned()),
+                kind: Deployment::KIND.to_owned(),
                 name: name.to_owned(),
             },
             min_replicas: a.min_replicas,

@@ -1,4 +1,4 @@
-//! The NetworkPolicy (spec.md Part 2 §c.3).
+//! The NetworkPolicy: ingress to the served ports only.
 
 use k8s_openapi::api::networking::v1::{
     NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort,

@@ -1,4 +1,5 @@
-//! The PodDisruptionBudget (spec.md Part 2 §c.2, Part 1 §1.3 `DisruptionBudgetBlocking`).
+//! The PodDisruptionBudget, and what it allows (for the `DisruptionBudgetBlocking` condition;
+//! docs/behaviour.md).
 
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;

@@ -1,4 +1,4 @@
-//! The headless Service (spec.md Part 2 §c.1).
+//! The headless Service in front of the memcached pods.
 
 use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
