@@ -43,8 +43,10 @@ pub const OWN_LABELS: [&str; 4] = [
     "app.kubernetes.io/managed-by",
     "app.kubernetes.io/version",
 ];
-/// The CEL rule refusing [`OWN_LABELS`] as keys.
-pub const OWN_LABELS_RULE: &str = "self.all(k, !(k in ['app.kubernetes.io/name', 'app.kubernetes.io/instance', 'app.kubernetes.io/managed-by', 'app.kubernetes.io/version']))";
+/// The CEL rule refusing [`OWN_LABELS`] as keys: four map lookups, whose cost the API server
+/// estimates as constant (a rule that compares every key would be charged for the longest key
+/// a request could hold, since a CRD schema cannot bound map keys).
+pub const OWN_LABELS_RULE: &str = "!('app.kubernetes.io/name' in self) && !('app.kubernetes.io/instance' in self) && !('app.kubernetes.io/managed-by' in self) && !('app.kubernetes.io/version' in self)";
 /// The message of [`OWN_LABELS_RULE`], also the hook's.
 pub const OWN_LABELS_MESSAGE: &str = "may not set the labels the hook owns (app.kubernetes.io/name, app.kubernetes.io/instance, app.kubernetes.io/managed-by, app.kubernetes.io/version)";
 /// The prefix of the hook's own pod annotations (`secret-hash`, `restart-trigger`).
