@@ -1,5 +1,5 @@
-//! Monitoring, SASL/TLS, NetworkPolicy and autoscaling (spec.md §b.3, §b.4, §b.8–§b.11, §c.1,
-//! §c.3–§c.5, Part 1 §1.2).
+//! Monitoring, SASL/TLS, NetworkPolicy and autoscaling: the exporter sidecar, the ServiceMonitor,
+//! secret volumes and memcached flags, the NetworkPolicy and the HPA (docs/behaviour.md).
 
 use serde_json::{Value, json};
 

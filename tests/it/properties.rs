@@ -66,7 +66,7 @@ fn all_declared() -> Vec<(&'static str, &'static str)> {
     KINDS.iter().map(|(_, a, r)| (*a, *r)).collect()
 }
 
-/// Whether a valid `spec` asks for a child of `kind` (spec.md Part 2 §c).
+/// Whether a valid `spec` asks for a child of `kind`.
 fn needed(kind: &str, spec: &Value) -> bool {
     match kind {
         "PodDisruptionBudget" => is_true(
@@ -110,7 +110,7 @@ where
 // JSON helpers
 // ---------------------------------------------------------------------------------------------
 
-/// An optional field: absent, JSON `null` (unset, spec.md §1.4a) or a value.
+/// An optional field: absent, JSON `null` (unset) or a value.
 fn field(value: impl Strategy<Value = Value> + 'static) -> BoxedStrategy<Option<Value>> {
     prop_oneof![
         3 => Just(None),

@@ -1,4 +1,5 @@
-//! One test per rule of spec.md §b, §c.1, §c.2 and Part 1, and per row of the seeds' tables.
+//! One test per rule of the Deployment, the Service and the PodDisruptionBudget
+//! (docs/behaviour.md), and per row of the reference operator's tables.
 
 use serde_json::{Value, json};
 

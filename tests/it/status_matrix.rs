@@ -1,4 +1,5 @@
-//! spec.md §d: the reference matrix (§d.5), messages, serverList, and lastTransitionTime.
+//! The status: the reference operator's condition matrix, messages, serverList, and
+//! lastTransitionTime (docs/behaviour.md).
 
 use memcached_hook::api::Condition;
 use memcached_hook::hook::ChildStatus;
