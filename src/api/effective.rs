@@ -4,13 +4,17 @@
 //! never relies on the API server having defaulted the stored object (it may predate the CRD,
 //! or come from a replayed fixture).
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::core::v1::ResourceRequirements;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use super::MemcachedSpec;
 use super::autoscaling::Autoscaling;
 use super::high_availability::HighAvailability;
-use super::memcached::Server;
+use super::memcached::{Server, memory_request_mib};
 use super::monitoring::Monitoring;
+use super::pod::Pod;
 use super::security::Security;
 use super::service::Service;
 use super::spec::{DEFAULT_IMAGE, DEFAULT_REPLICAS};
@@ -24,6 +28,9 @@ pub struct Effective<'a> {
     pub image: &'a str,
     /// memcached container resources.
     pub resources: Option<&'a ResourceRequirements>,
+    /// The memory request in MiB the hook adds when `resources` has neither a memory request
+    /// nor a memory limit ([`memory_request_mib`]).
+    pub memory_request_mib: Option<i64>,
     /// `spec.memcached`.
     pub memcached: Server<'a>,
     /// `spec.highAvailability`.
@@ -36,6 +43,8 @@ pub struct Effective<'a> {
     pub autoscaling: Option<Autoscaling>,
     /// `spec.service`.
     pub service: Service<'a>,
+    /// Placement and metadata of the pods.
+    pub pod: Pod<'a>,
 }
 
 impl<'a> Effective<'a> {
@@ -43,19 +52,29 @@ impl<'a> Effective<'a> {
     #[must_use]
     pub fn of(spec: &'a MemcachedSpec) -> Self {
         let autoscaling = Autoscaling::of(spec.autoscaling.as_ref());
+        let memcached = Server::of(spec.memcached.as_ref());
+        let resources = spec.resources.as_ref();
+        let has_memory = |list: Option<&BTreeMap<String, Quantity>>| {
+            list.is_some_and(|l| l.contains_key("memory"))
+        };
+        let memory_given = resources
+            .is_some_and(|r| has_memory(r.requests.as_ref()) || has_memory(r.limits.as_ref()));
         Self {
             replicas: match autoscaling {
                 Some(_) => None,
                 None => Some(spec.replicas.unwrap_or(DEFAULT_REPLICAS)),
             },
             image: spec.image.as_deref().unwrap_or(DEFAULT_IMAGE),
-            resources: spec.resources.as_ref(),
-            memcached: Server::of(spec.memcached.as_ref()),
+            resources,
+            memory_request_mib: (!memory_given)
+                .then(|| memory_request_mib(memcached.max_memory_mb, memcached.max_connections)),
+            memcached,
             high_availability: HighAvailability::of(spec.high_availability.as_ref()),
             monitoring: Monitoring::of(spec.monitoring.as_ref()),
             security: Security::of(spec.security.as_ref()),
             autoscaling,
             service: Service::of(spec.service.as_ref()),
+            pod: Pod::of(spec),
         }
     }
 }
@@ -73,6 +92,30 @@ mod tests {
         assert_eq!(e.memcached, Server::of(None));
         assert_eq!(e.high_availability, HighAvailability::default());
         assert!(e.monitoring.is_none() && e.autoscaling.is_none());
+    }
+
+    #[test]
+    fn the_memory_request_is_max_memory_plus_the_measured_overhead() {
+        assert_eq!(memory_request_mib(64, 1024), 64 + 8 + 16 + 1);
+        assert_eq!(memory_request_mib(1024, 4096), 1024 + 8 + 64 + 16);
+        assert_eq!(memory_request_mib(65, 1), 65 + 8 + 1 + 2);
+        assert_eq!(memory_request_mib(65536, 65536), 65536 + 8 + 1024 + 1024);
+    }
+
+    #[test]
+    fn the_memory_request_is_added_only_without_memory_in_resources() {
+        let with = |resources: serde_json::Value| MemcachedSpec {
+            resources: Some(serde_json::from_value(resources).expect("resources")),
+            ..MemcachedSpec::default()
+        };
+        let request = |spec: &MemcachedSpec| Effective::of(spec).memory_request_mib;
+        assert_eq!(request(&MemcachedSpec::default()), Some(89));
+        let cpu_only = with(serde_json::json!({"requests": {"cpu": "1"}, "limits": {"cpu": "2"}}));
+        assert_eq!(request(&cpu_only), Some(89));
+        let memory = with(serde_json::json!({"requests": {"memory": "1Gi"}}));
+        assert_eq!(request(&memory), None);
+        let limit = with(serde_json::json!({"limits": {"memory": "1Gi"}}));
+        assert_eq!(request(&limit), None);
     }
 
     #[test]

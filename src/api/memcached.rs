@@ -34,6 +34,26 @@ pub const VERBOSITY: (i32, i32) = (0, 2);
 pub const EXTRA_ARGS: usize = 64;
 /// One entry of `extraArgs`.
 pub const EXTRA_ARG_LENGTH: usize = 1024;
+/// memcached's memory beyond its item memory that does not grow with it, in MiB: the process
+/// and its first hash table (measured 4.7 MiB), the allocator's state, headroom.
+pub const MEMORY_FIXED_MIB: i64 = 8;
+/// Connections per MiB: a connection in the middle of a request holds a 16 KiB read buffer.
+pub const CONNECTIONS_PER_MIB: i64 = 64;
+/// MiB of item memory per MiB of overhead that grows with it: 4 KiB per 1 MiB slab page and
+/// the hash table (8 bytes per bucket, doubling) of items of a few hundred bytes and more.
+pub const ITEM_MIB_PER_OVERHEAD_MIB: i64 = 64;
+
+/// The memory memcached uses with `-m max_memory_mb -c max_connections` when its item memory
+/// is full and every connection is busy, in MiB (docs/behaviour.md, "Memory request", has the
+/// measurements): `maxMemoryMB + 8 + ceil(maxConnections / 64) + ceil(maxMemoryMB / 64)`.
+#[must_use]
+pub fn memory_request_mib(max_memory_mb: i32, max_connections: i32) -> i64 {
+    let mb = i64::from(max_memory_mb.max(0));
+    let connections = i64::from(max_connections.max(0));
+    mb + MEMORY_FIXED_MIB
+        + (connections + CONNECTIONS_PER_MIB - 1) / CONNECTIONS_PER_MIB
+        + (mb + ITEM_MIB_PER_OVERHEAD_MIB - 1) / ITEM_MIB_PER_OVERHEAD_MIB
+}
 
 /// memcached server settings; each maps to one command-line flag.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]

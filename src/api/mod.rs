@@ -1,5 +1,5 @@
 //! The Memcached custom resource, one module per spec block (`memcached`, `high_availability`,
-//! `monitoring`, `security`, `autoscaling`, `service`; the top-level fields in `spec`). Each
+//! `monitoring`, `security`, `autoscaling`, `service`, `pod`; the other top-level fields in `spec`). Each
 //! block holds its types, its bounds and defaults as constants used by both the schema and the
 //! checks, its effective view and its rules; `effective` and `validation` put them together.
 
@@ -11,6 +11,7 @@ pub mod effective;
 pub mod high_availability;
 pub mod memcached;
 pub mod monitoring;
+pub mod pod;
 pub mod quantity;
 pub mod security;
 pub mod service;

@@ -7,6 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use super::bounds;
 use super::check::{self, Out, Violation};
+use super::monitoring::LABEL_VALUE_LENGTH;
+use super::pod::{self, MapKind};
 
 /// An annotation value.
 pub const ANNOTATION_VALUE_LENGTH: usize = 64 * 1024;
@@ -31,6 +33,19 @@ pub struct ServiceSpec {
         }]
     ))]
     pub annotations: Option<BTreeMap<String, String>>,
+
+    /// Extra labels of the Service; the labels the hook writes (`app.kubernetes.io/name`,
+    /// `instance`, `managed-by`, `version`) cannot be set here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend(
+        "maxProperties" = bounds::MAP_ENTRIES,
+        "additionalProperties" = {"type": "string", "maxLength": LABEL_VALUE_LENGTH},
+        "x-kubernetes-validations" = [
+            {"rule": bounds::key_rule(), "message": bounds::key_message()},
+            {"rule": pod::OWN_LABELS_RULE, "message": pod::OWN_LABELS_MESSAGE}
+        ]
+    ))]
+    pub labels: Option<BTreeMap<String, String>>,
 }
 
 /// The Service settings with every default applied.
@@ -38,6 +53,8 @@ pub struct ServiceSpec {
 pub struct Service<'a> {
     /// Service annotations (never an empty map).
     pub annotations: Option<&'a BTreeMap<String, String>>,
+    /// Service labels besides the hook's (never an empty map).
+    pub labels: Option<&'a BTreeMap<String, String>>,
 }
 
 impl<'a> Service<'a> {
@@ -48,12 +65,19 @@ impl<'a> Service<'a> {
             annotations: service
                 .and_then(|s| s.annotations.as_ref())
                 .filter(|a| !a.is_empty()),
+            labels: service
+                .and_then(|s| s.labels.as_ref())
+                .filter(|l| !l.is_empty()),
         }
     }
 }
 
 /// The schema rules of `spec.service`, and the total size of its annotations.
 pub(super) fn validate(out: &mut Out, service: &ServiceSpec) {
+    let labels = service.labels.as_ref();
+    check::map(out, "spec.service.labels", labels, LABEL_VALUE_LENGTH);
+    let (kind, own) = (MapKind::Labels, pod::own_label);
+    pod::check_entries(out, "spec.service.labels", labels, kind, own);
     let annotations = service.annotations.as_ref();
     let field = "spec.service.annotations";
     check::map(out, field, annotations, ANNOTATION_VALUE_LENGTH);

@@ -6,7 +6,11 @@
 //! applied them: `api::effective` resolves the defaults again and `api::validation` re-checks
 //! the bounds, both from the same constants as the schema.
 
-use k8s_openapi::api::core::v1::ResourceRequirements;
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{
+    Affinity, LocalObjectReference, ResourceRequirements, Toleration,
+};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -16,10 +20,11 @@ use super::bounds;
 use super::check::{self, Out, Violation, Zero, quoted};
 use super::high_availability::HighAvailabilitySpec;
 use super::memcached::{self, MemcachedConfig};
-use super::monitoring::MonitoringSpec;
+use super::monitoring::{LABEL_VALUE_LENGTH, MonitoringSpec};
+use super::pod;
 use super::quantity::Quantity;
 use super::security::SecuritySpec;
-use super::service::ServiceSpec;
+use super::service::{ANNOTATION_VALUE_LENGTH, ServiceSpec};
 use super::status::MemcachedStatus;
 
 /// Bounds of `replicas`.
@@ -127,6 +132,66 @@ pub struct MemcachedSpec {
     /// Settings of the headless Service.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service: Option<ServiceSpec>,
+
+    /// Node labels a node must have to run the pods (the pod's `nodeSelector`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend(
+        "maxProperties" = bounds::MAP_ENTRIES,
+        "additionalProperties" = {"type": "string", "maxLength": LABEL_VALUE_LENGTH},
+        "x-kubernetes-validations" = [{"rule": bounds::key_rule(), "message": bounds::key_message()}]
+    ))]
+    pub node_selector: Option<BTreeMap<String, String>>,
+
+    /// Taints the pods tolerate, copied verbatim to the pod template.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = pod::TOLERATIONS))]
+    pub tolerations: Option<Vec<Toleration>>,
+
+    /// Node affinity, pod affinity and pod anti-affinity, copied to the pod template (at most
+    /// 16 terms per list). A `podAntiAffinity` here replaces the one of
+    /// `highAvailability.antiAffinityPreset`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "pod::affinity_schema")]
+    pub affinity: Option<Affinity>,
+
+    /// PriorityClass of the pods (it must exist in the cluster when the pods are created).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(max = bounds::SECRET_NAME_LENGTH),
+        regex(pattern = pod::DNS_SUBDOMAIN_PATTERN)
+    )]
+    pub priority_class_name: Option<String>,
+
+    /// Secrets with registry credentials to pull the images (memcached and the exporter);
+    /// each name a DNS subdomain of at most 253 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "pod::image_pull_secrets_schema")]
+    pub image_pull_secrets: Option<Vec<LocalObjectReference>>,
+
+    /// Extra labels of the pods; the labels the hook writes (`app.kubernetes.io/name`,
+    /// `instance`, `managed-by`, `version`) cannot be set here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend(
+        "maxProperties" = bounds::MAP_ENTRIES,
+        "additionalProperties" = {"type": "string", "maxLength": LABEL_VALUE_LENGTH},
+        "x-kubernetes-validations" = [
+            {"rule": bounds::key_rule(), "message": bounds::key_message()},
+            {"rule": pod::OWN_LABELS_RULE, "message": pod::OWN_LABELS_MESSAGE}
+        ]
+    ))]
+    pub pod_labels: Option<BTreeMap<String, String>>,
+
+    /// Extra annotations of the pods; keys under `memcached.c5c3.io/` belong to the hook.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend(
+        "maxProperties" = bounds::MAP_ENTRIES,
+        "additionalProperties" = {"type": "string", "maxLength": ANNOTATION_VALUE_LENGTH},
+        "x-kubernetes-validations" = [
+            {"rule": bounds::key_rule(), "message": bounds::key_message()},
+            {"rule": pod::OWN_ANNOTATIONS_RULE, "message": pod::OWN_ANNOTATIONS_MESSAGE}
+        ]
+    ))]
+    pub pod_annotations: Option<BTreeMap<String, String>>,
 }
 
 /// The detail of a name that cannot name the Service.

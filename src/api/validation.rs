@@ -11,7 +11,7 @@
 
 use super::effective::Effective;
 use super::{MemcachedSpec, autoscaling, high_availability, memcached, monitoring, security};
-use super::{service, spec};
+use super::{pod, service, spec};
 
 pub use super::check::{Reason, Violation, is_too_long};
 
@@ -67,6 +67,7 @@ pub fn validate_effective(name: &str, spec: &MemcachedSpec, e: &Effective<'_>) -
     if let Some(s) = &spec.service {
         service::validate(&mut out, s);
     }
+    pod::validate(&mut out, spec);
     spec::validate_rules(&mut out, spec, e.memcached.max_memory_mb);
     high_availability::validate_rules(&mut out, &e.high_availability);
     security::validate_rules(&mut out, &e.security);

@@ -8,8 +8,9 @@ use k8s_openapi::api::apps::v1::{
 };
 use k8s_openapi::api::core::v1::{
     Affinity, Container, ContainerPort, ExecAction, KeyToPath, Lifecycle, LifecycleHandler,
-    PodAffinityTerm, PodAntiAffinity, PodSpec, PodTemplateSpec, Probe, ResourceRequirements,
-    SecretVolumeSource, TCPSocketAction, Volume, VolumeMount, WeightedPodAffinityTerm,
+    NodeAffinity, PodAffinity, PodAffinityTerm, PodAntiAffinity, PodSpec, PodTemplateSpec, Probe,
+    ResourceRequirements, SecretVolumeSource, TCPSocketAction, Volume, VolumeMount,
+    WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -95,25 +96,109 @@ fn tcp_probe(initial_delay_seconds: i32, period_seconds: i32) -> Probe {
     }
 }
 
-/// Resources with canonical quantities, absent when empty.
-fn resources(requirements: Option<&ResourceRequirements>) -> Option<ResourceRequirements> {
-    let r = requirements?;
-    let canonical = |list: &Option<BTreeMap<String, Quantity>>| {
-        list.as_ref().filter(|l| !l.is_empty()).map(|l| {
+/// Resources with canonical quantities, absent when empty; `memory_request_mib` (the default
+/// memory request, only when the user gave no memory) joins the requests.
+fn resources(
+    requirements: Option<&ResourceRequirements>,
+    memory_request_mib: Option<i64>,
+) -> Option<ResourceRequirements> {
+    let canonical = |list: Option<&BTreeMap<String, Quantity>>| {
+        list.filter(|l| !l.is_empty()).map(|l| {
             l.iter()
                 .map(|(k, q)| (k.clone(), quantity::canonical(q)))
-                .collect()
+                .collect::<BTreeMap<_, _>>()
         })
     };
+    let r = requirements;
+    let mut requests = canonical(r.and_then(|r| r.requests.as_ref()));
+    if let Some(mib) = memory_request_mib {
+        requests
+            .get_or_insert_default()
+            .insert("memory".to_owned(), Quantity(format!("{mib}Mi")));
+    }
     let out = ResourceRequirements {
-        limits: canonical(&r.limits),
-        requests: canonical(&r.requests),
-        claims: r.claims.clone().filter(|c| !c.is_empty()),
+        limits: canonical(r.and_then(|r| r.limits.as_ref())),
+        requests,
+        claims: r.and_then(|r| r.claims.clone()).filter(|c| !c.is_empty()),
     };
     (out != ResourceRequirements::default()).then_some(out)
 }
 
-fn affinity(name: &str, preset: Option<AntiAffinityPreset>) -> Option<Affinity> {
+/// `list` unless it is empty (the API server drops an empty list: a diff on every sync).
+fn non_empty<T: Clone>(list: Option<&Vec<T>>) -> Option<Vec<T>> {
+    list.filter(|l| !l.is_empty()).cloned()
+}
+
+/// The user's node affinity without empty parts.
+fn node_affinity(user: &NodeAffinity) -> Option<NodeAffinity> {
+    let out = NodeAffinity {
+        required_during_scheduling_ignored_during_execution: user
+            .required_during_scheduling_ignored_during_execution
+            .clone()
+            .filter(|r| !r.node_selector_terms.is_empty()),
+        preferred_during_scheduling_ignored_during_execution: non_empty(
+            user.preferred_during_scheduling_ignored_during_execution
+                .as_ref(),
+        ),
+    };
+    (out != NodeAffinity::default()).then_some(out)
+}
+
+/// The user's pod affinity without empty lists.
+fn pod_affinity(user: &PodAffinity) -> Option<PodAffinity> {
+    let out = PodAffinity {
+        required_during_scheduling_ignored_during_execution: non_empty(
+            user.required_during_scheduling_ignored_during_execution
+                .as_ref(),
+        ),
+        preferred_during_scheduling_ignored_during_execution: non_empty(
+            user.preferred_during_scheduling_ignored_during_execution
+                .as_ref(),
+        ),
+    };
+    (out != PodAffinity::default()).then_some(out)
+}
+
+/// The user's pod anti-affinity without empty lists.
+fn pod_anti_affinity(user: &PodAntiAffinity) -> Option<PodAntiAffinity> {
+    let out = PodAntiAffinity {
+        required_during_scheduling_ignored_during_execution: non_empty(
+            user.required_during_scheduling_ignored_during_execution
+                .as_ref(),
+        ),
+        preferred_during_scheduling_ignored_during_execution: non_empty(
+            user.preferred_during_scheduling_ignored_during_execution
+                .as_ref(),
+        ),
+    };
+    (out != PodAntiAffinity::default()).then_some(out)
+}
+
+/// The pod's affinity: the user's node and pod affinity as given, and the user's pod
+/// anti-affinity when there is one (even `{}`, which means none), else the preset's.
+fn affinity(
+    name: &str,
+    preset: Option<AntiAffinityPreset>,
+    user: Option<&Affinity>,
+) -> Option<Affinity> {
+    let anti = match user.and_then(|a| a.pod_anti_affinity.as_ref()) {
+        Some(own) => pod_anti_affinity(own),
+        None => preset_anti_affinity(name, preset),
+    };
+    let out = Affinity {
+        node_affinity: user
+            .and_then(|a| a.node_affinity.as_ref())
+            .and_then(node_affinity),
+        pod_affinity: user
+            .and_then(|a| a.pod_affinity.as_ref())
+            .and_then(pod_affinity),
+        pod_anti_affinity: anti,
+    };
+    (out != Affinity::default()).then_some(out)
+}
+
+/// The anti-affinity of `highAvailability.antiAffinityPreset` (spec.md §b.5).
+fn preset_anti_affinity(name: &str, preset: Option<AntiAffinityPreset>) -> Option<PodAntiAffinity> {
     let term = || PodAffinityTerm {
         topology_key: HOSTNAME_TOPOLOGY_KEY.to_owned(),
         label_selector: Some(LabelSelector {
@@ -122,7 +207,7 @@ fn affinity(name: &str, preset: Option<AntiAffinityPreset>) -> Option<Affinity> 
         }),
         ..PodAffinityTerm::default()
     };
-    let anti = match preset? {
+    Some(match preset? {
         AntiAffinityPreset::Soft => PodAntiAffinity {
             preferred_during_scheduling_ignored_during_execution: Some(vec![
                 WeightedPodAffinityTerm {
@@ -136,10 +221,6 @@ fn affinity(name: &str, preset: Option<AntiAffinityPreset>) -> Option<Affinity> 
             preferred_during_scheduling_ignored_during_execution: None,
             required_during_scheduling_ignored_during_execution: Some(vec![term()]),
         },
-    };
-    Some(Affinity {
-        pod_anti_affinity: Some(anti),
-        ..Affinity::default()
     })
 }
 
@@ -197,7 +278,7 @@ fn memcached_container(e: &Effective<'_>, served: &[Port], mounts: Vec<VolumeMou
         image: Some(e.image.to_owned()),
         args: Some(args::memcached(e)),
         ports: Some(container_ports(served, Server::Memcached)),
-        resources: resources(e.resources),
+        resources: resources(e.resources, e.memory_request_mib),
         liveness_probe: Some(tcp_probe(10, 10)),
         readiness_probe: Some(tcp_probe(5, 5)),
         lifecycle: e.high_availability.graceful_shutdown.map(|g| Lifecycle {
@@ -230,15 +311,33 @@ fn exporter_container(e: &Effective<'_>, m: &Monitoring<'_>, served: &[Port]) ->
             )]
         }),
         ports: Some(container_ports(served, Server::Exporter)),
-        resources: resources(m.exporter_resources),
+        resources: resources(m.exporter_resources, None),
         security_context: e.security.container_security_context.cloned(),
         ..Container::default()
     }
 }
 
+/// `own` over `user`: the user's entries, then the hook's, which win any clash (validation
+/// refuses one before it gets here).
+fn merged(
+    user: Option<&BTreeMap<String, String>>,
+    own: BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    match user {
+        None => own,
+        Some(user) => {
+            let mut out = user.clone();
+            out.extend(own);
+            out
+        }
+    }
+}
+
 /// The desired Deployment named `name`: its containers listen on the `served` ports, its pod
 /// template carries the annotations of `rollers`, and under `secretRotation: Reload` the
-/// reload agent runs from `reload_agent_image`.
+/// reload agent runs from `reload_agent_image`. `podLabels` and `podAnnotations` join the
+/// hook's pod labels and annotations and never replace one; the Deployment's own labels and
+/// its selector stay the hook's.
 #[must_use]
 pub fn build(
     name: &str,
@@ -248,19 +347,10 @@ pub fn build(
     rollers: Rollers<'_>,
     reload_agent_image: &str,
 ) -> Deployment {
-    let pod_labels = labels::with_version(name, e.image);
-    let (volumes, mounts) = volumes_and_mounts(e);
-    let reloads = reload_agent::applies(e);
-    let init_containers =
-        reloads.then(|| vec![reload_agent::container(e, reload_agent_image, &mounts)]);
-    let mut containers = vec![memcached_container(e, served, mounts)];
-    if let Some(m) = &e.monitoring {
-        containers.push(exporter_container(e, m, served));
-    }
     Deployment {
         metadata: ObjectMeta {
             name: Some(name.to_owned()),
-            labels: Some(pod_labels.clone()),
+            labels: Some(labels::with_version(name, e.image)),
             ..ObjectMeta::default()
         },
         spec: Some(DeploymentSpec {
@@ -273,36 +363,81 @@ pub fn build(
                     max_unavailable: Some(IntOrString::Int(0)),
                 }),
             }),
-            template: PodTemplateSpec {
-                metadata: Some(ObjectMeta {
-                    labels: Some(pod_labels),
-                    annotations: rollers.annotations(),
-                    ..ObjectMeta::default()
-                }),
-                spec: Some(PodSpec {
-                    affinity: affinity(name, e.high_availability.anti_affinity),
-                    topology_spread_constraints: e
-                        .high_availability
-                        .topology_spread
-                        .map(<[_]>::to_vec),
-                    termination_grace_period_seconds: e
-                        .high_availability
-                        .graceful_shutdown
-                        .map(|g| g.termination_grace_period_seconds),
-                    security_context: e.security.pod_security_context.cloned(),
-                    // memcached and the exporter never call the Kubernetes API.
-                    automount_service_account_token: Some(false),
-                    // The agent sends SIGHUP to memcached for a new auth file.
-                    share_process_namespace: (reloads && e.security.sasl_secret.is_some())
-                        .then_some(true),
-                    init_containers,
-                    containers,
-                    volumes: (!volumes.is_empty()).then_some(volumes),
-                    ..PodSpec::default()
-                }),
-            },
+            template: pod_template(name, e, served, rollers, reload_agent_image),
             ..DeploymentSpec::default()
         }),
         status: None,
+    }
+}
+
+/// The pod template of the memcached workload named `name`.
+fn pod_template(
+    name: &str,
+    e: &Effective<'_>,
+    served: &[Port],
+    rollers: Rollers<'_>,
+    reload_agent_image: &str,
+) -> PodTemplateSpec {
+    let pod_labels = merged(e.pod.labels, labels::with_version(name, e.image));
+    let annotations = match (e.pod.annotations, rollers.annotations()) {
+        (None, own) => own,
+        (Some(user), own) => Some(merged(Some(user), own.unwrap_or_default())),
+    };
+    let (volumes, mounts) = volumes_and_mounts(e);
+    let reloads = reload_agent::applies(e);
+    let init_containers =
+        reloads.then(|| vec![reload_agent::container(e, reload_agent_image, &mounts)]);
+    let mut containers = vec![memcached_container(e, served, mounts)];
+    if let Some(m) = &e.monitoring {
+        containers.push(exporter_container(e, m, served));
+    }
+    PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(pod_labels),
+            annotations,
+            ..ObjectMeta::default()
+        }),
+        spec: Some(PodSpec {
+            affinity: affinity(name, e.high_availability.anti_affinity, e.pod.affinity),
+            node_selector: e.pod.node_selector.cloned(),
+            tolerations: e.pod.tolerations.map(<[_]>::to_vec),
+            priority_class_name: e.pod.priority_class_name.map(str::to_owned),
+            image_pull_secrets: e.pod.image_pull_secrets.map(<[_]>::to_vec),
+            topology_spread_constraints: e.high_availability.topology_spread.map(<[_]>::to_vec),
+            termination_grace_period_seconds: e
+                .high_availability
+                .graceful_shutdown
+                .map(|g| g.termination_grace_period_seconds),
+            security_context: e.security.pod_security_context.cloned(),
+            // memcached and the exporter never call the Kubernetes API.
+            automount_service_account_token: Some(false),
+            // The agent sends SIGHUP to memcached for a new auth file.
+            share_process_namespace: (reloads && e.security.sasl_secret.is_some()).then_some(true),
+            init_containers,
+            containers,
+            volumes: (!volumes.is_empty()).then_some(volumes),
+            ..PodSpec::default()
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::pod::{OWN_ANNOTATION_PREFIX, OWN_LABELS};
+
+    #[test]
+    fn the_keys_validation_keeps_for_the_hook_are_the_ones_it_writes() {
+        for key in [SECRET_HASH, RESTART_TRIGGER] {
+            assert!(key.starts_with(OWN_ANNOTATION_PREFIX), "{key}");
+        }
+        for key in [
+            labels::NAME,
+            labels::INSTANCE,
+            labels::MANAGED_BY,
+            labels::VERSION,
+        ] {
+            assert!(OWN_LABELS.contains(&key), "{key}");
+        }
     }
 }

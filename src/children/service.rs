@@ -25,6 +25,15 @@ fn port(port: &Port) -> ServicePort {
 pub fn build(name: &str, e: &Effective<'_>, served: &[Port]) -> Service {
     Service {
         metadata: ObjectMeta {
+            labels: Some(match e.service.labels {
+                // The hook's labels win a clash (validation refuses one before it gets here).
+                Some(user) => {
+                    let mut merged = user.clone();
+                    merged.extend(labels::base(name));
+                    merged
+                }
+                None => labels::base(name),
+            }),
             annotations: e.service.annotations.cloned(),
             ..labels::metadata(name)
         },

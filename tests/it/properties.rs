@@ -285,6 +285,73 @@ fn annotations() -> BoxedStrategy<Value> {
     .boxed()
 }
 
+/// A label or annotation key the API server accepts and the hook does not keep for itself.
+fn qualified_key() -> BoxedStrategy<String> {
+    "(([a-z0-9]{1,6}\\.){0,2}[a-z]{1,6}/)?[A-Za-z0-9]([A-Za-z0-9._-]{0,8}[A-Za-z0-9])?".boxed()
+}
+
+/// A label map the API server accepts (`nodeSelector`, `podLabels`, `service.labels`).
+fn label_map() -> BoxedStrategy<Value> {
+    btree_map(
+        qualified_key(),
+        "([A-Za-z0-9]([A-Za-z0-9._-]{0,10}[A-Za-z0-9])?)?",
+        0..4,
+    )
+    .prop_map(|m| json!(m))
+    .boxed()
+}
+
+/// `podAnnotations` the API server accepts.
+fn annotation_map() -> BoxedStrategy<Value> {
+    btree_map(qualified_key(), ".{0,24}", 0..4)
+        .prop_map(|m| json!(m))
+        .boxed()
+}
+
+fn toleration() -> BoxedStrategy<Value> {
+    prop_oneof![
+        Just(json!({"operator": "Exists"})),
+        (qualified_key(), "[a-z0-9]{1,8}", select(vec!["NoSchedule", "PreferNoSchedule"]))
+            .prop_map(|(key, value, effect)| json!({"key": key, "operator": "Equal",
+                                                   "value": value, "effect": effect})),
+        (qualified_key(), 0i64..=3600).prop_map(|(key, seconds)| json!({
+            "key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": seconds})),
+    ]
+    .boxed()
+}
+
+fn affinity() -> BoxedStrategy<Value> {
+    let term =
+        |key: String| json!({"topologyKey": key, "labelSelector": {"matchLabels": {"app": "web"}}});
+    (
+        field(qualified_key().prop_map(|key| {
+            json!({
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": key, "operator": "In", "values": ["a", "b"]}]}]}})
+        })),
+        field(
+            (1i32..=100, qualified_key()).prop_map(move |(weight, key)| {
+                json!({
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": weight, "podAffinityTerm": term(key)}]})
+            }),
+        ),
+        field(prop_oneof![
+            Just(json!({})),
+            qualified_key().prop_map(move |key| json!({
+                "requiredDuringSchedulingIgnoredDuringExecution": [term(key)]})),
+        ]),
+    )
+        .prop_map(|(node, pod, anti)| {
+            object([
+                ("nodeAffinity", node),
+                ("podAffinity", pod),
+                ("podAntiAffinity", anti),
+            ])
+        })
+        .boxed()
+}
+
 fn memcached_config() -> BoxedStrategy<Value> {
     (
         field(prop_oneof![Just(json!(0)), int(16..=65536)]),
@@ -627,7 +694,31 @@ fn valid_spec() -> BoxedStrategy<Value> {
             field(monitoring()),
             field(security()),
             field(autoscaling()),
-            field(field(annotations()).prop_map(|a| object([("annotations", a)]))),
+            field(
+                (field(annotations()), field(label_map()))
+                    .prop_map(|(a, l)| object([("annotations", a), ("labels", l)])),
+            ),
+        ),
+        (
+            field(label_map()),
+            field(vec(toleration(), 0..3).prop_map(Value::from)),
+            field(affinity()),
+            field(text("[a-z0-9]([a-z0-9-]{0,10}[a-z0-9])?")),
+            field(
+                vec(
+                    text("[a-z0-9]([a-z0-9.-]{0,10}[a-z0-9])?")
+                        .prop_filter("a DNS subdomain", |n| {
+                            n.as_str().is_some_and(|n| {
+                                !n.contains("..") && !n.contains(".-") && !n.contains("-.")
+                            })
+                        })
+                        .prop_map(|n| json!({"name": n})),
+                    0..3,
+                )
+                .prop_map(Value::from),
+            ),
+            field(label_map()),
+            field(annotation_map()),
         ),
         any::<u32>(),
     )
@@ -635,6 +726,7 @@ fn valid_spec() -> BoxedStrategy<Value> {
             |(
                 (replicas, image, resources, memcached, ha),
                 (monitoring, security, autoscaling, service),
+                (node_selector, tolerations, affinity, priority, pull_secrets, labels, annotations),
                 slack,
             )| {
                 let mut spec = object([
@@ -647,6 +739,13 @@ fn valid_spec() -> BoxedStrategy<Value> {
                     ("security", security),
                     ("autoscaling", autoscaling),
                     ("service", service),
+                    ("nodeSelector", node_selector),
+                    ("tolerations", tolerations),
+                    ("affinity", affinity),
+                    ("priorityClassName", priority),
+                    ("imagePullSecrets", pull_secrets),
+                    ("podLabels", labels),
+                    ("podAnnotations", annotations),
                 ]);
                 make_valid(&mut spec, slack);
                 spec
@@ -904,9 +1003,65 @@ fn one_violation() -> BoxedStrategy<Violation> {
                 Some(json!("s".repeat(n)))
             )]
         )),
+        // Issue 16: the hook's own labels and annotations, syntax and bounds of the new fields.
+        (select(OWN_LABELS.to_vec()), "[a-z0-9]{0,8}").prop_map(|(key, value)| Violation {
+            writes: vec![(vec!["podLabels", key], Some(json!(value)))],
+            field: "spec.podLabels",
+        }),
+        (select(OWN_LABELS[..3].to_vec()), "[a-z0-9]{0,8}").prop_map(|(key, value)| Violation {
+            writes: vec![(vec!["service", "labels", key], Some(json!(value)))],
+            field: "spec.service.labels",
+        }),
+        select(vec!["memcached.c5c3.io/secret-hash", "memcached.c5c3.io/restart-trigger",
+                    "memcached.c5c3.io/x"])
+        .prop_map(|key| Violation {
+            writes: vec![(vec!["podAnnotations", key], Some(json!("1")))],
+            field: "spec.podAnnotations",
+        }),
+        select(vec!["a/b/c", "-team", "team-", "a b", "Example.com/x", "/x"]).prop_map(|key| Violation {
+            writes: vec![(vec!["podLabels", key], Some(json!("v")))],
+            field: "spec.podLabels",
+        }),
+        select(vec!["cache pool", "-x", "x-", "a/b"]).prop_map(|value| violation(
+            "spec.nodeSelector.pool",
+            [(&["nodeSelector", "pool"][..], Some(json!(value)))]
+        )),
+        (33usize..=60).prop_map(|n| violation(
+            "spec.tolerations",
+            [(&["tolerations"][..], Some(json!(vec![json!({"operator": "Exists"}); n])))]
+        )),
+        (17usize..=40).prop_map(|n| violation(
+            "spec.imagePullSecrets",
+            [(&["imagePullSecrets"][..], Some(json!(vec![json!({"name": "r"}); n])))]
+        )),
+        select(vec!["", "Registry", "a_b", "a..b"]).prop_map(|name| violation(
+            "spec.imagePullSecrets[0].name",
+            [(&["imagePullSecrets"][..], Some(json!([{"name": name}])))]
+        )),
+        select(vec!["Cache", "cache critical", "-cache", "c".repeat(254).leak() as &str])
+            .prop_map(|name| violation(
+                "spec.priorityClassName",
+                [(&["priorityClassName"][..], Some(json!(name)))]
+            )),
+        (17usize..=30).prop_map(|n| violation(
+            "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution",
+            [(
+                &["affinity", "podAntiAffinity"][..],
+                Some(json!({"preferredDuringSchedulingIgnoredDuringExecution":
+                    vec![json!({"weight": 1, "podAffinityTerm": {"topologyKey": "zone"}}); n]}))
+            )]
+        )),
     ]
     .boxed()
 }
+
+/// The labels the hook writes on the pods (`podLabels` may not set them).
+const OWN_LABELS: [&str; 4] = [
+    "app.kubernetes.io/name",
+    "app.kubernetes.io/instance",
+    "app.kubernetes.io/managed-by",
+    "app.kubernetes.io/version",
+];
 
 fn related(a: &[&str], b: &[&str]) -> bool {
     a.iter().zip(b).all(|(x, y)| x == y)
@@ -1359,6 +1514,59 @@ fn deployment_selector_is_within_the_pod_labels_and_never_changes() {
         }
         if let Some(pdb) = find(&response, "PodDisruptionBudget") {
             prop_assert_eq!(&pdb["spec"]["selector"]["matchLabels"], selector);
+        }
+        Ok(())
+    });
+}
+
+/// Issue 16: whatever `podLabels` holds (the selector's keys with any value, keys and values of
+/// any syntax), the Deployment keeps its selector and the pods carry it unchanged; a label the
+/// hook owns is an invalid spec (observed children kept), never a merge.
+#[test]
+fn pod_labels_never_change_the_selector() {
+    let key = prop_oneof![
+        select(OWN_LABELS.to_vec()).prop_map(str::to_owned),
+        qualified_key(),
+        ".{0,20}".boxed(),
+    ];
+    let value = prop_oneof![
+        Just("memcached".to_owned()),
+        Just("other".to_owned()),
+        ".{0,20}".boxed(),
+    ];
+    let with_labels = (scenario(), btree_map(key, value, 0..6)).prop_map(|(mut s, labels)| {
+        write(&mut s.spec, &["podLabels"], Some(json!(labels)));
+        (s, labels)
+    });
+    check(with_labels, |(s, labels)| {
+        let first = s.first();
+        let earlier = find(&first, "Deployment").map(|d| d["spec"]["selector"].clone());
+        let own = labels.keys().any(|k| OWN_LABELS.contains(&k.as_str()));
+        let Ok(response) = sync_value(&s.request_with(&s.ctx.name, &s.spec)) else {
+            // A 422: Metacontroller changes nothing.
+            return Ok(());
+        };
+        if let Some(deployment) = find(&response, "Deployment") {
+            let selector = &deployment["spec"]["selector"];
+            prop_assert_eq!(Some(selector), earlier.as_ref());
+            let pod_labels = &deployment["spec"]["template"]["metadata"]["labels"];
+            prop_assert!(
+                is_subset(&selector["matchLabels"], pod_labels),
+                "{selector} not in {pod_labels}"
+            );
+        }
+        if own {
+            let degraded = response["status"]["conditions"]
+                .as_array()
+                .and_then(|c| c.iter().find(|c| c["type"] == "Degraded"))
+                .cloned()
+                .unwrap_or_default();
+            prop_assert_eq!(&degraded["reason"], "InvalidSpec");
+            prop_assert!(
+                degraded["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("spec.podLabels"))
+            );
         }
         Ok(())
     });

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 /// Subtrees that are Kubernetes types copied verbatim: listed once, not field by field.
-const PASSTHROUGH: [(&str, &str); 10] = [
+const PASSTHROUGH: [(&str, &str); 13] = [
     ("spec.resources", "core/v1 ResourceRequirements"),
     (
         "spec.monitoring.exporterResources",
@@ -35,6 +35,12 @@ const PASSTHROUGH: [(&str, &str); 10] = [
     (
         "spec.autoscaling.behavior",
         "autoscaling/v2 HorizontalPodAutoscalerBehavior",
+    ),
+    ("spec.tolerations", "list of core/v1 Toleration"),
+    ("spec.affinity", "core/v1 Affinity"),
+    (
+        "spec.imagePullSecrets",
+        "list of core/v1 LocalObjectReference",
     ),
     ("status.conditions", "list of meta/v1 Condition"),
     ("spec.service.annotations", "map of string to string"),

@@ -129,7 +129,11 @@ fn deployment_strategy_and_container() {
         c["readinessProbe"],
         json!({"tcpSocket": {"port": "memcached"}, "initialDelaySeconds": 5, "periodSeconds": 5})
     );
-    assert_eq!(c["resources"], json!({"requests": {"cpu": "100m"}}));
+    // No memory in `resources`: maxMemoryMB 64 + 8 + 1024/64 + 64/64 MiB (issue 16).
+    assert_eq!(
+        c["resources"],
+        json!({"requests": {"cpu": "100m", "memory": "89Mi"}})
+    );
     for absent in [
         "command",
         "env",
@@ -313,6 +317,137 @@ fn restart_trigger_is_copied_to_the_pod_template() {
             .get("annotations")
             .is_none()
     );
+}
+
+// ---- Placement, pull secrets, pod metadata, memory request (issue 16) ----
+
+#[test]
+fn placement_and_pull_secrets_are_copied_to_the_pod_template() {
+    let toleration = json!({"key": "dedicated", "operator": "Equal", "value": "cache",
+                            "effect": "NoSchedule"});
+    let node = json!({"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["cache"]}]}]}});
+    let r = render(json!({
+        "nodeSelector": {"node.example.com/pool": "cache"}, "tolerations": [toleration],
+        "affinity": {"nodeAffinity": node}, "priorityClassName": "cache-critical",
+        "imagePullSecrets": [{"name": "registry"}]}));
+    let pod = &must(&r, "Deployment")["spec"]["template"]["spec"];
+    assert_eq!(
+        pod["nodeSelector"],
+        json!({"node.example.com/pool": "cache"})
+    );
+    assert_eq!(pod["tolerations"], json!([toleration]));
+    assert_eq!(pod["affinity"], json!({"nodeAffinity": node}));
+    assert_eq!(pod["priorityClassName"], "cache-critical");
+    assert_eq!(pod["imagePullSecrets"], json!([{"name": "registry"}]));
+    // Empty lists and maps are left out (the API server would drop them).
+    let r = render(
+        json!({"nodeSelector": {}, "tolerations": [], "imagePullSecrets": [],
+                          "affinity": {"podAffinity": {
+                              "preferredDuringSchedulingIgnoredDuringExecution": []}}}),
+    );
+    let pod = &must(&r, "Deployment")["spec"]["template"]["spec"];
+    for absent in [
+        "nodeSelector",
+        "tolerations",
+        "imagePullSecrets",
+        "priorityClassName",
+        "affinity",
+    ] {
+        assert!(pod.get(absent).is_none(), "{absent}: {pod}");
+    }
+}
+
+#[test]
+fn a_user_pod_anti_affinity_replaces_the_preset() {
+    let user = json!({"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "topology.kubernetes.io/zone",
+         "labelSelector": {"matchLabels": {"app.kubernetes.io/instance": "my-cache"}}}]});
+    let pod_affinity = json!({"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 5, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname"}}]});
+    let affinity = |spec: Value| {
+        must(&render(spec), "Deployment")["spec"]["template"]["spec"]["affinity"].clone()
+    };
+    let replaced = affinity(json!({"highAvailability": {"antiAffinityPreset": "soft"},
+                                   "affinity": {"podAntiAffinity": user, "podAffinity": pod_affinity}}));
+    assert_eq!(
+        replaced,
+        json!({"podAntiAffinity": user, "podAffinity": pod_affinity})
+    );
+    // Without a podAntiAffinity of the user's, the preset stays; `{}` means none.
+    let kept = affinity(json!({"highAvailability": {"antiAffinityPreset": "hard"},
+                               "affinity": {"podAffinity": pod_affinity}}));
+    assert_eq!(
+        kept["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]["topologyKey"],
+        "kubernetes.io/hostname"
+    );
+    assert_eq!(kept["podAffinity"], pod_affinity);
+    let none = affinity(json!({"highAvailability": {}, "affinity": {"podAntiAffinity": {}}}));
+    assert!(none.is_null(), "{none}");
+}
+
+#[test]
+fn pod_labels_and_annotations_join_the_hooks_own() {
+    let mut request = request_json(json!({
+        "image": "memcached:1.6.38",
+        "podLabels": {"team": "checkout", "app.kubernetes.io/part-of": "shop"},
+        "podAnnotations": {"sidecar.istio.io/inject": "true"},
+        "service": {"labels": {"team": "checkout"}}}));
+    request["parent"]["metadata"]["annotations"] =
+        json!({"memcached.c5c3.io/restart-trigger": "1"});
+    let r = sync_value(&request);
+    let dep = must(&r, "Deployment");
+    let mut pod_labels = base_labels("my-cache");
+    pod_labels["app.kubernetes.io/version"] = json!("1.6.38");
+    let own = pod_labels.clone();
+    pod_labels["team"] = json!("checkout");
+    pod_labels["app.kubernetes.io/part-of"] = json!("shop");
+    assert_eq!(dep["spec"]["template"]["metadata"]["labels"], pod_labels);
+    assert_eq!(
+        dep["metadata"]["labels"], own,
+        "the Deployment's own labels stay the hook's"
+    );
+    assert_eq!(
+        dep["spec"]["selector"],
+        json!({"matchLabels": base_labels("my-cache")})
+    );
+    assert_eq!(
+        dep["spec"]["template"]["metadata"]["annotations"],
+        json!({"sidecar.istio.io/inject": "true", "memcached.c5c3.io/restart-trigger": "1"})
+    );
+    let mut service_labels = base_labels("my-cache");
+    service_labels["team"] = json!("checkout");
+    assert_eq!(must(&r, "Service")["metadata"]["labels"], service_labels);
+    assert_eq!(
+        must(&r, "Service")["spec"]["selector"],
+        base_labels("my-cache")
+    );
+}
+
+#[test]
+fn the_memory_request_follows_max_memory_and_connections_and_never_a_limit() {
+    let resources = |spec: Value| container(&render(spec))["resources"].clone();
+    assert_eq!(
+        resources(json!({})),
+        json!({"requests": {"memory": "89Mi"}})
+    );
+    assert_eq!(
+        resources(json!({"memcached": {"maxMemoryMB": 1024, "maxConnections": 4096}})),
+        json!({"requests": {"memory": "1112Mi"}})
+    );
+    // The user's memory request stands; a limit alone makes the API server request it.
+    assert_eq!(
+        resources(json!({"resources": {"requests": {"memory": "100Mi"}}})),
+        json!({"requests": {"memory": "100Mi"}})
+    );
+    assert_eq!(
+        resources(json!({"resources": {"limits": {"memory": "200Mi"}}})),
+        json!({"limits": {"memory": "200Mi"}})
+    );
+    // The exporter gets none.
+    let r = render(json!({"monitoring": {"enabled": true}}));
+    let exporter = &must(&r, "Deployment")["spec"]["template"]["spec"]["containers"][1];
+    assert!(exporter.get("resources").is_none(), "{exporter}");
 }
 
 // ---- Service (§c.1 and the Service seed) ----
@@ -895,5 +1030,65 @@ fn every_rule_is_checked() {
             json!({"replicas": 2, "highAvailability": {"podDisruptionBudget": {"enabled": true, "minAvailable": 2, "maxUnavailable": 1}}})
         ),
         ok
+    );
+    // Issue 16: the hook's own keys, syntax and bounds of the new fields.
+    for (spec, field) in [
+        (
+            json!({"podLabels": {"app.kubernetes.io/instance": "x"}}),
+            "spec.podLabels",
+        ),
+        (
+            json!({"podLabels": {"app.kubernetes.io/version": "2"}}),
+            "spec.podLabels",
+        ),
+        (json!({"podLabels": {"a/b/c": "x"}}), "spec.podLabels"),
+        (json!({"podLabels": {"team": "a b"}}), "spec.podLabels.team"),
+        (
+            json!({"podAnnotations": {"memcached.c5c3.io/secret-hash": "0"}}),
+            "spec.podAnnotations",
+        ),
+        (
+            json!({"service": {"labels": {"app.kubernetes.io/managed-by": "helm"}}}),
+            "spec.service.labels",
+        ),
+        (
+            json!({"nodeSelector": {"pool": "-x"}}),
+            "spec.nodeSelector.pool",
+        ),
+        (
+            json!({"tolerations": vec![json!({"operator": "Exists"}); 33]}),
+            "spec.tolerations",
+        ),
+        (
+            json!({"imagePullSecrets": vec![json!({"name": "r"}); 17]}),
+            "spec.imagePullSecrets",
+        ),
+        (
+            json!({"imagePullSecrets": [{"name": ""}]}),
+            "spec.imagePullSecrets[0].name",
+        ),
+        (
+            json!({"priorityClassName": "Cache"}),
+            "spec.priorityClassName",
+        ),
+        (
+            json!({"priorityClassName": "c".repeat(254)}),
+            "spec.priorityClassName",
+        ),
+        (
+            json!({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                vec![json!({"topologyKey": "zone"}); 17]}}}),
+            "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+        ),
+    ] {
+        assert_eq!(violations("my-cache", spec.clone()), [field], "{spec}");
+    }
+    let many: serde_json::Map<String, Value> = (0..40)
+        .map(|i| (format!("a{i}"), json!("v".repeat(2000))))
+        .collect();
+    assert_eq!(
+        violations("my-cache", json!({"podAnnotations": many})),
+        ["spec.podAnnotations"],
+        "over 64 KiB in total"
     );
 }

@@ -594,6 +594,10 @@ def check_samples(samples_dir):
             check((security.get("networkPolicy") or {}).get("enabled"), f"{where}: needs a network policy")
             check((ha.get("podDisruptionBudget") or {}).get("enabled"), f"{where}: needs a PDB")
             check(spec.get("replicas", 1) >= 2 and ha.get("antiAffinityPreset"), f"{where}: needs HA scheduling")
+            check(spec.get("nodeSelector") and spec.get("tolerations"),
+                  f"{where}: needs a node pool (nodeSelector) and a toleration of its taint")
+            check(spec.get("priorityClassName"), f"{where}: needs a priority class")
+            check(spec.get("imagePullSecrets"), f"{where}: needs an image pull secret")
         elif name == "autoscaling":
             auto = spec.get("autoscaling") or {}
             check(auto.get("enabled") and "minReplicas" in auto and "maxReplicas" in auto,

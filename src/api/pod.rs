@@ -1,0 +1,446 @@
+//! The pods' placement and metadata (issue 16): `nodeSelector`, `tolerations`, `affinity`,
+//! `priorityClassName`, `imagePullSecrets`, `podLabels`, `podAnnotations`, and the Service's
+//! `service.labels`: their bounds, the keys the hook keeps for itself, the schema pieces a
+//! derive cannot express, and the checks the hook repeats.
+//!
+//! Label and annotation keys and label values are also checked for Kubernetes' syntax: a CRD
+//! schema cannot constrain map keys beyond their length, and a key the API server refuses in
+//! the Deployment would fail every sync.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Affinity, LocalObjectReference, Toleration};
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde_json::json;
+
+use super::MemcachedSpec;
+use super::bounds;
+use super::check::{self, Out, Violation, is_too_long, quoted};
+use super::monitoring::LABEL_VALUE_LENGTH;
+use super::service::ANNOTATION_VALUE_LENGTH;
+
+/// Entries of `tolerations`: a dedicated pool needs one or two, GPU or spot pools a handful.
+pub const TOLERATIONS: usize = 32;
+/// Terms in each list of `affinity` (one per rule; also bounds the scheduler's work).
+pub const AFFINITY_TERMS: usize = 16;
+/// Entries of `imagePullSecrets`: one per registry.
+pub const IMAGE_PULL_SECRETS: usize = 16;
+/// All keys and values of `podAnnotations` together, in bytes: a quarter of the 256 KiB
+/// Kubernetes allows for an object's annotations, because Metacontroller's
+/// last-applied-configuration annotation on the Deployment repeats the whole pod template
+/// (with up to 64 KiB of `extraArgs`). Checked by the hook only (a CRD schema cannot sum a map).
+pub const POD_ANNOTATIONS_TOTAL: usize = 64 * 1024;
+/// A DNS-1123 subdomain (PriorityClass and Secret names), at most
+/// [`bounds::SECRET_NAME_LENGTH`] characters.
+pub const DNS_SUBDOMAIN_PATTERN: &str =
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
+
+/// The labels the hook writes on the pods and the Service: never set by `podLabels` or
+/// `service.labels` (the first three are the immutable selector).
+pub const OWN_LABELS: [&str; 4] = [
+    "app.kubernetes.io/name",
+    "app.kubernetes.io/instance",
+    "app.kubernetes.io/managed-by",
+    "app.kubernetes.io/version",
+];
+/// The CEL rule refusing [`OWN_LABELS`] as keys: four map lookups, whose cost the API server
+/// estimates as constant (a rule that compares every key would be charged for the longest key
+/// a request could hold, since a CRD schema cannot bound map keys).
+pub const OWN_LABELS_RULE: &str = "!('app.kubernetes.io/name' in self) && !('app.kubernetes.io/instance' in self) && !('app.kubernetes.io/managed-by' in self) && !('app.kubernetes.io/version' in self)";
+/// The message of [`OWN_LABELS_RULE`], also the hook's.
+pub const OWN_LABELS_MESSAGE: &str = "may not set the labels the hook owns (app.kubernetes.io/name, app.kubernetes.io/instance, app.kubernetes.io/managed-by, app.kubernetes.io/version)";
+/// The prefix of the hook's own pod annotations (`secret-hash`, `restart-trigger`).
+pub const OWN_ANNOTATION_PREFIX: &str = "memcached.c5c3.io/";
+/// The CEL rule refusing keys under [`OWN_ANNOTATION_PREFIX`].
+pub const OWN_ANNOTATIONS_RULE: &str = "self.all(k, !k.startsWith('memcached.c5c3.io/'))";
+/// The message of [`OWN_ANNOTATIONS_RULE`], also the hook's.
+pub const OWN_ANNOTATIONS_MESSAGE: &str =
+    "may not set annotations under memcached.c5c3.io/, the hook's own prefix";
+
+/// The pods' placement and metadata as the Deployment gets them: empty lists, maps and
+/// strings left out (the API server would drop them, and Metacontroller would then see a
+/// difference on every sync).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Pod<'a> {
+    /// `nodeSelector`.
+    pub node_selector: Option<&'a BTreeMap<String, String>>,
+    /// `tolerations`.
+    pub tolerations: Option<&'a [Toleration]>,
+    /// `affinity` as given (the Deployment builder drops empty parts and lists, and lets its
+    /// `podAntiAffinity` replace the preset's).
+    pub affinity: Option<&'a Affinity>,
+    /// `priorityClassName`.
+    pub priority_class_name: Option<&'a str>,
+    /// `imagePullSecrets`.
+    pub image_pull_secrets: Option<&'a [LocalObjectReference]>,
+    /// `podLabels`, added to the hook's pod labels.
+    pub labels: Option<&'a BTreeMap<String, String>>,
+    /// `podAnnotations`, added to the hook's pod annotations.
+    pub annotations: Option<&'a BTreeMap<String, String>>,
+}
+
+impl<'a> Pod<'a> {
+    /// The pod settings of `spec`.
+    #[must_use]
+    pub fn of(spec: &'a MemcachedSpec) -> Self {
+        let map = |m: &'a Option<BTreeMap<String, String>>| m.as_ref().filter(|m| !m.is_empty());
+        Self {
+            node_selector: map(&spec.node_selector),
+            tolerations: spec.tolerations.as_deref().filter(|t| !t.is_empty()),
+            affinity: spec.affinity.as_ref(),
+            priority_class_name: spec
+                .priority_class_name
+                .as_deref()
+                .filter(|p| !p.is_empty()),
+            image_pull_secrets: spec.image_pull_secrets.as_deref().filter(|s| !s.is_empty()),
+            labels: map(&spec.pod_labels),
+            annotations: map(&spec.pod_annotations),
+        }
+    }
+}
+
+/// The lists of terms in an `Affinity`, as JSON pointers below it.
+const AFFINITY_LISTS: [&str; 6] = [
+    "/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms",
+    "/nodeAffinity/preferredDuringSchedulingIgnoredDuringExecution",
+    "/podAffinity/requiredDuringSchedulingIgnoredDuringExecution",
+    "/podAffinity/preferredDuringSchedulingIgnoredDuringExecution",
+    "/podAntiAffinity/requiredDuringSchedulingIgnoredDuringExecution",
+    "/podAntiAffinity/preferredDuringSchedulingIgnoredDuringExecution",
+];
+
+/// A pointer of [`AFFINITY_LISTS`] into the schema: `/a/b` → `/properties/a/properties/b`.
+fn schema_pointer(path: &str) -> String {
+    path.split('/')
+        .skip(1)
+        .fold(String::new(), |out, part| out + "/properties/" + part)
+}
+
+/// Removes every `description` below `value` (not its own).
+fn drop_descriptions(value: &mut serde_json::Value) {
+    let children: Vec<&mut serde_json::Value> = match value {
+        serde_json::Value::Object(map) => map.values_mut().collect(),
+        serde_json::Value::Array(items) => items.iter_mut().collect(),
+        _ => Vec::new(),
+    };
+    for child in children {
+        if let Some(map) = child.as_object_mut() {
+            map.remove("description");
+        }
+        drop_descriptions(child);
+    }
+}
+
+/// k8s-openapi's `Affinity` schema with `maxItems` on each list of terms, without the nested
+/// descriptions: they are Kubernetes' own (`kubectl explain pod.spec.affinity`), and they would
+/// take a third of the CRD, which `kubectl apply` must fit into a 256 KiB annotation.
+pub fn affinity_schema(generator: &mut SchemaGenerator) -> Schema {
+    let mut schema = Affinity::json_schema(generator);
+    if let Some(properties) = schema.get_mut("properties") {
+        drop_descriptions(properties);
+    }
+    for path in AFFINITY_LISTS {
+        if let Some(list) = schema
+            .pointer_mut(&schema_pointer(path))
+            .and_then(|l| l.as_object_mut())
+        {
+            list.insert("maxItems".to_owned(), json!(AFFINITY_TERMS));
+        }
+    }
+    schema
+}
+
+/// A list of k8s-openapi's `LocalObjectReference` with `maxItems` and the Secret name's bounds.
+pub fn image_pull_secrets_schema(generator: &mut SchemaGenerator) -> Schema {
+    let mut schema = Vec::<LocalObjectReference>::json_schema(generator);
+    schema.insert("maxItems".to_owned(), json!(IMAGE_PULL_SECRETS));
+    if let Some(name) = schema
+        .pointer_mut("/items/properties/name")
+        .and_then(|n| n.as_object_mut())
+    {
+        name.insert("maxLength".to_owned(), json!(bounds::SECRET_NAME_LENGTH));
+        name.insert("pattern".to_owned(), json!(DNS_SUBDOMAIN_PATTERN));
+    }
+    schema
+}
+
+/// A DNS-1123 label: at most 63 of `[a-z0-9-]`, alphanumeric at both ends.
+fn is_dns_label(text: &str) -> bool {
+    let b = text.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+}
+
+/// A DNS-1123 subdomain: dot-separated DNS labels, at most 253 characters.
+#[must_use]
+pub fn is_dns_subdomain(text: &str) -> bool {
+    text.len() <= bounds::SECRET_NAME_LENGTH && text.split('.').all(is_dns_label)
+}
+
+/// Kubernetes' "qualified name", the syntax of label and annotation keys: an optional DNS
+/// subdomain prefix and `/`, then a name of at most 63 of `[A-Za-z0-9._-]` that starts and
+/// ends with an alphanumeric character.
+#[must_use]
+pub fn is_qualified_name(key: &str) -> bool {
+    let (prefix, name) = match key.split_once('/') {
+        Some((prefix, name)) => (Some(prefix), name),
+        None => (None, key),
+    };
+    prefix.is_none_or(is_dns_subdomain) && !name.is_empty() && is_label_value(name)
+}
+
+/// Kubernetes' label-value syntax: empty, or at most 63 of `[A-Za-z0-9._-]` starting and
+/// ending with an alphanumeric character.
+#[must_use]
+pub fn is_label_value(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    bytes.len() <= LABEL_VALUE_LENGTH
+        && bytes.first().is_none_or(u8::is_ascii_alphanumeric)
+        && bytes.last().is_none_or(u8::is_ascii_alphanumeric)
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+const KEY_SYNTAX: &str = "must be a qualified name: an optional DNS subdomain prefix and '/', then at most 63 alphanumeric characters, '-', '_' or '.', starting and ending with an alphanumeric character";
+const VALUE_SYNTAX: &str = "must be a label value: empty or at most 63 alphanumeric characters, '-', '_' or '.', starting and ending with an alphanumeric character";
+const SUBDOMAIN_SYNTAX: &str = "must be a DNS-1123 subdomain: lower-case alphanumeric characters, '-' and '.', each dot-separated part starting and ending with an alphanumeric character";
+
+/// What a map holds: labels (keys and values checked) or annotations (keys only).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum MapKind {
+    /// Label keys and label values.
+    Labels,
+    /// Label keys, free values.
+    Annotations,
+}
+
+/// The syntax of the entries of a label or annotation map that are within its bounds (the
+/// bounds themselves are `check::map`'s), and the keys the hook keeps for itself.
+/// One violation per entry; over-long keys and values are left to the bounds.
+pub fn check_entries(
+    out: &mut Out,
+    field: &str,
+    map: Option<&BTreeMap<String, String>>,
+    kind: MapKind,
+    own: fn(&str) -> Option<&'static str>,
+) {
+    for (key, value) in map.into_iter().flatten().take(bounds::MAP_ENTRIES) {
+        if is_too_long(key, bounds::KEY_LENGTH) {
+            continue;
+        }
+        if let Some(message) = own(key) {
+            out.push(Violation::invalid(field, quoted(key), message));
+        } else if !is_qualified_name(key) {
+            out.push(Violation::invalid(field, quoted(key), KEY_SYNTAX));
+        } else if kind == MapKind::Labels
+            && !is_too_long(value, LABEL_VALUE_LENGTH)
+            && !is_label_value(value)
+        {
+            out.push(Violation::invalid(
+                format!("{field}.{key}"),
+                quoted(value),
+                VALUE_SYNTAX,
+            ));
+        }
+    }
+}
+
+/// [`OWN_LABELS_MESSAGE`] for a label the hook writes.
+#[must_use]
+pub fn own_label(key: &str) -> Option<&'static str> {
+    OWN_LABELS.contains(&key).then_some(OWN_LABELS_MESSAGE)
+}
+
+/// [`OWN_ANNOTATIONS_MESSAGE`] for a key under the hook's prefix.
+#[must_use]
+pub fn own_annotation(key: &str) -> Option<&'static str> {
+    key.starts_with(OWN_ANNOTATION_PREFIX)
+        .then_some(OWN_ANNOTATIONS_MESSAGE)
+}
+
+/// No key is the hook's own (`nodeSelector`).
+#[must_use]
+pub fn no_own_key(_: &str) -> Option<&'static str> {
+    None
+}
+
+/// A name that must be a DNS-1123 subdomain (`priorityClassName`, a pull Secret's name).
+pub fn check_subdomain(out: &mut Out, field: &str, name: Option<&str>) {
+    let Some(name) = name else { return };
+    if is_too_long(name, bounds::SECRET_NAME_LENGTH) {
+        out.push(Violation::too_long(field, bounds::SECRET_NAME_LENGTH));
+    } else if !is_dns_subdomain(name) {
+        out.push(Violation::invalid(field, quoted(name), SUBDOMAIN_SYNTAX));
+    }
+}
+
+/// Each list of terms of `affinity` within [`AFFINITY_TERMS`].
+pub fn check_affinity(out: &mut Out, affinity: Option<&Affinity>) {
+    let Some(a) = affinity else { return };
+    let node = a.node_affinity.as_ref();
+    let pod = a.pod_affinity.as_ref();
+    let anti = a.pod_anti_affinity.as_ref();
+    let counts = [
+        node.and_then(|n| {
+            n.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .map(|r| r.node_selector_terms.len()),
+        node.and_then(|n| {
+            n.preferred_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .map(Vec::len),
+        pod.and_then(|p| {
+            p.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .map(Vec::len),
+        pod.and_then(|p| {
+            p.preferred_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .map(Vec::len),
+        anti.and_then(|p| {
+            p.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .map(Vec::len),
+        anti.and_then(|p| {
+            p.preferred_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .map(Vec::len),
+    ];
+    for (path, count) in AFFINITY_LISTS.iter().zip(counts) {
+        if let Some(count) = count.filter(|c| *c > AFFINITY_TERMS) {
+            let field = format!("spec.affinity{}", path.replace('/', "."));
+            out.push(Violation::too_many(field, count, AFFINITY_TERMS));
+        }
+    }
+}
+
+/// The pod settings' bounds, syntax and the hook's own keys (issue 16).
+pub(super) fn validate(out: &mut Out, spec: &MemcachedSpec) {
+    let selector = spec.node_selector.as_ref();
+    check::map(out, "spec.nodeSelector", selector, LABEL_VALUE_LENGTH);
+    check_entries(
+        out,
+        "spec.nodeSelector",
+        selector,
+        MapKind::Labels,
+        no_own_key,
+    );
+    let tolerations = spec.tolerations.as_deref();
+    check::items(out, "spec.tolerations", tolerations, TOLERATIONS);
+    check_affinity(out, spec.affinity.as_ref());
+    let priority = spec.priority_class_name.as_deref();
+    check_subdomain(out, "spec.priorityClassName", priority);
+    let field = "spec.imagePullSecrets";
+    let pull = spec.image_pull_secrets.as_deref();
+    for (index, secret) in check::items(out, field, pull, IMAGE_PULL_SECRETS)
+        .iter()
+        .enumerate()
+    {
+        let name = format!("{field}[{index}].name");
+        check_subdomain(out, &name, Some(&secret.name));
+    }
+    let labels = spec.pod_labels.as_ref();
+    check::map(out, "spec.podLabels", labels, LABEL_VALUE_LENGTH);
+    check_entries(out, "spec.podLabels", labels, MapKind::Labels, own_label);
+    let annotations = spec.pod_annotations.as_ref();
+    let field = "spec.podAnnotations";
+    check::map(out, field, annotations, ANNOTATION_VALUE_LENGTH);
+    check_entries(
+        out,
+        field,
+        annotations,
+        MapKind::Annotations,
+        own_annotation,
+    );
+    let total: usize = annotations
+        .into_iter()
+        .flatten()
+        .map(|(key, value)| key.len() + value.len())
+        .sum();
+    if total > POD_ANNOTATIONS_TOTAL {
+        out.push(Violation {
+            detail: format!(
+                "may not be more than {POD_ANNOTATIONS_TOTAL} bytes in total (keys and \
+                 values), a quarter of what Kubernetes allows: Metacontroller's \
+                 last-applied-configuration annotation on the Deployment repeats the pod template"
+            ),
+            ..Violation::too_long(field, POD_ANNOTATIONS_TOTAL)
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qualified_names() {
+        for ok in [
+            "team",
+            "example.com/team",
+            "a",
+            "A.b-c_d",
+            "sidecar.istio.io/inject",
+        ] {
+            assert!(is_qualified_name(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "/team",
+            "example.com/",
+            "team/checkout/eu",
+            "Example.com/team",
+            "-team",
+            "team-",
+            "a b",
+            &"n".repeat(64),
+        ] {
+            assert!(!is_qualified_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn subdomains() {
+        assert!(is_dns_subdomain("cache-critical") && is_dns_subdomain("a.b-c.d"));
+        for bad in [
+            "",
+            "Cache",
+            "cache critical",
+            "a..b",
+            "-a",
+            "a.",
+            &"a".repeat(64),
+        ] {
+            assert!(!is_dns_subdomain(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_rules_name_the_keys_the_hook_checks() {
+        for key in OWN_LABELS {
+            assert!(OWN_LABELS_RULE.contains(&format!("'{key}'")));
+            assert!(OWN_LABELS_MESSAGE.contains(key));
+        }
+        assert!(OWN_ANNOTATIONS_RULE.contains(&format!("'{OWN_ANNOTATION_PREFIX}'")));
+        assert!(OWN_ANNOTATIONS_MESSAGE.contains(OWN_ANNOTATION_PREFIX));
+    }
+
+    #[test]
+    fn schema_pointers() {
+        assert_eq!(
+            schema_pointer("/podAffinity/preferredDuringSchedulingIgnoredDuringExecution"),
+            "/properties/podAffinity/properties/preferredDuringSchedulingIgnoredDuringExecution"
+        );
+    }
+}
