@@ -12,5 +12,6 @@ pub mod secrets;
 pub mod server;
 pub mod status;
 mod sync;
+pub mod workload;
 
 pub use sync::{RESTART_TRIGGER, SyncError, condition_time, customize, sync};

@@ -58,17 +58,6 @@ impl Rollers<'_> {
     }
 }
 
-/// Desired `spec.replicas`: the spec's count, or with autoscaling the observed Deployment's
-/// count (so the hand-over to the HPA never dips to 1), absent on the first create.
-#[must_use]
-pub fn replicas(e: &Effective<'_>, observed: Option<i32>) -> Option<i32> {
-    if e.autoscaling.is_some() {
-        observed
-    } else {
-        e.replicas
-    }
-}
-
 /// The ports of `served` that `listener` listens on.
 fn container_ports(served: &[Port], listener: Server) -> Vec<ContainerPort> {
     served
@@ -229,8 +218,44 @@ fn exporter_container(e: &Effective<'_>, m: &Monitoring<'_>, served: &[Port]) ->
     }
 }
 
-/// The desired Deployment named `name`: its containers listen on the `served` ports, and its
-/// pod template carries the annotations of `rollers`.
+/// The pod template shared by the Deployment and the StatefulSet: labels, the rollers'
+/// annotations, containers, volumes and scheduling.
+#[must_use]
+pub fn pod_template(
+    name: &str,
+    e: &Effective<'_>,
+    served: &[Port],
+    rollers: Rollers<'_>,
+) -> PodTemplateSpec {
+    let (volumes, mounts) = volumes_and_mounts(e);
+    let mut containers = vec![memcached_container(e, served, mounts)];
+    if let Some(m) = &e.monitoring {
+        containers.push(exporter_container(e, m, served));
+    }
+    PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(labels::with_version(name, e.image)),
+            annotations: rollers.annotations(),
+            ..ObjectMeta::default()
+        }),
+        spec: Some(PodSpec {
+            affinity: affinity(name, e.high_availability.anti_affinity),
+            topology_spread_constraints: e.high_availability.topology_spread.map(<[_]>::to_vec),
+            termination_grace_period_seconds: e
+                .high_availability
+                .graceful_shutdown
+                .map(|g| g.termination_grace_period_seconds),
+            security_context: e.security.pod_security_context.cloned(),
+            // memcached and the exporter never call the Kubernetes API.
+            automount_service_account_token: Some(false),
+            containers,
+            volumes: (!volumes.is_empty()).then_some(volumes),
+            ..PodSpec::default()
+        }),
+    }
+}
+
+/// The desired Deployment named `name`.
 #[must_use]
 pub fn build(
     name: &str,
@@ -239,16 +264,10 @@ pub fn build(
     replicas: Option<i32>,
     rollers: Rollers<'_>,
 ) -> Deployment {
-    let pod_labels = labels::with_version(name, e.image);
-    let (volumes, mounts) = volumes_and_mounts(e);
-    let mut containers = vec![memcached_container(e, served, mounts)];
-    if let Some(m) = &e.monitoring {
-        containers.push(exporter_container(e, m, served));
-    }
     Deployment {
         metadata: ObjectMeta {
             name: Some(name.to_owned()),
-            labels: Some(pod_labels.clone()),
+            labels: Some(labels::with_version(name, e.image)),
             ..ObjectMeta::default()
         },
         spec: Some(DeploymentSpec {
@@ -261,30 +280,7 @@ pub fn build(
                     max_unavailable: Some(IntOrString::Int(0)),
                 }),
             }),
-            template: PodTemplateSpec {
-                metadata: Some(ObjectMeta {
-                    labels: Some(pod_labels),
-                    annotations: rollers.annotations(),
-                    ..ObjectMeta::default()
-                }),
-                spec: Some(PodSpec {
-                    affinity: affinity(name, e.high_availability.anti_affinity),
-                    topology_spread_constraints: e
-                        .high_availability
-                        .topology_spread
-                        .map(<[_]>::to_vec),
-                    termination_grace_period_seconds: e
-                        .high_availability
-                        .graceful_shutdown
-                        .map(|g| g.termination_grace_period_seconds),
-                    security_context: e.security.pod_security_context.cloned(),
-                    // memcached and the exporter never call the Kubernetes API.
-                    automount_service_account_token: Some(false),
-                    containers,
-                    volumes: (!volumes.is_empty()).then_some(volumes),
-                    ..PodSpec::default()
-                }),
-            },
+            template: pod_template(name, e, served, rollers),
             ..DeploymentSpec::default()
         }),
         status: None,
