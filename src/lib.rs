@@ -13,5 +13,6 @@ pub mod secrets;
 pub mod server;
 pub mod status;
 mod sync;
+pub mod workload;
 
 pub use sync::{Options, RESTART_TRIGGER, SyncError, condition_time, customize, sync, sync_with};

@@ -6,7 +6,7 @@
 //! does not sync again and again.
 
 use crate::api::{Condition, MemcachedStatus};
-use crate::children::ports;
+use crate::children::{ChildKind, ports, statefulset};
 use crate::hook::ChildStatus;
 
 /// Condition type `Available`.
@@ -34,6 +34,8 @@ pub struct SecretReload {
     /// The condition's message.
     pub message: String,
 }
+/// Reason of `Progressing` while the workload is switched between Deployment and StatefulSet.
+pub const WORKLOAD_MIGRATION: &str = "WorkloadMigration";
 
 /// What a PDB as built allows (for `DisruptionBudgetBlocking`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,8 +63,14 @@ pub struct Inputs<'a> {
     pub spec_replicas: Option<i32>,
     /// Autoscaling enabled.
     pub autoscaling: bool,
-    /// Status of the observed Deployment, if there is one.
-    pub deployment: Option<ChildStatus>,
+    /// The workload kind built from the spec.
+    pub workload_kind: ChildKind,
+    /// Status of the observed workload of that kind, if there is one.
+    pub workload: Option<ChildStatus>,
+    /// The switch from the other workload, while it is under way.
+    pub migration: Option<Migration<'a>>,
+    /// What `serverList` publishes.
+    pub server_list: ServerList,
     /// Names of referenced Secrets that are missing, sorted.
     pub missing_secrets: Vec<String>,
     /// Violations of an invalid spec, already summarised.
@@ -79,6 +87,29 @@ pub struct Inputs<'a> {
     pub client_port: Option<i32>,
     /// With SASL or TLS on: how Secret changes reach the pods.
     pub secret_rotation: Option<SecretReload>,
+}
+
+/// A switch between workloads under way: the old workload still serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Migration<'a> {
+    /// Kind of the old workload.
+    pub from: &'a str,
+    /// Its ready pods.
+    pub ready: i32,
+}
+
+/// What `status.serverList` publishes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ServerList {
+    /// Deployment mode: the headless Service's name while the Ready condition is True.
+    #[default]
+    ServiceWhenReady,
+    /// A switch from a Deployment: the Service's name while any pod is ready.
+    ServiceWhileServing,
+    /// StatefulSet mode (or a switch from it): every pod by its stable name, in ordinal order.
+    Pods(i32),
+    /// StatefulSet mode before the StatefulSet exists.
+    Nothing,
 }
 
 /// A computed condition before the merge.
@@ -103,33 +134,48 @@ fn condition(type_: &'static str, status: bool, reason: &'static str, message: S
 /// autoscaling, else `spec.replicas` (absent means 1).
 #[must_use]
 pub fn desired(inputs: &Inputs<'_>) -> i32 {
-    match inputs.deployment {
+    match &inputs.workload {
         Some(dep) if inputs.autoscaling => dep.replicas.unwrap_or(0),
         _ => inputs.spec_replicas.unwrap_or(1),
     }
 }
 
-/// What the conditions compare: the desired count and the observed Deployment's counts.
+/// What the conditions compare: the desired count and the observed workload's counts.
 #[derive(Clone, Copy)]
-struct Counts {
+struct Counts<'a> {
     desired: i32,
     has_dep: bool,
     ready: i32,
+    /// Ready pods behind the Service: during a switch the old workload's too.
+    serving: i32,
+    migration: Option<Migration<'a>>,
+    to: &'static str,
+    waiting: &'static str,
     updated: i32,
     total: i32,
     /// `" (HPA-managed)"` under autoscaling, else empty.
     hpa: &'static str,
 }
 
-impl Counts {
-    fn of(inputs: &Inputs<'_>) -> Self {
-        let dep = inputs.deployment.unwrap_or_default();
+impl<'a> Counts<'a> {
+    fn of(inputs: &Inputs<'a>) -> Self {
+        let dep = inputs.workload.as_ref();
+        let count = |f: fn(&ChildStatus) -> Option<i32>| dep.and_then(f).unwrap_or(0);
+        let ready = count(|d| d.ready_replicas);
         Self {
             desired: desired(inputs),
-            has_dep: inputs.deployment.is_some(),
-            ready: dep.ready_replicas.unwrap_or(0),
-            updated: dep.updated_replicas.unwrap_or(0),
-            total: dep.replicas.unwrap_or(0),
+            has_dep: dep.is_some(),
+            ready,
+            serving: ready + inputs.migration.map_or(0, |m| m.ready),
+            migration: inputs.migration,
+            to: inputs.workload_kind.kind(),
+            waiting: if inputs.workload_kind == ChildKind::StatefulSet {
+                WAITING_FOR_STATEFULSET
+            } else {
+                WAITING
+            },
+            updated: count(|d| d.updated_replicas),
+            total: count(|d| d.replicas),
             hpa: if inputs.autoscaling {
                 " (HPA-managed)"
             } else {
@@ -140,10 +186,11 @@ impl Counts {
 }
 
 const WAITING: &str = "Waiting for deployment to be created";
+const WAITING_FOR_STATEFULSET: &str = "Waiting for statefulset to be created";
 const ALL_DECLARED: &str = "Every child kind the spec needs is declared by the CompositeController";
 
-fn available(c: Counts) -> Computed {
-    let (ready, desired, hpa) = (c.ready, c.desired, c.hpa);
+fn available(c: Counts<'_>) -> Computed {
+    let (ready, desired, hpa) = (c.serving, c.desired, c.hpa);
     let message = format!("{ready}/{desired} replicas are ready{hpa}");
     if ready > 0 {
         condition(AVAILABLE, true, "Available", message)
@@ -152,10 +199,17 @@ fn available(c: Counts) -> Computed {
     }
 }
 
-fn progressing(c: Counts) -> Computed {
+fn progressing(c: Counts<'_>) -> Computed {
     let (updated, desired) = (c.updated, c.desired);
-    if !c.has_dep {
-        condition(PROGRESSING, true, "Progressing", WAITING.to_owned())
+    if let Some(m) = c.migration {
+        let (from, to, ready, old) = (m.from, c.to, c.ready, m.ready);
+        let message = format!(
+            "Switching from {from} to {to}: the {to} has {ready}/{desired} replicas ready; the \
+             {from} keeps serving ({old} ready) until all are ready"
+        );
+        condition(PROGRESSING, true, WORKLOAD_MIGRATION, message)
+    } else if !c.has_dep {
+        condition(PROGRESSING, true, "Progressing", c.waiting.to_owned())
     } else if updated < desired || c.total != desired {
         let message = format!("Rollout in progress: {updated}/{desired} replicas updated");
         condition(PROGRESSING, true, "Progressing", message)
@@ -165,8 +219,8 @@ fn progressing(c: Counts) -> Computed {
     }
 }
 
-fn degraded(c: Counts, inputs: &Inputs<'_>) -> Computed {
-    let (ready, desired) = (c.ready, c.desired);
+fn degraded(c: Counts<'_>, inputs: &Inputs<'_>) -> Computed {
+    let (ready, desired) = (c.serving, c.desired);
     if let Some(message) = &inputs.invalid_spec {
         let message = format!("Invalid spec, children left as they are: {message}");
         condition(DEGRADED, true, "InvalidSpec", message)
@@ -175,10 +229,10 @@ fn degraded(c: Counts, inputs: &Inputs<'_>) -> Computed {
         let message = format!("Referenced Secrets not found: {names}");
         condition(DEGRADED, true, "SecretNotFound", message)
     } else if desired > 0 && ready < desired {
-        let message = if c.has_dep {
+        let message = if c.has_dep || c.migration.is_some() {
             format!("Only {ready}/{desired} replicas are ready")
         } else {
-            WAITING.to_owned()
+            c.waiting.to_owned()
         };
         condition(DEGRADED, true, "Degraded", message)
     } else {
@@ -187,7 +241,7 @@ fn degraded(c: Counts, inputs: &Inputs<'_>) -> Computed {
     }
 }
 
-fn ready(c: Counts) -> Computed {
+fn ready(c: Counts<'_>) -> Computed {
     let (ready, desired) = (c.ready, c.desired);
     if desired > 0 && ready == desired {
         let message = format!("All {desired} replicas are ready");
@@ -196,7 +250,7 @@ fn ready(c: Counts) -> Computed {
     let message = if desired == 0 {
         "Instance has zero desired replicas".to_owned()
     } else if !c.has_dep {
-        WAITING.to_owned()
+        c.waiting.to_owned()
     } else {
         format!("{ready}/{desired} replicas are ready")
     };
@@ -324,21 +378,27 @@ pub fn build(inputs: &Inputs<'_>, previous: &[Condition], now: &str) -> Memcache
     let ready = conditions
         .iter()
         .any(|c| c.type_ == READY && c.status == "True");
-    let ready_replicas = inputs
-        .deployment
+    let serving = inputs
+        .workload
+        .as_ref()
         .and_then(|d| d.ready_replicas)
-        .filter(|r| *r != 0);
+        .unwrap_or(0)
+        + inputs.migration.map_or(0, |m| m.ready);
+    let (name, namespace) = (inputs.name, inputs.namespace);
+    let port = inputs.client_port.unwrap_or(ports::MEMCACHED.number);
+    let service = || vec![format!("{name}.{namespace}:{port}")];
+    let server_list = match inputs.server_list {
+        ServerList::ServiceWhenReady => ready.then(service),
+        ServerList::ServiceWhileServing => (serving > 0).then(service),
+        ServerList::Pods(n) => {
+            Some(statefulset::server_list(name, namespace, n, port)).filter(|list| !list.is_empty())
+        }
+        ServerList::Nothing => None,
+    };
     MemcachedStatus {
         conditions: Some(conditions),
-        ready_replicas,
+        ready_replicas: (serving != 0).then_some(serving),
         observed_generation: inputs.generation,
-        server_list: ready.then(|| {
-            vec![format!(
-                "{}.{}:{}",
-                inputs.name,
-                inputs.namespace,
-                inputs.client_port.unwrap_or(ports::MEMCACHED.number)
-            )]
-        }),
+        server_list,
     }
 }

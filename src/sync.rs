@@ -3,23 +3,23 @@
 use k8s_openapi::Resource as _;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
-use serde::Deserialize;
-use serde_json::value::RawValue;
 use thiserror::Error;
 
 use crate::api::effective::Effective;
 use crate::api::high_availability::Budget;
 use crate::api::validation::{self, Violation};
-use crate::api::{GROUP, KIND, VERSIONS};
+use crate::api::{GROUP, KIND, VERSIONS, Workload};
 use crate::children::deployment::Rollers;
 use crate::children::{
-    ChildKind, deployment, hpa, network_policy, pdb, ports, service, service_monitor,
+    ChildKind, deployment, hpa, network_policy, pdb, ports, service, service_monitor, statefulset,
 };
 use crate::hook::{
-    Child, CustomizeRequest, CustomizeResponse, Parent, ResourceRule, SyncRequest, SyncResponse,
+    Child, CustomizeRequest, CustomizeResponse, ObservedChild, Parent, ResourceRule, SyncRequest,
+    SyncResponse,
 };
 use crate::secrets;
-use crate::status::{self, Inputs, PdbState, SecretReload};
+use crate::status::{self, Inputs, Migration, PdbState, SecretReload, ServerList};
+use crate::workload::{self, Plan};
 
 pub use crate::children::deployment::RESTART_TRIGGER;
 
@@ -34,6 +34,15 @@ pub enum SyncError {
         api_version: String,
         /// The parent's `kind`.
         kind: String,
+    },
+    /// A switch between workloads has to answer the old workload as observed, but it came
+    /// without a spec to repeat.
+    #[error("cannot keep the observed {kind} {name} while switching workloads: it has no spec")]
+    CannotKeepWorkload {
+        /// `Deployment` or `StatefulSet`.
+        kind: &'static str,
+        /// Its name.
+        name: String,
     },
     /// The spec breaks a rule and the observed children cannot be kept as they are.
     #[error("invalid spec ({reason}): {}", validation::summary(.violations))]
@@ -51,6 +60,7 @@ impl SyncError {
     pub fn field(&self) -> &str {
         match self {
             Self::WrongParent { .. } => "parent.apiVersion",
+            Self::CannotKeepWorkload { .. } => "children",
             Self::InvalidSpec { violations, .. } => violations
                 .first()
                 .map_or("parent.spec", |v| v.field.as_str()),
@@ -105,26 +115,6 @@ pub fn condition_time(now: Timestamp) -> String {
         .to_string()
 }
 
-/// The identity of a last-applied configuration.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Identity<'a> {
-    #[serde(borrow)]
-    api_version: std::borrow::Cow<'a, str>,
-    #[serde(borrow)]
-    kind: std::borrow::Cow<'a, str>,
-    #[serde(borrow)]
-    metadata: IdentityMeta<'a>,
-}
-
-#[derive(Deserialize)]
-struct IdentityMeta<'a> {
-    #[serde(borrow)]
-    name: std::borrow::Cow<'a, str>,
-    #[serde(borrow, default)]
-    namespace: Option<std::borrow::Cow<'a, str>>,
-}
-
 /// Observed children as this hook last desired them, when every one of them carries it and it
 /// names that very child (a hand-edited annotation naming another object would make
 /// Metacontroller delete the observed child and create a stranger).
@@ -134,21 +124,7 @@ fn kept_children(req: &SyncRequest, namespace: &str) -> Option<Vec<Child>> {
     }
     req.children
         .iter()
-        .map(|child| {
-            let text = child.last_applied()?;
-            let raw = RawValue::from_string(text.to_owned()).ok()?;
-            let id: Identity<'_> = serde_json::from_str(raw.get()).ok()?;
-            let child_namespace = child.metadata.namespace.as_deref().unwrap_or(namespace);
-            let same = id.api_version == child.api_version
-                && id.kind == child.kind
-                && id.metadata.name == child.metadata.name
-                && id
-                    .metadata
-                    .namespace
-                    .as_deref()
-                    .is_none_or(|ns| ns == child_namespace);
-            same.then_some(Child::Kept(raw))
-        })
+        .map(|child| workload::last_applied(child, namespace).map(Child::Kept))
         .collect()
 }
 
@@ -214,6 +190,7 @@ pub fn sync_with(
     let e = Effective::of(&parent.spec);
     let needed = needed_kinds(&e);
     let declared = |kind: &ChildKind| req.controller.declares(kind.api_version(), kind.resource());
+    let plan = Plan::new(&e, &req.children, name, declared(&ChildKind::StatefulSet));
     let missing_kinds = needed
         .iter()
         .filter(|k| !declared(k))
@@ -221,8 +198,11 @@ pub fn sync_with(
         .collect();
     let violations = validation::validate_effective(name, &parent.spec, &e);
     let (children, outcome) = if violations.is_empty() {
-        let declared: Vec<ChildKind> = needed.into_iter().filter(|k| declared(k)).collect();
-        desired(req, &e, &declared, options)
+        let declared: Vec<ChildKind> = emitted(&needed, &plan)
+            .into_iter()
+            .filter(|k| declared(k))
+            .collect();
+        desired(req, &e, &plan, &declared, options)?
     } else {
         let Some(children) = kept_children(req, namespace) else {
             let reason = if req.children.is_empty() {
@@ -245,24 +225,29 @@ pub fn sync_with(
         missing_kinds,
         ..outcome
     };
-    let inputs = inputs(req, &e, outcome);
+    let inputs = inputs(req, &e, &plan, outcome);
     let status = status::build(&inputs, &parent.status.conditions, &condition_time(now));
     Ok(SyncResponse { children, status })
 }
 
 /// The status inputs of a sync that built `outcome`.
-fn inputs<'a>(req: &'a SyncRequest, e: &Effective<'_>, outcome: Outcome) -> Inputs<'a> {
+fn inputs<'a>(
+    req: &'a SyncRequest,
+    e: &Effective<'_>,
+    plan: &Plan<'a>,
+    outcome: Outcome,
+) -> Inputs<'a> {
     let parent = &req.parent;
     let name = parent.metadata.name.as_str();
-    let observed = req.children.find(
-        ChildKind::Deployment.api_version(),
-        ChildKind::Deployment.kind(),
-        name,
-    );
+    let observed = plan.current;
+    let migrating_from = plan.migrating_from();
     // Kept children are judged against what they run, not against the rejected spec.
     let kept = outcome.invalid_spec.is_some();
     let spec_replicas = if kept {
         observed.map(|d| d.spec.replicas.or(d.status.replicas).unwrap_or(1))
+    } else if migrating_from.is_some() && e.autoscaling.is_some() {
+        // The new workload starts at the size the HPA chose for the old one.
+        plan.replicas
     } else {
         parent.spec.replicas
     };
@@ -272,7 +257,13 @@ fn inputs<'a>(req: &'a SyncRequest, e: &Effective<'_>, outcome: Outcome) -> Inpu
         generation: parent.metadata.generation,
         spec_replicas,
         autoscaling: !kept && e.autoscaling.is_some(),
-        deployment: observed.map(|d| d.status),
+        workload_kind: plan.kind,
+        workload: observed.map(|d| d.status.clone()),
+        migration: migrating_from.map(|old| Migration {
+            from: old.kind.as_str(),
+            ready: old.status.ready_replicas.unwrap_or(0),
+        }),
+        server_list: server_list(plan, migrating_from),
         missing_secrets: outcome.missing_secrets,
         invalid_spec: outcome.invalid_spec,
         pdb: outcome.pdb,
@@ -346,9 +337,10 @@ fn rotation_cover(e: &Effective<'_>, secret: &str, key: &str) -> secrets::Cover 
 fn desired(
     req: &SyncRequest,
     e: &Effective<'_>,
+    plan: &Plan<'_>,
     kinds: &[ChildKind],
     options: &Options,
-) -> (Vec<Child>, Outcome) {
+) -> Result<(Vec<Child>, Outcome), SyncError> {
     let parent = &req.parent;
     let name = parent.metadata.name.as_str();
     let namespace = parent.metadata.namespace.as_deref().unwrap_or_default();
@@ -364,17 +356,17 @@ fn desired(
     let mut children = Vec::with_capacity(kinds.len());
     for kind in kinds {
         children.push(match kind {
-            ChildKind::Deployment => {
+            ChildKind::Deployment | ChildKind::StatefulSet => {
                 let rollers = Rollers {
                     secret_hash: hash.as_deref(),
                     restart_trigger: parent.metadata.annotations.restart_trigger.as_deref(),
                 };
-                let observed = req.children.find(kind.api_version(), kind.kind(), name);
-                let replicas = deployment::replicas(e, observed.and_then(|d| d.spec.replicas));
-                let agent_image = &options.reload_agent_image;
-                let deployment =
-                    deployment::build(name, e, &served, replicas, rollers, agent_image);
-                Child::Deployment(Box::new(deployment))
+                let Some(child) =
+                    workload_child(*kind, plan, e, &served, rollers, (name, namespace), options)?
+                else {
+                    continue;
+                };
+                child
             }
             ChildKind::Service => Child::Service(Box::new(service::build(name, e, &served))),
             ChildKind::PodDisruptionBudget => {
@@ -386,7 +378,7 @@ fn desired(
             }
             ChildKind::HorizontalPodAutoscaler => {
                 let Some(a) = &e.autoscaling else { continue };
-                Child::HorizontalPodAutoscaler(Box::new(hpa::build(name, a)))
+                Child::HorizontalPodAutoscaler(Box::new(hpa::build(name, a, plan.kind)))
             }
             ChildKind::ServiceMonitor => {
                 let monitor = e
@@ -405,7 +397,7 @@ fn desired(
             }
         });
     }
-    (children, outcome)
+    Ok((children, outcome))
 }
 
 /// The child kinds the effective spec asks for, in emission order.
@@ -413,7 +405,9 @@ fn needed_kinds(e: &Effective<'_>) -> Vec<ChildKind> {
     ChildKind::ALL
         .into_iter()
         .filter(|kind| match kind {
-            ChildKind::Deployment | ChildKind::Service => true,
+            ChildKind::Deployment => e.workload == Workload::Deployment,
+            ChildKind::StatefulSet => e.workload == Workload::StatefulSet,
+            ChildKind::Service => true,
             ChildKind::PodDisruptionBudget => e.high_availability.pdb.is_some(),
             ChildKind::HorizontalPodAutoscaler => e.autoscaling.is_some(),
             ChildKind::ServiceMonitor => e
@@ -437,5 +431,68 @@ fn pdb_state(name: &str, budget: &Budget<'_>, e: &Effective<'_>) -> PdbState {
         budget: pdb::describe(budget),
         replicas,
         allowed: pdb::disruptions_allowed(budget, replicas),
+    }
+}
+
+/// The workload of `kind`: built from the spec when the plan builds that kind, else the old
+/// workload of a switch kept as observed (`None` when no switch is under way).
+fn workload_child(
+    kind: ChildKind,
+    plan: &Plan<'_>,
+    e: &Effective<'_>,
+    served: &[ports::Port],
+    rollers: Rollers<'_>,
+    (name, namespace): (&str, &str),
+    options: &Options,
+) -> Result<Option<Child>, SyncError> {
+    if kind != plan.kind {
+        let Some(old) = plan.migrating_from() else {
+            return Ok(None);
+        };
+        let kept = workload::keep(old, namespace).ok_or_else(|| SyncError::CannotKeepWorkload {
+            kind: kind.kind(),
+            name: old.metadata.name.clone(),
+        })?;
+        return Ok(Some(Child::Kept(kept)));
+    }
+    Ok(Some(if kind == ChildKind::StatefulSet {
+        let agent_image = &options.reload_agent_image;
+        let set = statefulset::build(name, e, served, plan.replicas, rollers, agent_image);
+        Child::StatefulSet(Box::new(set))
+    } else {
+        let agent_image = &options.reload_agent_image;
+        let deployment = deployment::build(name, e, served, plan.replicas, rollers, agent_image);
+        Child::Deployment(Box::new(deployment))
+    }))
+}
+
+/// The kinds to emit: the needed ones with the workload the plan builds (the Deployment when the
+/// StatefulSet is asked for but not declared), plus the old workload while a switch is under way.
+fn emitted(needed: &[ChildKind], plan: &Plan<'_>) -> Vec<ChildKind> {
+    let mut kinds: Vec<ChildKind> = needed
+        .iter()
+        .map(|k| match k {
+            ChildKind::Deployment | ChildKind::StatefulSet => plan.kind,
+            other => *other,
+        })
+        .collect();
+    if plan.migrating_from().is_some() {
+        kinds.push(workload::other(plan.kind));
+    }
+    kinds.sort();
+    kinds
+}
+
+/// What `status.serverList` publishes: during a switch what the old mode publishes for the old
+/// workload; in StatefulSet mode every pod by its stable name once the StatefulSet exists.
+fn server_list(plan: &Plan<'_>, migrating_from: Option<&ObservedChild>) -> ServerList {
+    match (plan.kind, migrating_from) {
+        (ChildKind::StatefulSet, Some(_)) => ServerList::ServiceWhileServing,
+        (_, Some(old)) => ServerList::Pods(old.spec.replicas.unwrap_or(1)),
+        (ChildKind::StatefulSet, None) if plan.current.is_some() => {
+            ServerList::Pods(plan.replicas.unwrap_or(1))
+        }
+        (ChildKind::StatefulSet, None) => ServerList::Nothing,
+        (_, None) => ServerList::ServiceWhenReady,
     }
 }

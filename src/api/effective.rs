@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::ResourceRequirements;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-use super::MemcachedSpec;
 use super::autoscaling::Autoscaling;
 use super::high_availability::HighAvailability;
 use super::memcached::{Server, memory_request_mib};
@@ -18,12 +17,15 @@ use super::pod::Pod;
 use super::security::Security;
 use super::service::Service;
 use super::spec::{DEFAULT_IMAGE, DEFAULT_REPLICAS};
+use super::{MemcachedSpec, Workload};
 
 /// A Memcached spec with every default resolved.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Effective<'a> {
     /// Desired replicas; `None` when autoscaling owns the count.
     pub replicas: Option<i32>,
+    /// The workload the spec asks for (`Deployment` when unset).
+    pub workload: Workload,
     /// memcached image (an explicit `""` is kept, for validation to reject).
     pub image: &'a str,
     /// memcached container resources.
@@ -64,6 +66,7 @@ impl<'a> Effective<'a> {
                 Some(_) => None,
                 None => Some(spec.replicas.unwrap_or(DEFAULT_REPLICAS)),
             },
+            workload: spec.workload.unwrap_or_default(),
             image: spec.image.as_deref().unwrap_or(DEFAULT_IMAGE),
             resources,
             memory_request_mib: (!memory_given)

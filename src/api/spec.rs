@@ -192,6 +192,28 @@ pub struct MemcachedSpec {
         ]
     ))]
     pub pod_annotations: Option<BTreeMap<String, String>>,
+
+    /// The workload that runs the pods. `Deployment` (the default): pods with random names
+    /// behind the headless Service; `status.serverList` is the Service name. `StatefulSet`:
+    /// pods named `<name>-0` to `<name>-<replicas-1>`, each reachable as
+    /// `<name>-<i>.<name>.<namespace>.svc`, listed one by one in `status.serverList` for clients
+    /// that shard keys over a server list. Changing it on a running cache keeps the old workload
+    /// serving until the new one has all its replicas ready (condition `Progressing`, reason
+    /// `WorkloadMigration`). `StatefulSet` needs a CompositeController that declares `apps/v1`
+    /// `statefulsets`; without it the Deployment stays (condition `ChildResourcesMissing`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "Deployment"))]
+    pub workload: Option<Workload>,
+}
+
+/// The workload kind that runs the memcached pods.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum Workload {
+    /// An `apps/v1` Deployment (pods with random names).
+    #[default]
+    Deployment,
+    /// An `apps/v1` StatefulSet (stable pod names, no volumes).
+    StatefulSet,
 }
 
 /// The detail of a name that cannot name the Service.

@@ -21,7 +21,10 @@ pub struct MemcachedStatus {
     /// The `metadata.generation` this status describes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    /// `<name>.<namespace>:11211` while the cache is Ready.
+    /// Deployment mode: `<name>.<namespace>:11211` while the cache is Ready. StatefulSet mode:
+    /// `<name>-<i>.<name>.<namespace>.svc:11211` for every desired pod in ordinal order, as
+    /// soon as the StatefulSet exists (a restarting pod keeps its entry). During a switch
+    /// between the two: what the old mode publishes, until the switch completes.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(extend("x-kubernetes-list-type" = "atomic"))]
     pub server_list: Option<Vec<String>>,

@@ -59,17 +59,6 @@ impl Rollers<'_> {
     }
 }
 
-/// Desired `spec.replicas`: the spec's count, or with autoscaling the observed Deployment's
-/// count (so the hand-over to the HPA never dips to 1), absent on the first create.
-#[must_use]
-pub fn replicas(e: &Effective<'_>, observed: Option<i32>) -> Option<i32> {
-    if e.autoscaling.is_some() {
-        observed
-    } else {
-        e.replicas
-    }
-}
-
 /// The ports of `served` that `listener` listens on.
 fn container_ports(served: &[Port], listener: Server) -> Vec<ContainerPort> {
     served
@@ -370,8 +359,10 @@ pub fn build(
     }
 }
 
-/// The pod template of the memcached workload named `name`.
-fn pod_template(
+/// The pod template shared by the Deployment and the StatefulSet named `name`: labels, the
+/// rollers' annotations, containers (and the reload agent), volumes and scheduling.
+#[must_use]
+pub fn pod_template(
     name: &str,
     e: &Effective<'_>,
     served: &[Port],

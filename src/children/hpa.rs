@@ -5,10 +5,7 @@ use k8s_openapi::api::autoscaling::v2::{
     MetricTarget,
 };
 
-use k8s_openapi::Resource as _;
-use k8s_openapi::api::apps::v1::Deployment;
-
-use super::labels;
+use super::{ChildKind, labels};
 use crate::api::autoscaling::Autoscaling;
 use crate::api::quantity;
 
@@ -34,9 +31,10 @@ fn targets_mut(metric: &mut MetricSpec) -> impl Iterator<Item = &mut MetricTarge
     .flatten()
 }
 
-/// The desired HorizontalPodAutoscaler named `name`, scaling the Deployment of the same name.
+/// The desired HorizontalPodAutoscaler named `name`, scaling the workload of the same name (a
+/// Deployment or a StatefulSet).
 #[must_use]
-pub fn build(name: &str, a: &Autoscaling) -> HorizontalPodAutoscaler {
+pub fn build(name: &str, a: &Autoscaling, workload: ChildKind) -> HorizontalPodAutoscaler {
     let mut metrics = a.metrics.clone();
     for metric in &mut metrics {
         for target in targets_mut(metric) {
@@ -47,8 +45,8 @@ pub fn build(name: &str, a: &Autoscaling) -> HorizontalPodAutoscaler {
         metadata: labels::metadata(name),
         spec: Some(HorizontalPodAutoscalerSpec {
             scale_target_ref: CrossVersionObjectReference {
-                api_version: Some(Deployment::API_VERSION.to_owned()),
-                kind: Deployment::KIND.to_owned(),
+                api_version: Some(workload.api_version().to_owned()),
+                kind: workload.kind().to_owned(),
                 name: name.to_owned(),
             },
             min_replicas: a.min_replicas,

@@ -14,6 +14,7 @@ pub mod ports;
 pub mod reload_agent;
 pub mod service;
 pub mod service_monitor;
+pub mod statefulset;
 
 /// Where the SASL Secret is mounted.
 pub const SASL_MOUNT_PATH: &str = "/etc/memcached/sasl";
@@ -21,10 +22,13 @@ pub const SASL_MOUNT_PATH: &str = "/etc/memcached/sasl";
 pub const TLS_MOUNT_PATH: &str = "/etc/memcached/tls";
 
 /// A child kind: how the CompositeController names it and which spec field asks for it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ChildKind {
     /// `apps/v1` Deployment.
+    #[default]
     Deployment,
+    /// `apps/v1` StatefulSet.
+    StatefulSet,
     /// `v1` Service.
     Service,
     /// `policy/v1` PodDisruptionBudget.
@@ -44,8 +48,9 @@ fn names<R: k8s_openapi::Resource>() -> (&'static str, &'static str, &'static st
 
 impl ChildKind {
     /// Every kind, in the order children are emitted.
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::Deployment,
+        Self::StatefulSet,
         Self::Service,
         Self::PodDisruptionBudget,
         Self::HorizontalPodAutoscaler,
@@ -57,6 +62,7 @@ impl ChildKind {
         use k8s_openapi::api::{apps, autoscaling, core, networking, policy};
         match self {
             Self::Deployment => names::<apps::v1::Deployment>(),
+            Self::StatefulSet => names::<apps::v1::StatefulSet>(),
             Self::Service => names::<core::v1::Service>(),
             Self::PodDisruptionBudget => names::<policy::v1::PodDisruptionBudget>(),
             Self::HorizontalPodAutoscaler => names::<autoscaling::v2::HorizontalPodAutoscaler>(),
@@ -99,6 +105,7 @@ impl ChildKind {
     pub fn needed_by(self) -> &'static str {
         match self {
             Self::Deployment | Self::Service => "spec",
+            Self::StatefulSet => "spec.workload",
             Self::PodDisruptionBudget => "spec.highAvailability.podDisruptionBudget.enabled",
             Self::HorizontalPodAutoscaler => "spec.autoscaling.enabled",
             Self::ServiceMonitor => "spec.monitoring.serviceMonitor",

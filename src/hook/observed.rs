@@ -13,6 +13,7 @@ use std::marker::PhantomData;
 
 use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::value::RawValue;
 
 /// All objects of a `children` or `related` map, in request order; keys are only checked for
 /// repeats, never read.
@@ -155,10 +156,10 @@ pub struct ObservedChild {
     pub kind: String,
     /// Name, namespace and the last-applied annotation.
     pub metadata: ChildMeta,
-    /// `spec.replicas` of a Deployment.
+    /// `spec.replicas` of a workload, and the whole spec as sent.
     #[serde(default)]
     pub spec: ChildSpec,
-    /// Rollout counters of a Deployment.
+    /// Rollout counters of a workload.
     #[serde(default)]
     pub status: ChildStatus,
 }
@@ -171,6 +172,12 @@ pub struct ChildMeta {
     /// Object namespace.
     #[serde(default)]
     pub namespace: Option<String>,
+    /// `metadata.generation`.
+    #[serde(default)]
+    pub generation: Option<i64>,
+    /// The labels as sent (a workload kept as observed during a switch repeats them).
+    #[serde(default)]
+    pub labels: Option<Box<RawValue>>,
     /// Annotations the hook reads.
     #[serde(default)]
     pub annotations: Option<ChildAnnotations>,
@@ -196,24 +203,53 @@ impl ObservedChild {
     }
 }
 
-/// The parts of a child's spec the hook reads (only a Deployment has them).
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+/// The parts of a child's spec the hook reads: a workload's `spec.replicas`, and the whole spec
+/// as sent (the old workload of a switch is answered with it under server-side apply).
+#[derive(Debug, Default)]
 pub struct ChildSpec {
-    /// Deployment `spec.replicas`.
+    /// `spec.replicas` of a Deployment or StatefulSet.
     pub replicas: Option<i32>,
+    /// The spec exactly as sent.
+    pub raw: Option<Box<RawValue>>,
 }
 
-/// The parts of a child's status the hook reads (Deployment rollout counters).
-#[derive(Debug, Default, Deserialize, Clone, Copy, PartialEq, Eq)]
+impl<'de> Deserialize<'de> for ChildSpec {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Replicas {
+            #[serde(default)]
+            replicas: Option<i32>,
+        }
+        let raw = Option::<Box<RawValue>>::deserialize(deserializer)?;
+        let replicas = match &raw {
+            Some(raw) => {
+                serde_json::from_str::<Replicas>(raw.get())
+                    .map_err(serde::de::Error::custom)?
+                    .replicas
+            }
+            None => None,
+        };
+        Ok(Self { replicas, raw })
+    }
+}
+
+/// The parts of a child's status the hook reads (rollout counters of a Deployment or a
+/// StatefulSet).
+#[derive(Debug, Default, Deserialize, Clone, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ChildStatus {
-    /// Pods of the Deployment.
+    /// Pods of the workload.
     pub replicas: Option<i32>,
     /// Ready pods.
     pub ready_replicas: Option<i32>,
     /// Pods of the current template.
     pub updated_replicas: Option<i32>,
+    /// The generation the workload's controller last acted on.
+    pub observed_generation: Option<i64>,
+    /// StatefulSet: the revision of the pods not yet updated.
+    pub current_revision: Option<String>,
+    /// StatefulSet: the revision being rolled out.
+    pub update_revision: Option<String>,
 }
 
 /// A related object from the customize hook (a Secret): identity and data.

@@ -4,7 +4,7 @@
 //! CompositeController with `responseUnMarshallMode: strict` accepts it. `finalized` is never
 //! written (a `true` in a sync answer would remove a finalizer that the next sync re-adds).
 
-use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
@@ -21,6 +21,8 @@ use crate::children::service_monitor::ServiceMonitor;
 pub enum Child {
     /// The memcached Deployment.
     Deployment(Box<Deployment>),
+    /// The memcached StatefulSet.
+    StatefulSet(Box<StatefulSet>),
     /// The headless Service.
     Service(Box<Service>),
     /// The PodDisruptionBudget.

@@ -19,7 +19,8 @@
 #              the Prometheus Operator's CRD could be fetched from the Go module proxy; a
 #              fixture whose golden snapshot (tests/it/snapshots) is `rejected` must fail to
 #              replay, naming the snapshot's field
-#   stability  [stand-in, NOT Metacontroller] a sample's Deployment, Service and PDB are
+#   stability  [stand-in, NOT Metacontroller] ha.yaml's Deployment and statefulset.yaml's
+#              StatefulSet, each with its Service and PDB, are
 #              created for real with server-side apply, applied again unchanged: no
 #              resourceVersion moves; then deleted
 #
@@ -367,20 +368,23 @@ phase "children"
 
 # ---- stability: server-side apply twice (a stand-in for idempotency, NOT Metacontroller) ----------
 ST="[stand-in, not Metacontroller]"
-SSA_NS=stability
-SSA_SAMPLE="${ROOT}/config/samples/ha.yaml"
-mkdir -p "${WORK}/ssa"
-rvs() { k get deployments,services,poddisruptionbudgets -n "${SSA_NS}" \
+# ha.yaml (Deployment mode) and statefulset.yaml (StatefulSet mode): the workload, Service and PDB.
+for SSA_PAIR in ha:Deployment statefulset:StatefulSet; do
+SSA_SAMPLE="${ROOT}/config/samples/${SSA_PAIR%%:*}.yaml"
+SSA_WORKLOAD="${SSA_PAIR#*:}"
+SSA_NS="stability-${SSA_PAIR%%:*}"
+mkdir -p "${WORK}/ssa/${SSA_NS}"
+rvs() { k get deployments,statefulsets,services,poddisruptionbudgets -n "${SSA_NS}" \
   -o jsonpath='{range .items[*]}{.kind}/{.metadata.name}={.metadata.resourceVersion}{"\n"}{end}' | sort; }
 if k create namespace "${SSA_NS}" >/dev/null \
-  && "${HOOK}" render "${SSA_SAMPLE}" >"${WORK}/ssa/all.yaml" \
-  && lib children "${WORK}/ssa/all.yaml" "${WORK}/ssa" ha >"${WORK}/ssa/list"; then
+  && "${HOOK}" render "${SSA_SAMPLE}" >"${WORK}/ssa/${SSA_NS}/all.yaml" \
+  && lib children "${WORK}/ssa/${SSA_NS}/all.yaml" "${WORK}/ssa/${SSA_NS}" ha >"${WORK}/ssa/${SSA_NS}/list"; then
   files=()
   while IFS= read -r c; do
-    case "${c}" in *~~Deployment~~* | *~~Service~~* | *~~PodDisruptionBudget~~*) files+=("${c}") ;; esac
-  done <"${WORK}/ssa/list"
-  if ((${#files[@]} == 3)); then ok "${ST} ha.yaml renders a Deployment, a Service and a PDB"
-  else bad "${ST} ha.yaml renders a Deployment, a Service and a PDB" "$(cat "${WORK}/ssa/list")"; fi
+    case "${c}" in *~~"${SSA_WORKLOAD}"~~* | *~~Service~~* | *~~PodDisruptionBudget~~*) files+=("${c}") ;; esac
+  done <"${WORK}/ssa/${SSA_NS}/list"
+  if ((${#files[@]} == 3)); then ok "${ST} ${SSA_SAMPLE##*/} renders a ${SSA_WORKLOAD}, a Service and a PDB"
+  else bad "${ST} ${SSA_SAMPLE##*/} renders a ${SSA_WORKLOAD}, a Service and a PDB" "$(cat "${WORK}/ssa/${SSA_NS}/list")"; fi
   fargs=(); for c in "${files[@]}"; do fargs+=(-f "${c}"); done
   ssa() { k apply --server-side --field-manager=memcached-hook-e2e -n "${SSA_NS}" "${fargs[@]}"; }
   if out="$(ssa 2>&1)"; then
@@ -419,4 +423,5 @@ if k create namespace "${SSA_NS}" >/dev/null \
 else
   bad "${ST} render ${SSA_SAMPLE} and create namespace ${SSA_NS}"
 fi
+done
 phase "stability"

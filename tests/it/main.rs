@@ -14,3 +14,4 @@ mod reference;
 mod rules;
 mod secure;
 mod status_matrix;
+mod workload;

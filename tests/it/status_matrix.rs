@@ -10,6 +10,7 @@ fn dep(ready: i32, updated: i32, total: i32) -> Option<ChildStatus> {
         replicas: Some(total),
         ready_replicas: Some(ready),
         updated_replicas: Some(updated),
+        ..ChildStatus::default()
     })
 }
 
@@ -19,7 +20,7 @@ fn inputs(spec_replicas: Option<i32>, deployment: Option<ChildStatus>) -> Inputs
         namespace: "shop",
         generation: Some(4),
         spec_replicas,
-        deployment,
+        workload: deployment,
         ..Inputs::default()
     }
 }

@@ -34,6 +34,7 @@ CRD_NAME = "memcacheds.memcached.c5c3.io"
 # The child kinds the hook can return (spec.md 1.2), as (apiVersion, resource).
 CHILDREN = [
     ("apps/v1", "deployments"),
+    ("apps/v1", "statefulsets"),
     ("v1", "services"),
     ("policy/v1", "poddisruptionbudgets"),
     ("networking.k8s.io/v1", "networkpolicies"),

@@ -1,0 +1,180 @@
+//! Which workload runs the pods, and the switch between a Deployment and a StatefulSet.
+//!
+//! Metacontroller deletes every observed child a sync answer leaves out, so a switch answers
+//! both workloads: the new one at full size, the old one kept exactly as observed, until the new
+//! one reports every replica ready for its latest spec. Then the old one is left out and
+//! Metacontroller deletes it. Everything is derived from the spec and the observed children,
+//! never from the parent's status (which may be stale).
+
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::api::Workload;
+use crate::api::effective::Effective;
+use crate::children::ChildKind;
+use crate::hook::{Observed, ObservedChild};
+
+/// The workload this sync builds and what happens to the other one.
+#[derive(Debug)]
+pub struct Plan<'a> {
+    /// The kind built from the spec: the StatefulSet only when the spec asks for it and the
+    /// CompositeController declares `statefulsets`.
+    pub kind: ChildKind,
+    /// The observed workload of that kind.
+    pub current: Option<&'a ObservedChild>,
+    /// The observed workload of the other kind, kept until `current` is settled.
+    pub old: Option<&'a ObservedChild>,
+    /// `spec.replicas` answered for `kind`: the spec's count; under autoscaling the observed
+    /// count of `current`, else of `old` (the switch hands the HPA's choice over), else none.
+    pub replicas: Option<i32>,
+}
+
+impl<'a> Plan<'a> {
+    /// The plan for the Memcached `name` with effective spec `e`.
+    #[must_use]
+    pub fn new(
+        e: &Effective<'_>,
+        children: &'a Observed,
+        name: &str,
+        statefulsets_declared: bool,
+    ) -> Self {
+        let kind = if e.workload == Workload::StatefulSet && statefulsets_declared {
+            ChildKind::StatefulSet
+        } else {
+            ChildKind::Deployment
+        };
+        let find = |k: ChildKind| children.find(k.api_version(), k.kind(), name);
+        let current = find(kind);
+        let old = find(other(kind));
+        let replicas = if e.autoscaling.is_some() {
+            current
+                .and_then(|c| c.spec.replicas)
+                .or_else(|| old.and_then(|o| o.spec.replicas))
+        } else {
+            e.replicas
+        };
+        Self {
+            kind,
+            current,
+            old,
+            replicas,
+        }
+    }
+
+    /// The old workload while the switch is under way (`None` once the new one is settled, or
+    /// when there is nothing to switch from).
+    #[must_use]
+    pub fn migrating_from(&self) -> Option<&'a ObservedChild> {
+        let old = self.old?;
+        let done = self
+            .current
+            .is_some_and(|c| settled(c, self.replicas.unwrap_or(1)));
+        (!done).then_some(old)
+    }
+}
+
+/// The other workload kind.
+#[must_use]
+pub fn other(kind: ChildKind) -> ChildKind {
+    if kind == ChildKind::StatefulSet {
+        ChildKind::Deployment
+    } else {
+        ChildKind::StatefulSet
+    }
+}
+
+/// Whether an observed workload runs `replicas` ready pods of its latest spec: its controller
+/// has seen the current generation, the size is applied, every pod is updated and ready, and
+/// (StatefulSet) the rollout has finished. Zero replicas settle at once.
+#[must_use]
+pub fn settled(child: &ObservedChild, replicas: i32) -> bool {
+    let s = &child.status;
+    let seen = child
+        .metadata
+        .generation
+        .is_some_and(|g| s.observed_generation.is_some_and(|o| o >= g));
+    seen && child.spec.replicas.unwrap_or(1) == replicas
+        && [s.replicas, s.updated_replicas, s.ready_replicas]
+            .iter()
+            .all(|count| count.unwrap_or(0) == replicas)
+        && s.current_revision == s.update_revision
+}
+
+/// The identity of a last-applied configuration.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Identity<'a> {
+    #[serde(borrow)]
+    api_version: Cow<'a, str>,
+    #[serde(borrow)]
+    kind: Cow<'a, str>,
+    #[serde(borrow)]
+    metadata: IdentityMeta<'a>,
+}
+
+#[derive(Deserialize)]
+struct IdentityMeta<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(borrow, default)]
+    namespace: Option<Cow<'a, str>>,
+}
+
+/// The observed child as this hook last desired it: Metacontroller's last-applied
+/// configuration (dynamic apply), when it names that very child (a hand-edited annotation naming
+/// another object would make Metacontroller delete the observed child and create a stranger).
+#[must_use]
+pub fn last_applied(child: &ObservedChild, namespace: &str) -> Option<Box<RawValue>> {
+    let text = child.last_applied()?;
+    let raw = RawValue::from_string(text.to_owned()).ok()?;
+    let id: Identity<'_> = serde_json::from_str(raw.get()).ok()?;
+    let child_namespace = child.metadata.namespace.as_deref().unwrap_or(namespace);
+    let same = id.api_version == child.api_version
+        && id.kind == child.kind
+        && id.metadata.name == child.metadata.name
+        && id
+            .metadata
+            .namespace
+            .as_deref()
+            .is_none_or(|ns| ns == child_namespace);
+    same.then_some(raw)
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Rebuilt<'a> {
+    api_version: &'a str,
+    kind: &'a str,
+    metadata: RebuiltMeta<'a>,
+    spec: &'a RawValue,
+}
+
+#[derive(Serialize)]
+struct RebuiltMeta<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    labels: Option<&'a RawValue>,
+}
+
+/// The old workload of a switch, answered so that it stays exactly as observed: its
+/// last-applied configuration under dynamic apply (the merge then changes nothing); otherwise
+/// (server-side apply keeps no such annotation) the object rebuilt from its own labels and
+/// spec, which an apply leaves as it is. `None` when the child has no spec to repeat.
+#[must_use]
+pub fn keep(child: &ObservedChild, namespace: &str) -> Option<Box<RawValue>> {
+    if let Some(raw) = last_applied(child, namespace) {
+        return Some(raw);
+    }
+    let rebuilt = Rebuilt {
+        api_version: &child.api_version,
+        kind: &child.kind,
+        metadata: RebuiltMeta {
+            name: &child.metadata.name,
+            labels: child.metadata.labels.as_deref(),
+        },
+        spec: child.spec.raw.as_deref()?,
+    };
+    serde_json::value::to_raw_value(&rebuilt).ok()
+}
