@@ -65,7 +65,7 @@ for variant in $VARIANTS; do
     # A fresh Metacontroller per variant: empty caches, the variant's flags.
     E2E_MC_TUNING=$tuning E2E_MC_ARGS="$extra" bash "$ROOT/tests/e2e/cluster.sh" restart-metacontroller \
         >/dev/null 2>>"$WORK/up.log" || { tail -n 20 "$WORK/up.log"; exit 1; }
-    flags=$(tr '\0' ' ' <"/proc/$(awk '{print $1}' "$E2E_STATE_DIR/pids/metacontroller")/cmdline" | grep -o -- '--\(client-go-qps\|client-go-burst\|workers\|discovery-interval\)=[^ ]*' | tr '\n' ' ')
+    flags=$(tr '\0' ' ' <"/proc/$(awk '{print $1}' "$E2E_STATE_DIR/pids/metacontroller")/cmdline" | { grep -o -- '--\(client-go-qps\|client-go-burst\|workers\|discovery-interval\)=[^ ]*' || echo '(Metacontroller defaults)'; } | tr '\n' ' ')
     ns="conv-$name"
     kc create namespace "$ns" >/dev/null
     python3 - "$N" "$ns" >"$WORK/$ns.yaml" <<'EOF'
