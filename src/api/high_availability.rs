@@ -203,14 +203,16 @@ const PERCENT_FORMAT: &str =
     "a valid percent string must be a numeric string followed by an ending '%'";
 
 /// Whether a budget value is an integer >= 0 or a percentage from 0% to 100%.
-fn budget(out: &mut Out, field: String, value: Option<&IntOrString>) {
+fn budget(out: &mut Out, parent: &str, name: &str, value: Option<&IntOrString>) {
+    // The field path is built only for a violation.
+    let field = || format!("{parent}.{name}");
     match value {
         Some(IntOrString::String(s)) if is_too_long(s, BUDGET_LENGTH) => {
-            out.push(Violation::too_long(field, BUDGET_LENGTH));
+            out.push(Violation::too_long(field(), BUDGET_LENGTH));
         }
         Some(IntOrString::Int(n)) if *n < 0 => {
             out.push(Violation::invalid(
-                field,
+                field(),
                 n,
                 "must be greater than or equal to 0",
             ));
@@ -218,11 +220,11 @@ fn budget(out: &mut Out, field: String, value: Option<&IntOrString>) {
         Some(IntOrString::String(s)) => match parse_percent(s) {
             Some(p) if p <= 100 => {}
             Some(_) => out.push(Violation::invalid(
-                field,
+                field(),
                 quoted(s),
                 "must not be greater than 100%",
             )),
-            None => out.push(Violation::invalid(field, quoted(s), PERCENT_FORMAT)),
+            None => out.push(Violation::invalid(field(), quoted(s), PERCENT_FORMAT)),
         },
         _ => {}
     }
@@ -234,18 +236,17 @@ pub(super) fn validate(out: &mut Out, ha: &HighAvailabilitySpec) {
     let field = "spec.highAvailability.topologySpreadConstraints";
     check::items(out, field, spread, TOPOLOGY_SPREAD_CONSTRAINTS);
     if let Some(pdb) = &ha.pod_disruption_budget {
-        let field = |name: &str| format!("spec.highAvailability.podDisruptionBudget.{name}");
-        budget(out, field("minAvailable"), pdb.min_available.as_ref());
-        budget(out, field("maxUnavailable"), pdb.max_unavailable.as_ref());
+        let field = "spec.highAvailability.podDisruptionBudget";
+        budget(out, field, "minAvailable", pdb.min_available.as_ref());
+        budget(out, field, "maxUnavailable", pdb.max_unavailable.as_ref());
     }
     if let Some(g) = &ha.graceful_shutdown {
-        let field = |name: &str| format!("spec.highAvailability.gracefulShutdown.{name}");
         let delay = g.pre_stop_delay_seconds.map(i64::from);
         let (min, max) = PRE_STOP_DELAY_SECONDS;
         let bounds = (i64::from(min), i64::from(max));
         check::range(
             out,
-            &field("preStopDelaySeconds"),
+            "spec.highAvailability.gracefulShutdown.preStopDelaySeconds",
             delay,
             bounds,
             Zero::MeansDefault,
@@ -254,7 +255,7 @@ pub(super) fn validate(out: &mut Out, ha: &HighAvailabilitySpec) {
         let bounds = TERMINATION_GRACE_PERIOD_SECONDS;
         check::range(
             out,
-            &field("terminationGracePeriodSeconds"),
+            "spec.highAvailability.gracefulShutdown.terminationGracePeriodSeconds",
             grace,
             bounds,
             Zero::MeansDefault,

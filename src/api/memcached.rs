@@ -156,12 +156,17 @@ fn wide((min, max): (i32, i32)) -> (i64, i64) {
 
 /// The schema rules of `spec.memcached`.
 pub(super) fn validate(out: &mut Out, c: &MemcachedConfig) {
-    let field = |name: &str| format!("spec.memcached.{name}");
+    // Literal paths: a valid spec allocates no field name.
+    macro_rules! field {
+        ($name:literal) => {
+            concat!("spec.memcached.", $name)
+        };
+    }
     let int = |v: Option<i32>| v.map(i64::from);
     let default = Zero::MeansDefault;
     check::range(
         out,
-        &field("maxMemoryMB"),
+        field!("maxMemoryMB"),
         int(c.max_memory_mb),
         wide(MAX_MEMORY_MB),
         default,
@@ -169,45 +174,43 @@ pub(super) fn validate(out: &mut Out, c: &MemcachedConfig) {
     let connections = int(c.max_connections);
     check::range(
         out,
-        &field("maxConnections"),
+        field!("maxConnections"),
         connections,
         wide(MAX_CONNECTIONS),
         default,
     );
     check::range(
         out,
-        &field("threads"),
+        field!("threads"),
         int(c.threads),
         wide(THREADS),
         default,
     );
     let item_size = c.max_item_size.as_deref();
     if item_size.is_some_and(|s| is_too_long(s, ITEM_SIZE_LENGTH)) {
-        out.push(Violation::too_long(field("maxItemSize"), ITEM_SIZE_LENGTH));
+        out.push(Violation::too_long(field!("maxItemSize"), ITEM_SIZE_LENGTH));
     } else if let Some(size) = item_size.filter(|s| !s.is_empty() && !is_item_size(s)) {
         let detail = format!("should match '{ITEM_SIZE_PATTERN}'");
         out.push(Violation::invalid(
-            field("maxItemSize"),
+            field!("maxItemSize"),
             quoted(size),
             detail,
         ));
     }
     check::range(
         out,
-        &field("verbosity"),
+        field!("verbosity"),
         int(c.verbosity),
         wide(VERBOSITY),
         Zero::IsAValue,
     );
-    let args_field = field("extraArgs");
-    let args = check::items(out, &args_field, c.extra_args.as_deref(), EXTRA_ARGS);
+    let args_field = field!("extraArgs");
+    let args = check::items(out, args_field, c.extra_args.as_deref(), EXTRA_ARGS);
     for (index, arg) in args.iter().enumerate() {
-        check::length(
-            out,
-            &format!("{args_field}[{index}]"),
-            Some(arg),
-            EXTRA_ARG_LENGTH,
-        );
+        if is_too_long(arg, EXTRA_ARG_LENGTH) {
+            let field = format!("{args_field}[{index}]");
+            out.push(Violation::too_long(field, EXTRA_ARG_LENGTH));
+        }
     }
 }
 
