@@ -65,7 +65,7 @@ fn main() -> std::io::Result<()> {
         let listener = tokio::net::TcpListener::bind(&addr).await?;
         eprintln!("echo serving on {addr}");
         let config = Config::default();
-        server::serve(
+        server::serve_router(
             listener,
             router(&config),
             None,

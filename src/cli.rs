@@ -180,30 +180,35 @@ fn init_logging(format: LogFormat) {
     }
 }
 
-fn serve(args: &ServeArgs) -> anyhow::Result<()> {
-    init_logging(args.log_format);
+/// The TLS certificate of `--tls-cert-file`/`--tls-key-file`, when both are given.
+fn load_tls(args: &ServeArgs) -> anyhow::Result<Option<Arc<Tls>>> {
+    let (Some(cert), Some(key)) = (&args.tls_cert_file, &args.tls_key_file) else {
+        return Ok(None);
+    };
+    let files = TlsFiles {
+        cert: cert.clone(),
+        key: key.clone(),
+        client_ca: args.tls_client_ca_file.clone(),
+    };
+    let tls = Tls::new(files).context("loading the TLS certificate")?;
+    Ok(Some(Arc::new(tls)))
+}
+
+/// The credentials of the `--auth-*` files, when any is given.
+fn load_auth(args: &ServeArgs) -> anyhow::Result<Option<Arc<Authenticator>>> {
     let files = AuthFiles {
         token: args.auth_token_file.clone(),
         basic_username: args.auth_basic_username_file.clone(),
         basic_password: args.auth_basic_password_file.clone(),
     };
-    let auth = files
-        .any()
-        .then(|| Authenticator::new(files))
-        .transpose()
-        .context("loading credentials")?
-        .map(Arc::new);
-    let tls = match (&args.tls_cert_file, &args.tls_key_file) {
-        (Some(cert), Some(key)) => Some(Arc::new(
-            Tls::new(TlsFiles {
-                cert: cert.clone(),
-                key: key.clone(),
-                client_ca: args.tls_client_ca_file.clone(),
-            })
-            .context("loading the TLS certificate")?,
-        )),
-        _ => None,
-    };
+    let auth = files.any().then(|| Authenticator::new(files)).transpose();
+    Ok(auth.context("loading credentials")?.map(Arc::new))
+}
+
+fn serve(args: &ServeArgs) -> anyhow::Result<()> {
+    init_logging(args.log_format);
+    let auth = load_auth(args)?;
+    let tls = load_tls(args)?;
     let config = Config {
         body_limit: args.body_limit,
         request_timeout: Duration::from_millis(args.request_timeout_ms),
@@ -236,15 +241,9 @@ fn serve(args: &ServeArgs) -> anyhow::Result<()> {
             max_connections = args.max_connections,
             "memcached-hook serving"
         );
-        server::serve(
-            listener,
-            server::router(&config),
-            tls,
-            server::shutdown_signal(),
-            &config,
-        )
-        .await
-        .context("serving")?;
+        server::serve(listener, tls, server::shutdown_signal(), &config)
+            .await
+            .context("serving")?;
         tracing::info!("memcached-hook stopped");
         Ok(())
     })
@@ -254,10 +253,9 @@ fn read(path: &Path) -> anyhow::Result<Vec<u8>> {
     std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))
 }
 
-/// Decodes a sync request, naming the file and the JSON path of any problem.
+/// Decodes a sync request as the server does, naming the file and the JSON path of any problem.
 fn decode_request(path: &Path, bytes: &[u8]) -> anyhow::Result<SyncRequest> {
-    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(&mut deserializer)
+    memcached_hook::hook::decode(bytes)
         .map_err(|e| anyhow!("{}: {}: {}", path.display(), e.path(), e.inner()))
 }
 

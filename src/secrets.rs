@@ -1,27 +1,14 @@
 //! Secrets behind SASL and TLS: which ones the customize hook asks Metacontroller for, the
-//! `memcached.c5c3.io/secret-hash` pod annotation (spec.md Part 2 §b.10) and which are missing.
+//! `memcached.c5c3.io/secret-hash` pod annotation and which are missing.
 
 use base64::Engine as _;
+use k8s_openapi::Resource as _;
+use k8s_openapi::api::core::v1::Secret;
 use sha2::{Digest, Sha256};
 
-use crate::api::effective::Effective;
 use crate::hook::{Observed, RelatedObject};
 
-/// Pod-template annotation that rolls the pods when a referenced Secret changes.
-pub const SECRET_HASH: &str = "memcached.c5c3.io/secret-hash";
-
-/// Names of the Secrets of the enabled SASL and TLS blocks, de-duplicated and sorted.
-#[must_use]
-pub fn referenced<'a>(e: &Effective<'a>) -> Vec<&'a str> {
-    let mut names: Vec<&str> = [e.sasl_secret, e.tls.map(|t| t.secret_name)]
-        .into_iter()
-        .flatten()
-        .filter(|n| !n.is_empty())
-        .collect();
-    names.sort_unstable();
-    names.dedup();
-    names
-}
+pub use crate::children::deployment::SECRET_HASH;
 
 /// A Secret found among the related objects, with its data decoded.
 struct Found<'a> {
@@ -35,8 +22,8 @@ fn find<'a>(
     name: &str,
 ) -> Option<Found<'a>> {
     let secret = related.iter().find(|o| {
-        o.kind == "Secret"
-            && o.api_version == "v1"
+        o.kind == Secret::KIND
+            && o.api_version == Secret::API_VERSION
             && o.metadata.name == name
             && o.metadata
                 .namespace
@@ -87,16 +74,7 @@ pub fn hash_and_missing(
             None => missing.push((*name).to_owned()),
         }
     }
-    let hash = hashed_any.then(|| {
-        hasher
-            .finalize()
-            .iter()
-            .fold(String::with_capacity(64), |mut out, b| {
-                use std::fmt::Write as _;
-                let _ = write!(out, "{b:02x}");
-                out
-            })
-    });
+    let hash = hashed_any.then(|| hex::encode(hasher.finalize()));
     (hash, missing)
 }
 
@@ -110,12 +88,19 @@ mod tests {
             .map(|(name, data)| {
                 let data: serde_json::Map<String, serde_json::Value> = data
                     .iter()
-                    .map(|(k, v)| ((*k).to_owned(), base64::engine::general_purpose::STANDARD.encode(v).into()))
+                    .map(|(k, v)| {
+                        let encoded = base64::engine::general_purpose::STANDARD.encode(v);
+                        ((*k).to_owned(), encoded.into())
+                    })
                     .collect();
                 (
                     (*name).to_owned(),
-                    serde_json::json!({"apiVersion": "v1", "kind": "Secret",
-                                       "metadata": {"name": name, "namespace": "ns"}, "data": data}),
+                    serde_json::json!({
+                        "apiVersion": "v1",
+                        "kind": "Secret",
+                        "metadata": {"name": name, "namespace": "ns"},
+                        "data": data
+                    }),
                 )
             })
             .collect();

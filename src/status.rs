@@ -1,4 +1,4 @@
-//! The parent's status (spec.md Part 2 §d, Part 1 §1.3).
+//! The parent's status: conditions, `readyReplicas`, `serverList` (docs/behaviour.md).
 //!
 //! Conditions are computed from the *observed* Deployment, then merged into the parent's
 //! current conditions by type: `lastTransitionTime` is carried over while a condition's status
@@ -6,7 +6,7 @@
 //! does not sync again and again.
 
 use crate::api::{Condition, MemcachedStatus};
-use crate::children::MEMCACHED_PORT;
+use crate::children::ports;
 use crate::hook::ChildStatus;
 
 /// Condition type `Available`.
@@ -82,7 +82,8 @@ fn condition(type_: &'static str, status: bool, reason: &'static str, message: S
     }
 }
 
-/// The desired replica count the conditions compare against (§d.1).
+/// The desired replica count the conditions compare against: the observed Deployment's under
+/// autoscaling, else `spec.replicas` (absent means 1).
 #[must_use]
 pub fn desired(inputs: &Inputs<'_>) -> i32 {
     match inputs.deployment {
@@ -91,147 +92,154 @@ pub fn desired(inputs: &Inputs<'_>) -> i32 {
     }
 }
 
-fn computed(inputs: &Inputs<'_>) -> Vec<Computed> {
-    let desired = desired(inputs);
-    let has_dep = inputs.deployment.is_some();
-    let dep = inputs.deployment.unwrap_or_default();
-    let (ready, updated, total) = (
-        dep.ready_replicas.unwrap_or(0),
-        dep.updated_replicas.unwrap_or(0),
-        dep.replicas.unwrap_or(0),
-    );
-    const WAITING: &str = "Waiting for deployment to be created";
+/// What the conditions compare: the desired count and the observed Deployment's counts.
+#[derive(Clone, Copy)]
+struct Counts {
+    desired: i32,
+    has_dep: bool,
+    ready: i32,
+    updated: i32,
+    total: i32,
+    /// `" (HPA-managed)"` under autoscaling, else empty.
+    hpa: &'static str,
+}
 
-    let hpa = if inputs.autoscaling {
-        " (HPA-managed)"
-    } else {
-        ""
-    };
-    let available = if ready > 0 {
-        condition(
-            AVAILABLE,
-            true,
-            "Available",
-            format!("{ready}/{desired} replicas are ready{hpa}"),
-        )
-    } else {
-        condition(
-            AVAILABLE,
-            false,
-            "Unavailable",
-            format!("{ready}/{desired} replicas are ready{hpa}"),
-        )
-    };
+impl Counts {
+    fn of(inputs: &Inputs<'_>) -> Self {
+        let dep = inputs.deployment.unwrap_or_default();
+        Self {
+            desired: desired(inputs),
+            has_dep: inputs.deployment.is_some(),
+            ready: dep.ready_replicas.unwrap_or(0),
+            updated: dep.updated_replicas.unwrap_or(0),
+            total: dep.replicas.unwrap_or(0),
+            hpa: if inputs.autoscaling {
+                " (HPA-managed)"
+            } else {
+                ""
+            },
+        }
+    }
+}
 
-    let progressing = if !has_dep {
+const WAITING: &str = "Waiting for deployment to be created";
+const ALL_DECLARED: &str = "Every child kind the spec needs is declared by the CompositeController";
+
+fn available(c: Counts) -> Computed {
+    let (ready, desired, hpa) = (c.ready, c.desired, c.hpa);
+    let message = format!("{ready}/{desired} replicas are ready{hpa}");
+    if ready > 0 {
+        condition(AVAILABLE, true, "Available", message)
+    } else {
+        condition(AVAILABLE, false, "Unavailable", message)
+    }
+}
+
+fn progressing(c: Counts) -> Computed {
+    let (updated, desired) = (c.updated, c.desired);
+    if !c.has_dep {
         condition(PROGRESSING, true, "Progressing", WAITING.to_owned())
-    } else if updated < desired || total != desired {
-        condition(
-            PROGRESSING,
-            true,
-            "Progressing",
-            format!("Rollout in progress: {updated}/{desired} replicas updated"),
-        )
+    } else if updated < desired || c.total != desired {
+        let message = format!("Rollout in progress: {updated}/{desired} replicas updated");
+        condition(PROGRESSING, true, "Progressing", message)
     } else {
-        condition(
-            PROGRESSING,
-            false,
-            "ProgressingComplete",
-            format!("All {desired} replicas are updated"),
-        )
-    };
+        let message = format!("All {desired} replicas are updated");
+        condition(PROGRESSING, false, "ProgressingComplete", message)
+    }
+}
 
-    let degraded = if let Some(message) = &inputs.invalid_spec {
-        condition(
-            DEGRADED,
-            true,
-            "InvalidSpec",
-            format!("Invalid spec, children left as they are: {message}"),
-        )
+fn degraded(c: Counts, inputs: &Inputs<'_>) -> Computed {
+    let (ready, desired) = (c.ready, c.desired);
+    if let Some(message) = &inputs.invalid_spec {
+        let message = format!("Invalid spec, children left as they are: {message}");
+        condition(DEGRADED, true, "InvalidSpec", message)
     } else if !inputs.missing_secrets.is_empty() {
-        condition(
-            DEGRADED,
-            true,
-            "SecretNotFound",
-            format!(
-                "Referenced Secrets not found: {}",
-                inputs.missing_secrets.join(", ")
-            ),
-        )
+        let names = inputs.missing_secrets.join(", ");
+        let message = format!("Referenced Secrets not found: {names}");
+        condition(DEGRADED, true, "SecretNotFound", message)
     } else if desired > 0 && ready < desired {
-        let message = if has_dep {
+        let message = if c.has_dep {
             format!("Only {ready}/{desired} replicas are ready")
         } else {
             WAITING.to_owned()
         };
         condition(DEGRADED, true, "Degraded", message)
     } else {
-        condition(
-            DEGRADED,
-            false,
-            "NotDegraded",
-            format!("All {desired} desired replicas are ready"),
-        )
-    };
-
-    let ready_condition = if desired > 0 && ready == desired {
-        condition(
-            READY,
-            true,
-            "MemcachedReady",
-            format!("All {desired} replicas are ready"),
-        )
-    } else {
-        let message = if desired == 0 {
-            "Instance has zero desired replicas".to_owned()
-        } else if !has_dep {
-            WAITING.to_owned()
-        } else {
-            format!("{ready}/{desired} replicas are ready")
-        };
-        condition(READY, false, "MemcachedNotReady", message)
-    };
-
-    let mut out = vec![available, progressing, degraded, ready_condition];
-    if let Some(pdb) = &inputs.pdb {
-        out.push(if pdb.allowed == 0 && pdb.replicas > 0 {
-            condition(
-                DISRUPTION_BUDGET_BLOCKING,
-                true,
-                "NoDisruptionsAllowed",
-                format!(
-                    "PodDisruptionBudget {} ({}) allows no voluntary disruption at {} replicas: node drains will wait until the budget or the replica count changes",
-                    pdb.name, pdb.budget, pdb.replicas
-                ),
-            )
-        } else {
-            condition(
-                DISRUPTION_BUDGET_BLOCKING,
-                false,
-                "DisruptionsAllowed",
-                format!(
-                    "PodDisruptionBudget {} ({}) allows {} voluntary disruption(s) at {} replicas",
-                    pdb.name, pdb.budget, pdb.allowed, pdb.replicas
-                ),
-            )
-        });
+        let message = format!("All {desired} desired replicas are ready");
+        condition(DEGRADED, false, "NotDegraded", message)
     }
-    out.push(if inputs.missing_kinds.is_empty() {
-        condition(CHILD_RESOURCES_MISSING, false, "AllDeclared", "Every child kind the spec needs is declared by the CompositeController".to_owned())
+}
+
+fn ready(c: Counts) -> Computed {
+    let (ready, desired) = (c.ready, c.desired);
+    if desired > 0 && ready == desired {
+        let message = format!("All {desired} replicas are ready");
+        return condition(READY, true, "MemcachedReady", message);
+    }
+    let message = if desired == 0 {
+        "Instance has zero desired replicas".to_owned()
+    } else if !c.has_dep {
+        WAITING.to_owned()
     } else {
-        let mut kinds: Vec<String> =
-            inputs.missing_kinds.iter().map(|(kind, field)| format!("{kind} (needed by {field})")).collect();
-        kinds.sort();
+        format!("{ready}/{desired} replicas are ready")
+    };
+    condition(READY, false, "MemcachedNotReady", message)
+}
+
+fn disruption_budget(pdb: &PdbState) -> Computed {
+    let (name, budget, replicas, allowed) = (&pdb.name, &pdb.budget, pdb.replicas, pdb.allowed);
+    if allowed == 0 && replicas > 0 {
+        let message = format!(
+            "PodDisruptionBudget {name} ({budget}) allows no voluntary disruption at {replicas} \
+             replicas: node drains will wait until the budget or the replica count changes"
+        );
         condition(
-            CHILD_RESOURCES_MISSING,
+            DISRUPTION_BUDGET_BLOCKING,
             true,
-            "NotDeclared",
-            format!(
-                "The CompositeController does not declare {}: add each to its spec.childResources with updateStrategy InPlace",
-                kinds.join(", ")
-            ),
+            "NoDisruptionsAllowed",
+            message,
         )
-    });
+    } else {
+        let message = format!(
+            "PodDisruptionBudget {name} ({budget}) allows {allowed} voluntary disruption(s) at \
+             {replicas} replicas"
+        );
+        condition(
+            DISRUPTION_BUDGET_BLOCKING,
+            false,
+            "DisruptionsAllowed",
+            message,
+        )
+    }
+}
+
+fn child_kinds(missing: &[(String, &'static str)]) -> Computed {
+    if missing.is_empty() {
+        return condition(
+            CHILD_RESOURCES_MISSING,
+            false,
+            "AllDeclared",
+            ALL_DECLARED.to_owned(),
+        );
+    }
+    let mut kinds: Vec<String> = missing
+        .iter()
+        .map(|(kind, field)| format!("{kind} (needed by {field})"))
+        .collect();
+    kinds.sort();
+    let message = format!(
+        "The CompositeController does not declare {}: add each to its spec.childResources with \
+         updateStrategy InPlace",
+        kinds.join(", ")
+    );
+    condition(CHILD_RESOURCES_MISSING, true, "NotDeclared", message)
+}
+
+fn computed(inputs: &Inputs<'_>) -> Vec<Computed> {
+    let c = Counts::of(inputs);
+    let mut out = vec![available(c), progressing(c), degraded(c, inputs), ready(c)];
+    out.extend(inputs.pdb.as_ref().map(disruption_budget));
+    out.push(child_kinds(&inputs.missing_kinds));
     out
 }
 
@@ -302,8 +310,10 @@ pub fn build(inputs: &Inputs<'_>, previous: &[Condition], now: &str) -> Memcache
         observed_generation: inputs.generation,
         server_list: ready.then(|| {
             vec![format!(
-                "{}.{}:{MEMCACHED_PORT}",
-                inputs.name, inputs.namespace
+                "{}.{}:{}",
+                inputs.name,
+                inputs.namespace,
+                ports::MEMCACHED.number
             )]
         }),
     }

@@ -1,23 +1,27 @@
 //! `sync`: the one pure function behind `/sync`, `replay` and `render`.
 
+use k8s_openapi::Resource as _;
+use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use thiserror::Error;
 
-use crate::api::effective::{Budget, Effective};
+use crate::api::effective::Effective;
+use crate::api::high_availability::Budget;
 use crate::api::validation::{self, Violation};
 use crate::api::{GROUP, KIND, VERSIONS};
-use crate::children::deployment::TemplateAnnotations;
-use crate::children::{ChildKind, deployment, hpa, network_policy, pdb, service, service_monitor};
+use crate::children::deployment::Rollers;
+use crate::children::{
+    ChildKind, deployment, hpa, network_policy, pdb, ports, service, service_monitor,
+};
 use crate::hook::{
     Child, CustomizeRequest, CustomizeResponse, Parent, ResourceRule, SyncRequest, SyncResponse,
 };
 use crate::secrets;
 use crate::status::{self, Inputs, PdbState};
 
-/// Annotation that restarts the pods when changed.
-pub const RESTART_TRIGGER: &str = "memcached.c5c3.io/restart-trigger";
+pub use crate::children::deployment::RESTART_TRIGGER;
 
 /// Why a well-formed request gets no 200 answer. Each maps to a 4xx: Metacontroller then
 /// changes nothing and shows the message as a Warning event.
@@ -78,14 +82,14 @@ pub fn customize(req: &CustomizeRequest) -> Result<CustomizeResponse, SyncError>
     check_parent(&req.parent)?;
     // A name longer than any Secret's can only come from an invalid spec (the sync answer
     // reports it): asking Metacontroller to watch it would cost a lookup and find nothing.
-    let mut names = secrets::referenced(&Effective::of(&req.parent.spec));
+    let mut names = Effective::of(&req.parent.spec).security.secrets();
     names.retain(|name| !validation::is_too_long(name, crate::api::bounds::SECRET_NAME_LENGTH));
     let related_resources = if names.is_empty() {
         Vec::new()
     } else {
         vec![ResourceRule {
-            api_version: "v1",
-            resource: "secrets",
+            api_version: Secret::API_VERSION,
+            resource: Secret::URL_PATH_SEGMENT,
             namespace: req.parent.metadata.namespace.clone(),
             names: names.into_iter().map(str::to_owned).collect(),
         }]
@@ -148,6 +152,25 @@ fn kept_children(req: &SyncRequest, namespace: &str) -> Option<Vec<Child>> {
         .collect()
 }
 
+/// What a sync built, all the status needs to know about it.
+#[derive(Default)]
+struct Outcome {
+    /// The emitted PDB, if any.
+    pdb: Option<PdbState>,
+    /// Referenced Secrets not found among the related objects.
+    missing_secrets: Vec<String>,
+    /// Kinds the spec needs that the CompositeController does not declare.
+    missing_kinds: Vec<(String, &'static str)>,
+    /// The summary of an invalid spec whose observed children were kept.
+    invalid_spec: Option<String>,
+}
+
+/// Why an invalid spec cannot keep the observed children.
+const NOTHING_TO_KEEP: &str = "no observed children to keep";
+/// Why an invalid spec cannot keep the observed children.
+const CHILD_WITHOUT_LAST_APPLIED: &str =
+    "an observed child has no last-applied configuration of its own to keep";
+
 /// Computes the desired children and the status for one sync request at time `now`.
 ///
 /// # Errors
@@ -159,81 +182,107 @@ pub fn sync(req: &SyncRequest, now: Timestamp) -> Result<SyncResponse, SyncError
     check_parent(parent)?;
     let name = parent.metadata.name.as_str();
     let namespace = parent.metadata.namespace.as_deref().unwrap_or_default();
-    let spec = &parent.spec;
-    let now = condition_time(now);
-    let observed_deployment =
-        req.children
-            .find(ChildKind::Deployment.api_version(), "Deployment", name);
-    let mut inputs = Inputs {
-        name,
-        namespace,
-        generation: parent.metadata.generation,
-        spec_replicas: spec.replicas,
-        autoscaling: spec
-            .autoscaling
-            .as_ref()
-            .is_some_and(|a| a.enabled == Some(true)),
-        deployment: observed_deployment.map(|d| d.status),
-        ..Inputs::default()
-    };
-
-    let e = Effective::of(spec);
-    let declared = |kind: &ChildKind| req.controller.declares(kind.api_version(), kind.resource());
+    let e = Effective::of(&parent.spec);
     let needed = needed_kinds(&e);
-    inputs.missing_kinds = needed
+    let declared = |kind: &ChildKind| req.controller.declares(kind.api_version(), kind.resource());
+    let missing_kinds = needed
         .iter()
         .filter(|k| !declared(k))
         .map(|k| (k.qualified_resource(), k.needed_by()))
         .collect();
-
-    let violations = validation::validate(name, spec);
-    if !violations.is_empty() {
+    let violations = validation::validate_effective(name, &parent.spec, &e);
+    let (children, outcome) = if violations.is_empty() {
+        let declared: Vec<ChildKind> = needed.into_iter().filter(|k| declared(k)).collect();
+        desired(req, &e, &declared)
+    } else {
         let Some(children) = kept_children(req, namespace) else {
             let reason = if req.children.is_empty() {
-                "no observed children to keep"
+                NOTHING_TO_KEEP
             } else {
-                "an observed child has no last-applied configuration of its own to keep"
+                CHILD_WITHOUT_LAST_APPLIED
             };
             return Err(SyncError::InvalidSpec { reason, violations });
         };
-        inputs.invalid_spec = Some(validation::summary(&violations));
-        // Judge the kept children against what they run, not against the rejected spec.
-        inputs.autoscaling = false;
-        inputs.spec_replicas =
-            observed_deployment.map(|d| d.spec.replicas.or(d.status.replicas).unwrap_or(1));
-        inputs.keep_previous = true;
-        let status = status::build(&inputs, &parent.status.conditions, &now);
-        return Ok(SyncResponse { children, status });
-    }
+        let invalid_spec = Some(validation::summary(&violations));
+        (
+            children,
+            Outcome {
+                invalid_spec,
+                ..Outcome::default()
+            },
+        )
+    };
+    let outcome = Outcome {
+        missing_kinds,
+        ..outcome
+    };
+    let inputs = inputs(req, &e, outcome);
+    let status = status::build(&inputs, &parent.status.conditions, &condition_time(now));
+    Ok(SyncResponse { children, status })
+}
 
+/// The status inputs of a sync that built `outcome`.
+fn inputs<'a>(req: &'a SyncRequest, e: &Effective<'_>, outcome: Outcome) -> Inputs<'a> {
+    let parent = &req.parent;
+    let name = parent.metadata.name.as_str();
+    let observed = req.children.find(
+        ChildKind::Deployment.api_version(),
+        ChildKind::Deployment.kind(),
+        name,
+    );
+    // Kept children are judged against what they run, not against the rejected spec.
+    let kept = outcome.invalid_spec.is_some();
+    let spec_replicas = if kept {
+        observed.map(|d| d.spec.replicas.or(d.status.replicas).unwrap_or(1))
+    } else {
+        parent.spec.replicas
+    };
+    Inputs {
+        name,
+        namespace: parent.metadata.namespace.as_deref().unwrap_or_default(),
+        generation: parent.metadata.generation,
+        spec_replicas,
+        autoscaling: !kept && e.autoscaling.is_some(),
+        deployment: observed.map(|d| d.status),
+        missing_secrets: outcome.missing_secrets,
+        invalid_spec: outcome.invalid_spec,
+        pdb: outcome.pdb,
+        missing_kinds: outcome.missing_kinds,
+        keep_previous: kept,
+    }
+}
+
+/// The desired children of the `kinds` a valid spec asks for, and what they are.
+fn desired(req: &SyncRequest, e: &Effective<'_>, kinds: &[ChildKind]) -> (Vec<Child>, Outcome) {
+    let parent = &req.parent;
+    let name = parent.metadata.name.as_str();
+    let namespace = parent.metadata.namespace.as_deref().unwrap_or_default();
     let (hash, missing_secrets) =
-        secrets::hash_and_missing(&secrets::referenced(&e), &req.related, namespace);
-    inputs.missing_secrets = missing_secrets;
-    let mut children = Vec::with_capacity(needed.len());
-    for kind in needed.iter().filter(|k| declared(k)) {
+        secrets::hash_and_missing(&e.security.secrets(), &req.related, namespace);
+    let served = ports::served(e);
+    let mut outcome = Outcome {
+        missing_secrets,
+        ..Outcome::default()
+    };
+    let mut children = Vec::with_capacity(kinds.len());
+    for kind in kinds {
         children.push(match kind {
             ChildKind::Deployment => {
-                let mut annotations = TemplateAnnotations::new();
-                if let Some(hash) = &hash {
-                    annotations.insert(secrets::SECRET_HASH.to_owned(), hash.clone());
-                }
-                if let Some(trigger) = parent
-                    .metadata
-                    .annotations
-                    .restart_trigger
-                    .as_deref()
-                    .filter(|t| !t.is_empty())
-                {
-                    annotations.insert(RESTART_TRIGGER.to_owned(), trigger.to_owned());
-                }
-                let replicas =
-                    deployment::replicas(&e, observed_deployment.and_then(|d| d.spec.replicas));
-                Child::Deployment(Box::new(deployment::build(name, &e, replicas, annotations)))
+                let rollers = Rollers {
+                    secret_hash: hash.as_deref(),
+                    restart_trigger: parent.metadata.annotations.restart_trigger.as_deref(),
+                };
+                let observed = req.children.find(kind.api_version(), kind.kind(), name);
+                let replicas = deployment::replicas(e, observed.and_then(|d| d.spec.replicas));
+                let deployment = deployment::build(name, e, &served, replicas, rollers);
+                Child::Deployment(Box::new(deployment))
             }
-            ChildKind::Service => Child::Service(Box::new(service::build(name, &e))),
+            ChildKind::Service => Child::Service(Box::new(service::build(name, e, &served))),
             ChildKind::PodDisruptionBudget => {
-                let Some(budget) = &e.pdb else { continue };
-                inputs.pdb = Some(pdb_state(name, budget, &e));
+                let Some(budget) = &e.high_availability.pdb else {
+                    continue;
+                };
+                outcome.pdb = Some(pdb_state(name, budget, e));
                 Child::PodDisruptionBudget(Box::new(pdb::build(name, budget)))
             }
             ChildKind::HorizontalPodAutoscaler => {
@@ -241,25 +290,23 @@ pub fn sync(req: &SyncRequest, now: Timestamp) -> Result<SyncResponse, SyncError
                 Child::HorizontalPodAutoscaler(Box::new(hpa::build(name, a)))
             }
             ChildKind::ServiceMonitor => {
-                let Some(sm) = e
+                let monitor = e
                     .monitoring
                     .as_ref()
-                    .and_then(|m| m.service_monitor.as_ref())
-                else {
-                    continue;
-                };
+                    .and_then(|m| m.service_monitor.as_ref());
+                let Some(sm) = monitor else { continue };
                 Child::ServiceMonitor(Box::new(service_monitor::build(name, namespace, sm)))
             }
             ChildKind::NetworkPolicy => {
-                let Some(sources) = e.network_policy else {
+                let Some(sources) = e.security.network_policy else {
                     continue;
                 };
-                Child::NetworkPolicy(Box::new(network_policy::build(name, &e, sources)))
+                let policy = network_policy::build(name, &served, sources);
+                Child::NetworkPolicy(Box::new(policy))
             }
         });
     }
-    let status = status::build(&inputs, &parent.status.conditions, &now);
-    Ok(SyncResponse { children, status })
+    (children, outcome)
 }
 
 /// The child kinds the effective spec asks for, in emission order.
@@ -268,22 +315,22 @@ fn needed_kinds(e: &Effective<'_>) -> Vec<ChildKind> {
         .into_iter()
         .filter(|kind| match kind {
             ChildKind::Deployment | ChildKind::Service => true,
-            ChildKind::PodDisruptionBudget => e.pdb.is_some(),
+            ChildKind::PodDisruptionBudget => e.high_availability.pdb.is_some(),
             ChildKind::HorizontalPodAutoscaler => e.autoscaling.is_some(),
             ChildKind::ServiceMonitor => e
                 .monitoring
                 .as_ref()
                 .is_some_and(|m| m.service_monitor.is_some()),
-            ChildKind::NetworkPolicy => e.network_policy.is_some(),
+            ChildKind::NetworkPolicy => e.security.network_policy.is_some(),
         })
         .collect()
 }
 
 /// The replica count a budget is judged at: the desired count, or under autoscaling the lowest
-/// count the HPA may choose (spec.md §1.4a).
+/// count the HPA may choose.
 fn pdb_state(name: &str, budget: &Budget<'_>, e: &Effective<'_>) -> PdbState {
     let replicas = match &e.autoscaling {
-        Some(a) => a.min_replicas.unwrap_or(1),
+        Some(a) => a.lowest_replicas(),
         None => e.replicas.unwrap_or(1),
     };
     PdbState {

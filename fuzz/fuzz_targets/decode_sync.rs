@@ -5,10 +5,10 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use memcached_hook::hook::SyncRequest;
+use memcached_hook::hook::{self, SyncRequest};
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(request) = serde_json::from_slice::<SyncRequest>(data) else {
+    let Ok(request) = hook::decode::<SyncRequest>(data) else {
         return;
     };
     let now = "2026-11-22T12:00:00Z".parse().expect("a valid timestamp");

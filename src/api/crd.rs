@@ -9,7 +9,7 @@ use kube::CustomResourceExt;
 use super::Memcached;
 
 /// Removes `nullable: true`: the API server then drops a JSON `null` before defaulting and
-/// validation, so `null` means "unset" (spec.md §1.4a) and CEL's `has()` sees it as absent.
+/// validation, so `null` means "unset" (docs/behaviour.md) and CEL's `has()` sees it as absent.
 fn drop_nullable(value: &mut serde_json::Value) {
     match value {
         serde_json::Value::Object(map) => {
@@ -40,7 +40,7 @@ pub fn crd() -> CustomResourceDefinition {
     }
     let beta = crd.spec.versions[0].clone();
     let mut alpha = beta.clone();
-    alpha.name = "v1alpha1".to_owned();
+    "v1alpha1".clone_into(&mut alpha.name);
     alpha.storage = false;
     crd.spec.versions = vec![alpha, beta];
     crd

@@ -1,14 +1,32 @@
-//! The Memcached custom resource: spec and status types, effective defaults, validation and the
-//! generated CRD.
+//! The Memcached custom resource, one module per spec block (`memcached`, `high_availability`,
+//! `monitoring`, `security`, `autoscaling`, `service`; the top-level fields in `spec`). Each
+//! block holds its types, its bounds and defaults as constants used by both the schema and the
+//! checks, its effective view and its rules; `effective` and `validation` put them together.
 
+pub mod autoscaling;
+pub mod bounds;
+mod check;
 mod crd;
 pub mod effective;
+pub mod high_availability;
+pub mod memcached;
+pub mod monitoring;
 pub mod quantity;
+pub mod security;
+pub mod service;
 mod spec;
 mod status;
 pub mod validation;
 
+pub use autoscaling::AutoscalingSpec;
 pub use crd::{crd, crd_yaml};
+pub use high_availability::{
+    AntiAffinityPreset, GracefulShutdownSpec, HighAvailabilitySpec, PdbSpec,
+};
+pub use memcached::MemcachedConfig;
+pub use monitoring::{MonitoringSpec, ServiceMonitorSpec};
+pub use security::{NetworkPolicySpec, SaslSpec, SecretRef, SecuritySpec, TlsSpec};
+pub use service::ServiceSpec;
 pub use spec::*;
 pub use status::{Condition, MemcachedStatus};
 

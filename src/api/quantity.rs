@@ -6,16 +6,21 @@
 //! `resource.Quantity`: the suffix chooses binary SI, decimal SI or a decimal exponent; binary
 //! values below 1024 or with a fraction fall back to decimal SI; decimal mantissas are integers
 //! with exponents in steps of three, the smallest unit being the nano, rounded up.
+//!
+//! Hand-written on purpose: no crate prints apimachinery's canonical form (k8s-openapi's
+//! `Quantity` is only the string, and the parsing crates normalise differently or lose the
+//! exactness the comparison with a memory limit needs).
 
 use thiserror::Error;
+
+/// What apimachinery's quantity parser accepts, as its error message states it.
+const QUANTITY_PATTERN: &str = r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$";
 
 /// Why a string is not a quantity.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum QuantityError {
     /// Not of the form `<number><suffix>`.
-    #[error(
-        "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-    )]
+    #[error("quantities must match the regular expression '{}'", QUANTITY_PATTERN)]
     Syntax,
     /// Too many digits or too large an exponent to handle exactly.
     #[error("quantity is too large")]
@@ -224,6 +229,17 @@ impl Quantity {
 /// As [`Quantity::parse`] and [`Quantity::canonical`].
 pub fn canonicalize(text: &str) -> Result<String, QuantityError> {
     Quantity::parse(text)?.canonical()
+}
+
+/// A k8s-openapi quantity in canonical form, as written when it is malformed (validation
+/// reports that).
+#[must_use]
+pub fn canonical(
+    q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+) -> k8s_openapi::apimachinery::pkg::api::resource::Quantity {
+    k8s_openapi::apimachinery::pkg::api::resource::Quantity(
+        canonicalize(&q.0).unwrap_or_else(|_| q.0.clone()),
+    )
 }
 
 #[cfg(test)]

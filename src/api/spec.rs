@@ -1,68 +1,54 @@
-//! The `Memcached` spec as stored by the API server: every field of spec.md Part 2 §a.3.
+//! The `Memcached` spec as stored by the API server: its top-level fields (`replicas`, `image`,
+//! `resources`) here, each block in its own module.
 //!
-//! Every field is optional on the wire (JSON `null` means unset, spec.md §1.4a) and the
-//! schema carries the CRD defaults, bounds, enums and patterns. The hook never relies on the
-//! API server having applied them: `api::effective` resolves the defaults again and
-//! `api::validation` re-checks the bounds.
+//! Every field is optional on the wire (JSON `null` means unset) and the schema carries the CRD
+//! defaults, bounds, enums and patterns. The hook never relies on the API server having
+//! applied them: `api::effective` resolves the defaults again and `api::validation` re-checks
+//! the bounds, both from the same constants as the schema.
 
-use std::collections::BTreeMap;
-
-use k8s_openapi::api::autoscaling::v2::{HorizontalPodAutoscalerBehavior, MetricSpec};
-use k8s_openapi::api::core::v1::{
-    PodSecurityContext, ResourceRequirements, SecurityContext, TopologySpreadConstraint,
-};
-use k8s_openapi::api::networking::v1::NetworkPolicyPeer;
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use k8s_openapi::api::core::v1::ResourceRequirements;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::autoscaling::{self, AutoscalingSpec};
+use super::bounds;
+use super::check::{self, Out, Violation, Zero, quoted};
+use super::high_availability::HighAvailabilitySpec;
+use super::memcached::{self, MemcachedConfig};
+use super::monitoring::MonitoringSpec;
+use super::quantity::Quantity;
+use super::security::SecuritySpec;
+use super::service::ServiceSpec;
 use super::status::MemcachedStatus;
 
-/// Bounds of the free-form strings, lists and maps: in the CRD's schema (so the API server
-/// refuses an over-long value) and re-checked by `api::validation` (objects stored before a
-/// bound existed). Lengths count characters, as the API server does. docs/behaviour.md gives
-/// the reason for each.
-pub mod bounds {
-    /// An image reference (`image`, `monitoring.exporterImage`).
-    pub const IMAGE_LENGTH: usize = 1024;
-    /// One entry of `memcached.extraArgs`.
-    pub const EXTRA_ARG_LENGTH: usize = 1024;
-    /// Entries of `memcached.extraArgs`.
-    pub const EXTRA_ARGS: usize = 64;
-    /// `memcached.maxItemSize` (the longest useful value, `1048576k`, has 8).
-    pub const ITEM_SIZE_LENGTH: usize = 16;
-    /// A budget of `highAvailability.podDisruptionBudget` written as a string (`"100%"` has 4).
-    pub const BUDGET_LENGTH: usize = 16;
-    /// Entries of `highAvailability.topologySpreadConstraints`.
-    pub const TOPOLOGY_SPREAD_CONSTRAINTS: usize = 16;
-    /// A Prometheus duration (`serviceMonitor.interval`, `serviceMonitor.scrapeTimeout`).
-    pub const DURATION_LENGTH: usize = 64;
-    /// A Secret name: a DNS-1123 subdomain.
-    pub const SECRET_NAME_LENGTH: usize = 253;
-    /// Entries of `security.networkPolicy.allowedSources`.
-    pub const ALLOWED_SOURCES: usize = 64;
-    /// Entries of `autoscaling.metrics`.
-    pub const METRICS: usize = 16;
-    /// Entries of a label or annotation map (`serviceMonitor.additionalLabels`,
-    /// `service.annotations`).
-    pub const MAP_ENTRIES: usize = 64;
-    /// A label or annotation key: a DNS-1123 subdomain prefix (253), `/`, a name (63).
-    pub const KEY_LENGTH: usize = 317;
-    /// A label value.
-    pub const LABEL_VALUE_LENGTH: usize = 63;
-    /// An annotation value.
-    pub const ANNOTATION_VALUE_LENGTH: usize = 64 * 1024;
-    /// All keys and values of `service.annotations` together, in bytes: half of the 256 KiB
-    /// Kubernetes allows for all annotations of an object, because Metacontroller's
-    /// last-applied-configuration annotation on the Service repeats them. Checked by the hook
-    /// only (a CRD schema cannot sum a map).
-    pub const ANNOTATIONS_TOTAL: usize = 128 * 1024;
-    /// The CEL rule bounding the keys of a label or annotation map to [`KEY_LENGTH`].
-    pub const KEY_RULE: &str = "self.all(k, size(k) <= 317)";
-    /// The message of [`KEY_RULE`].
-    pub const KEY_MESSAGE: &str = "keys may not be more than 317 characters";
+/// Bounds of `replicas`.
+pub const REPLICAS: (i32, i32) = (0, 64);
+/// Default replicas when neither `spec.replicas` nor autoscaling is set.
+pub const DEFAULT_REPLICAS: i32 = 1;
+/// Default memcached image.
+pub const DEFAULT_IMAGE: &str = "memcached:1.6";
+/// Memory the memory limit must leave above `maxMemoryMB`, in MiB (connections, threads,
+/// hash table).
+pub const MEMORY_OVERHEAD_MB: i32 = 32;
+/// The message of [`memory_limit_rule`].
+pub const MEMORY_LIMIT_MESSAGE: &str = "memory limit must be at least maxMemoryMB + 32Mi overhead";
+
+/// The CEL rule: the memory limit holds `maxMemoryMB` (or its default) plus the overhead.
+#[must_use]
+pub fn memory_limit_rule() -> String {
+    let limit = "self.resources.limits['memory']";
+    let default_mb = memcached::DEFAULT_MAX_MEMORY_MB;
+    format!(
+        "!has(self.resources) || !has(self.resources.limits) || !('memory' in \
+         self.resources.limits) || !isQuantity(string({limit})) || \
+         quantity(string({limit})).compareTo(quantity('0').add(((has(self.memcached) && \
+         has(self.memcached.maxMemoryMB) && self.memcached.maxMemoryMB > 0 ? \
+         self.memcached.maxMemoryMB : {default_mb}) + {MEMORY_OVERHEAD_MB}) * {MIB})) >= 0"
+    )
 }
+
+const MIB: u32 = 1 << 20;
 
 /// A Memcached cache: a Deployment of memcached pods behind a headless Service, with optional
 /// disruption budget, network policy, monitoring and autoscaling.
@@ -83,20 +69,20 @@ pub mod bounds {
 )]
 #[schemars(extend("x-kubernetes-validations" = [
     {
-        "rule": "!(has(self.autoscaling) && has(self.autoscaling.enabled) && self.autoscaling.enabled) || !has(self.replicas)",
-        "message": "spec.replicas and spec.autoscaling.enabled are mutually exclusive",
+        "rule": autoscaling::REPLICAS_RULE,
+        "message": autoscaling::REPLICAS_MESSAGE,
         "fieldPath": ".replicas",
         "reason": "FieldValueForbidden"
     },
     {
-        "rule": "!(has(self.autoscaling) && has(self.autoscaling.enabled) && self.autoscaling.enabled) || (has(self.resources) && has(self.resources.requests) && 'cpu' in self.resources.requests) || (has(self.autoscaling.metrics) && size(self.autoscaling.metrics) > 0 && !self.autoscaling.metrics.exists(m, m.type == 'Resource' && has(m.resource) && m.resource.name == 'cpu' && m.resource.target.type == 'Utilization'))",
-        "message": "resources.requests.cpu is required when using CPU utilization metrics",
+        "rule": autoscaling::CPU_REQUEST_RULE,
+        "message": autoscaling::CPU_REQUEST_MESSAGE,
         "fieldPath": ".resources",
         "reason": "FieldValueRequired"
     },
     {
-        "rule": "!has(self.resources) || !has(self.resources.limits) || !('memory' in self.resources.limits) || !isQuantity(string(self.resources.limits['memory'])) || quantity(string(self.resources.limits['memory'])).compareTo(quantity('0').add(((has(self.memcached) && has(self.memcached.maxMemoryMB) && self.memcached.maxMemoryMB > 0 ? self.memcached.maxMemoryMB : 64) + 32) * 1048576)) >= 0",
-        "message": "memory limit must be at least maxMemoryMB + 32Mi overhead",
+        "rule": memory_limit_rule(),
+        "message": MEMORY_LIMIT_MESSAGE,
         "fieldPath": ".resources.limits",
         "reason": "FieldValueInvalid"
     }
@@ -106,12 +92,12 @@ pub struct MemcachedSpec {
     /// Number of memcached pods (0 scales to zero). Defaults to 1 unless autoscaling is enabled;
     /// must not be set when autoscaling is enabled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 0, max = 64))]
+    #[schemars(range(min = REPLICAS.0, max = REPLICAS.1))]
     pub replicas: Option<i32>,
 
     /// Container image of memcached.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = bounds::IMAGE_LENGTH), extend("default" = "memcached:1.6"))]
+    #[schemars(length(max = bounds::IMAGE_LENGTH), extend("default" = DEFAULT_IMAGE))]
     pub image: Option<String>,
 
     /// Compute resources of the memcached container, copied verbatim.
@@ -143,301 +129,80 @@ pub struct MemcachedSpec {
     pub service: Option<ServiceSpec>,
 }
 
-/// memcached server settings; each maps to one command-line flag.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct MemcachedConfig {
-    /// Item memory in megabytes (`-m`).
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        rename = "maxMemoryMB"
-    )]
-    #[schemars(range(min = 16, max = 65536), extend("default" = 64))]
-    pub max_memory_mb: Option<i32>,
+/// The detail of a name that cannot name the Service.
+const NAME_DETAIL: &str = "must be a DNS-1035 label to name the Service: at most 63 \
+    characters, lower-case letters, digits and '-', starting with a letter and ending with a \
+    letter or digit";
 
-    /// Maximum simultaneous connections (`-c`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = 65536), extend("default" = 1024))]
-    pub max_connections: Option<i32>,
-
-    /// Worker threads (`-t`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = 128), extend("default" = 4))]
-    pub threads: Option<i32>,
-
-    /// Maximum item size (`-I`), a number followed by `k` or `m`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(
-        regex(pattern = r"^[0-9]+(k|m)$"),
-        length(max = bounds::ITEM_SIZE_LENGTH),
-        extend("default" = "1m")
-    )]
-    pub max_item_size: Option<String>,
-
-    /// Log verbosity: 0 none, 1 `-v`, 2 `-vv`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 0, max = 2), extend("default" = 0))]
-    pub verbosity: Option<i32>,
-
-    /// Extra memcached arguments, appended verbatim after all others.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(
-        length(max = bounds::EXTRA_ARGS),
-        inner(length(max = bounds::EXTRA_ARG_LENGTH))
-    )]
-    pub extra_args: Option<Vec<String>>,
+/// DNS-1035 label: what a Service name must be.
+fn is_dns1035_label(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 63
+        && bytes[0].is_ascii_lowercase()
+        && bytes[bytes.len() - 1].is_ascii_alphanumeric()
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
 }
 
-/// Anti-affinity preset.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum AntiAffinityPreset {
-    /// Preferred anti-affinity on `kubernetes.io/hostname` (weight 100).
-    Soft,
-    /// Required anti-affinity on `kubernetes.io/hostname`.
-    Hard,
-}
-
-/// High-availability settings.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct HighAvailabilitySpec {
-    /// Pod anti-affinity preset; `soft` whenever `highAvailability` is present.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = "soft"))]
-    pub anti_affinity_preset: Option<AntiAffinityPreset>,
-
-    /// Topology spread constraints, copied verbatim to the pod template.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = bounds::TOPOLOGY_SPREAD_CONSTRAINTS))]
-    pub topology_spread_constraints: Option<Vec<TopologySpreadConstraint>>,
-
-    /// PodDisruptionBudget settings.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pod_disruption_budget: Option<PdbSpec>,
-
-    /// preStop delay and termination grace period.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub graceful_shutdown: Option<GracefulShutdownSpec>,
-}
-
-/// PodDisruptionBudget settings. `minAvailable` wins when both budgets are set; neither set
-/// means `minAvailable: 1`.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PdbSpec {
-    /// Emit a PodDisruptionBudget.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub enabled: Option<bool>,
-    /// Minimum available pods: an integer or a percentage such as `"50%"`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("maxLength" = bounds::BUDGET_LENGTH))]
-    pub min_available: Option<IntOrString>,
-    /// Maximum unavailable pods: an integer or a percentage such as `"25%"`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("maxLength" = bounds::BUDGET_LENGTH))]
-    pub max_unavailable: Option<IntOrString>,
-}
-
-/// Graceful shutdown: a preStop sleep and a pod termination grace period.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[schemars(extend("x-kubernetes-validations" = [{
-    "rule": "!has(self.enabled) || !self.enabled || (has(self.terminationGracePeriodSeconds) ? self.terminationGracePeriodSeconds : 30) > (has(self.preStopDelaySeconds) ? self.preStopDelaySeconds : 10)",
-    "message": "terminationGracePeriodSeconds must exceed preStopDelaySeconds",
-    "fieldPath": ".terminationGracePeriodSeconds",
-    "reason": "FieldValueInvalid"
-}]))]
-#[serde(rename_all = "camelCase")]
-pub struct GracefulShutdownSpec {
-    /// Turn graceful shutdown on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub enabled: Option<bool>,
-    /// Seconds the preStop hook sleeps before memcached gets SIGTERM.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = 300), extend("default" = 10))]
-    pub pre_stop_delay_seconds: Option<i32>,
-    /// Pod termination grace period; must exceed `preStopDelaySeconds`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = 600), extend("default" = 30))]
-    pub termination_grace_period_seconds: Option<i64>,
-}
-
-/// Monitoring settings.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct MonitoringSpec {
-    /// Add the Prometheus exporter sidecar and the Service `metrics` port.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub enabled: Option<bool>,
-    /// Exporter image.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(
-        length(max = bounds::IMAGE_LENGTH),
-        extend("default" = "prom/memcached-exporter:v0.15.4")
-    )]
-    pub exporter_image: Option<String>,
-    /// Compute resources of the exporter container.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exporter_resources: Option<ResourceRequirements>,
-    /// ServiceMonitor settings; its presence (with `enabled`) emits a ServiceMonitor.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub service_monitor: Option<ServiceMonitorSpec>,
-}
-
-/// ServiceMonitor settings.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ServiceMonitorSpec {
-    /// Extra labels on the ServiceMonitor (the standard labels win on conflicts).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend(
-        "maxProperties" = bounds::MAP_ENTRIES,
-        "additionalProperties" = {"type": "string", "maxLength": bounds::LABEL_VALUE_LENGTH},
-        "x-kubernetes-validations" = [{"rule": bounds::KEY_RULE, "message": bounds::KEY_MESSAGE}]
-    ))]
-    pub additional_labels: Option<BTreeMap<String, String>>,
-    /// Scrape interval.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = bounds::DURATION_LENGTH), extend("default" = "30s"))]
-    pub interval: Option<String>,
-    /// Scrape timeout.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = bounds::DURATION_LENGTH), extend("default" = "10s"))]
-    pub scrape_timeout: Option<String>,
-}
-
-/// Security settings.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SecuritySpec {
-    /// Pod security context, copied verbatim.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pod_security_context: Option<PodSecurityContext>,
-    /// Container security context, applied to every container.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub container_security_context: Option<SecurityContext>,
-    /// SASL (ASCII authentication file).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sasl: Option<SaslSpec>,
-    /// TLS and mutual TLS.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tls: Option<TlsSpec>,
-    /// NetworkPolicy.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub network_policy: Option<NetworkPolicySpec>,
-}
-
-/// Reference to a Secret in the Memcached's namespace.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[schemars(extend("x-kubernetes-map-type" = "atomic"))]
-pub struct SecretRef {
-    /// Name of the Secret.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = bounds::SECRET_NAME_LENGTH), extend("default" = ""))]
-    pub name: Option<String>,
-}
-
-/// SASL settings.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[schemars(extend("x-kubernetes-validations" = [{
-    "rule": "!has(self.enabled) || !self.enabled || (has(self.credentialsSecretRef) && has(self.credentialsSecretRef.name) && self.credentialsSecretRef.name != '')",
-    "message": "credentialsSecretRef.name is required when SASL is enabled",
-    "fieldPath": ".credentialsSecretRef",
-    "reason": "FieldValueRequired"
-}]))]
-#[serde(rename_all = "camelCase")]
-pub struct SaslSpec {
-    /// Turn SASL (memcached `-Y`) on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub enabled: Option<bool>,
-    /// Secret with the key `password-file`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub credentials_secret_ref: Option<SecretRef>,
-}
-
-/// TLS settings.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[schemars(extend("x-kubernetes-validations" = [{
-    "rule": "!has(self.enabled) || !self.enabled || (has(self.certificateSecretRef) && has(self.certificateSecretRef.name) && self.certificateSecretRef.name != '')",
-    "message": "certificateSecretRef.name is required when TLS is enabled",
-    "fieldPath": ".certificateSecretRef",
-    "reason": "FieldValueRequired"
-}]))]
-#[serde(rename_all = "camelCase")]
-pub struct TlsSpec {
-    /// Turn TLS on (port 11212).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub enabled: Option<bool>,
-    /// Secret with the keys `tls.crt`, `tls.key` and (for client certificates) `ca.crt`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub certificate_secret_ref: Option<SecretRef>,
-    /// Require client certificates signed by `ca.crt` (mutual TLS).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub enable_client_cert: Option<bool>,
-}
-
-/// NetworkPolicy settings.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct NetworkPolicySpec {
-    /// Emit a NetworkPolicy.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub enabled: Option<bool>,
-    /// Allowed peers; empty or absent allows every source.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = bounds::ALLOWED_SOURCES))]
-    pub allowed_sources: Option<Vec<NetworkPolicyPeer>>,
-}
-
-/// Autoscaling settings.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[schemars(extend("x-kubernetes-validations" = [
-    {
-        "rule": "!has(self.enabled) || !self.enabled || has(self.maxReplicas)",
-        "message": "maxReplicas is required when autoscaling is enabled",
-        "fieldPath": ".maxReplicas",
-        "reason": "FieldValueRequired"
-    },
-    {
-        "rule": "!has(self.enabled) || !self.enabled || !has(self.minReplicas) || !has(self.maxReplicas) || self.minReplicas <= self.maxReplicas",
-        "message": "minReplicas must not exceed maxReplicas",
-        "fieldPath": ".minReplicas",
-        "reason": "FieldValueInvalid"
+/// The rules of the parent's name and of the top-level fields.
+pub(super) fn validate(out: &mut Out, name: &str, spec: &MemcachedSpec) {
+    if !is_dns1035_label(name) {
+        out.push(Violation::invalid(
+            "metadata.name",
+            quoted(name),
+            NAME_DETAIL,
+        ));
     }
-]))]
-#[serde(rename_all = "camelCase")]
-pub struct AutoscalingSpec {
-    /// Emit a HorizontalPodAutoscaler and leave replicas to it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub enabled: Option<bool>,
-    /// Lower bound of replicas.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1))]
-    pub min_replicas: Option<i32>,
-    /// Upper bound of replicas (required when enabled).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1))]
-    pub max_replicas: Option<i32>,
-    /// Metrics; defaults to CPU utilisation 80%.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = bounds::METRICS))]
-    pub metrics: Option<Vec<MetricSpec>>,
-    /// Scaling behaviour; defaults to a 300 s scale-down stabilisation window.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub behavior: Option<HorizontalPodAutoscalerBehavior>,
+    let replicas = spec.replicas.map(i64::from);
+    let bounds = (i64::from(REPLICAS.0), i64::from(REPLICAS.1));
+    check::range(out, "spec.replicas", replicas, bounds, Zero::IsAValue);
+    let image = spec.image.as_deref();
+    if image == Some("") {
+        out.push(Violation::required("spec.image", "image must not be empty"));
+    }
+    check::length(out, "spec.image", image, bounds::IMAGE_LENGTH);
+    check::resources(out, "spec.resources", spec.resources.as_ref());
 }
 
-/// Settings of the headless Service.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ServiceSpec {
-    /// Annotations of the Service (replace the whole map; absent when empty).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend(
-        "maxProperties" = bounds::MAP_ENTRIES,
-        "additionalProperties" = {"type": "string", "maxLength": bounds::ANNOTATION_VALUE_LENGTH},
-        "x-kubernetes-validations" = [{"rule": bounds::KEY_RULE, "message": bounds::KEY_MESSAGE}]
-    ))]
-    pub annotations: Option<BTreeMap<String, String>>,
+/// The memory-limit rule ([`memory_limit_rule`]): the limit holds the item memory, at
+/// `max_memory_mb` as resolved, plus [`MEMORY_OVERHEAD_MB`].
+pub(super) fn validate_rules(out: &mut Out, spec: &MemcachedSpec, max_memory_mb: i32) {
+    let limits = spec.resources.as_ref().and_then(|r| r.limits.as_ref());
+    let Some(limit) = limits.and_then(|l| l.get("memory")) else {
+        return;
+    };
+    let Ok(q) = Quantity::parse(&limit.0) else {
+        return;
+    };
+    let mb = u128::try_from(max_memory_mb).unwrap_or(0);
+    let required = (mb + u128::from(MEMORY_OVERHEAD_MB.unsigned_abs())) * u128::from(MIB);
+    if q.is_negative() || q.ceil().is_some_and(|bytes| bytes < required) {
+        let shown = q.canonical().unwrap_or_else(|_| limit.0.clone());
+        let need = Quantity::from_bytes(required)
+            .canonical()
+            .unwrap_or_default();
+        let detail = format!(
+            "memory limit must be at least {need} (maxMemoryMB={max_memory_mb}Mi + \
+             {MEMORY_OVERHEAD_MB}Mi overhead)"
+        );
+        out.push(Violation::invalid(
+            "spec.resources.limits.memory",
+            quoted(&shown),
+            detail,
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_memory_rule_says_the_default_and_the_overhead() {
+        let rule = memory_limit_rule();
+        assert!(rule.ends_with("self.memcached.maxMemoryMB : 64) + 32) * 1048576)) >= 0"));
+        assert!(MEMORY_LIMIT_MESSAGE.contains(&format!("{MEMORY_OVERHEAD_MB}Mi")));
+    }
 }

@@ -1,4 +1,4 @@
-//! The `Memcached` status (spec.md Part 2 §a.4) as the hook writes it and reads it back.
+//! The `Memcached` status as the hook writes it and reads it back.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

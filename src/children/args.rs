@@ -1,8 +1,10 @@
-//! The memcached command line (spec.md Part 2 §b.4 and the TLS listeners of Part 1 §1.2).
+//! The memcached command line: the reference operator's flags in its order, plus explicit
+//! plaintext and TLS listeners when TLS is on (docs/behaviour.md).
 
 use crate::api::effective::Effective;
 
-use super::{MEMCACHED_PORT, MEMCACHED_TLS_PORT, SASL_MOUNT_PATH, TLS_MOUNT_PATH};
+use super::ports::{MEMCACHED, MEMCACHED_TLS};
+use super::{SASL_MOUNT_PATH, TLS_MOUNT_PATH};
 
 /// The address every listener binds to: memcached's own "any address", dual stack (`0.0.0.0` is
 /// IPv4 only, `[::]` IPv6 only); tested with a real memcached in `tests/peers/FINDINGS.md`.
@@ -14,23 +16,23 @@ pub const LISTEN_ADDRESS: &str = "*";
 pub fn memcached(e: &Effective<'_>) -> Vec<String> {
     let mut args = vec![
         "-m".to_owned(),
-        e.max_memory_mb.to_string(),
+        e.memcached.max_memory_mb.to_string(),
         "-c".to_owned(),
-        e.max_connections.to_string(),
+        e.memcached.max_connections.to_string(),
         "-t".to_owned(),
-        e.threads.to_string(),
+        e.memcached.threads.to_string(),
         "-I".to_owned(),
-        e.max_item_size.to_owned(),
+        e.memcached.max_item_size.to_owned(),
     ];
-    match e.verbosity {
+    match e.memcached.verbosity {
         1 => args.push("-v".to_owned()),
         2 => args.push("-vv".to_owned()),
         _ => {}
     }
-    if e.sasl_secret.is_some() {
+    if e.security.sasl_secret.is_some() {
         args.extend(["-Y".to_owned(), format!("{SASL_MOUNT_PATH}/password-file")]);
     }
-    if let Some(tls) = e.tls {
+    if let Some(tls) = e.security.tls {
         args.extend([
             "-Z".to_owned(),
             "-o".to_owned(),
@@ -50,12 +52,12 @@ pub fn memcached(e: &Effective<'_>) -> Vec<String> {
         // probes, the exporter and in-cluster clients, and really listen on 11212 for TLS.
         args.extend([
             "-l".to_owned(),
-            format!("notls:{LISTEN_ADDRESS}:{MEMCACHED_PORT}"),
+            format!("notls:{LISTEN_ADDRESS}:{}", MEMCACHED.number),
             "-l".to_owned(),
-            format!("{LISTEN_ADDRESS}:{MEMCACHED_TLS_PORT}"),
+            format!("{LISTEN_ADDRESS}:{}", MEMCACHED_TLS.number),
         ]);
     }
-    args.extend(e.extra_args.iter().cloned());
+    args.extend(e.memcached.extra_args.iter().cloned());
     args
 }
 

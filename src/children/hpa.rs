@@ -1,26 +1,24 @@
-//! The HorizontalPodAutoscaler (spec.md Part 2 §c.5).
+//! The HorizontalPodAutoscaler scaling the Deployment, with canonical quantities in its metrics.
 
 use k8s_openapi::api::autoscaling::v2::{
     CrossVersionObjectReference, HorizontalPodAutoscaler, HorizontalPodAutoscalerSpec, MetricSpec,
     MetricTarget,
 };
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+use k8s_openapi::Resource as _;
+use k8s_openapi::api::apps::v1::Deployment;
 
 use super::labels;
-use crate::api::effective::Autoscaling;
+use crate::api::autoscaling::Autoscaling;
 use crate::api::quantity;
 
-fn canonical(q: &mut Option<Quantity>) {
-    if let Some(q) = q
-        && let Ok(text) = quantity::canonicalize(&q.0)
-    {
-        q.0 = text;
-    }
-}
-
 fn canonical_target(target: &mut MetricTarget) {
-    canonical(&mut target.value);
-    canonical(&mut target.average_value);
+    for q in [&mut target.value, &mut target.average_value]
+        .into_iter()
+        .flatten()
+    {
+        *q = quantity::canonical(q);
+    }
 }
 
 /// The targets of a metric (at most one is set), mutable for canonicalisation.
@@ -31,22 +29,6 @@ fn targets_mut(metric: &mut MetricSpec) -> impl Iterator<Item = &mut MetricTarge
         metric.pods.as_mut().map(|m| &mut m.target),
         metric.object.as_mut().map(|m| &mut m.target),
         metric.external.as_mut().map(|m| &mut m.target),
-    ]
-    .into_iter()
-    .flatten()
-}
-
-/// The targets of a metric with the JSON name of their source, for validation.
-pub fn targets(metric: &MetricSpec) -> impl Iterator<Item = (&'static str, &MetricTarget)> {
-    [
-        metric.resource.as_ref().map(|m| ("resource", &m.target)),
-        metric
-            .container_resource
-            .as_ref()
-            .map(|m| ("containerResource", &m.target)),
-        metric.pods.as_ref().map(|m| ("pods", &m.target)),
-        metric.object.as_ref().map(|m| ("object", &m.target)),
-        metric.external.as_ref().map(|m| ("external", &m.target)),
     ]
     .into_iter()
     .flatten()
@@ -65,8 +47,8 @@ pub fn build(name: &str, a: &Autoscaling) -> HorizontalPodAutoscaler {
         metadata: labels::metadata(name),
         spec: Some(HorizontalPodAutoscalerSpec {
             scale_target_ref: CrossVersionObjectReference {
-                api_version: Some("apps/v1".to_owned()),
-                kind: "Deployment".to_owned(),
+                api_version: Some(Deployment::API_VERSION.to_owned()),
+                kind: Deployment::KIND.to_owned(),
                 name: name.to_owned(),
             },
             min_replicas: a.min_replicas,

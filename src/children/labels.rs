@@ -1,4 +1,4 @@
-//! Labels and selectors shared by every child (spec.md Part 2 §b.1, Part 1 §1.2).
+//! Labels and selectors shared by every child: the recommended `app.kubernetes.io` labels.
 
 use std::collections::BTreeMap;
 
@@ -56,7 +56,8 @@ pub fn with_version(name: &str, image: &str) -> BTreeMap<String, String> {
     labels
 }
 
-/// The two labels the anti-affinity terms select on (no managed-by, spec.md §b.5).
+/// The two labels the anti-affinity terms select on (no managed-by, as the reference operator's
+/// terms).
 #[must_use]
 pub fn anti_affinity(name: &str) -> BTreeMap<String, String> {
     BTreeMap::from([

@@ -10,21 +10,10 @@ pub mod hpa;
 pub mod labels;
 pub mod network_policy;
 pub mod pdb;
+pub mod ports;
 pub mod service;
 pub mod service_monitor;
 
-/// Port of the plaintext memcached listener.
-pub const MEMCACHED_PORT: i32 = 11211;
-/// Port of the TLS memcached listener.
-pub const MEMCACHED_TLS_PORT: i32 = 11212;
-/// Port of the exporter's metrics endpoint.
-pub const METRICS_PORT: i32 = 9150;
-/// Name of the plaintext port.
-pub const MEMCACHED_PORT_NAME: &str = "memcached";
-/// Name of the TLS port.
-pub const MEMCACHED_TLS_PORT_NAME: &str = "memcached-tls";
-/// Name of the metrics port.
-pub const METRICS_PORT_NAME: &str = "metrics";
 /// Where the SASL Secret is mounted.
 pub const SASL_MOUNT_PATH: &str = "/etc/memcached/sasl";
 /// Where the TLS Secret is mounted.
@@ -47,42 +36,12 @@ pub enum ChildKind {
     NetworkPolicy,
 }
 
+/// A kind's `(apiVersion, kind, group, plural)`, from its k8s-openapi type.
+fn names<R: k8s_openapi::Resource>() -> (&'static str, &'static str, &'static str, &'static str) {
+    (R::API_VERSION, R::KIND, R::GROUP, R::URL_PATH_SEGMENT)
+}
+
 impl ChildKind {
-    /// `apiVersion` as written in `childResources`.
-    #[must_use]
-    pub fn api_version(self) -> &'static str {
-        match self {
-            Self::Deployment => "apps/v1",
-            Self::Service => "v1",
-            Self::PodDisruptionBudget => "policy/v1",
-            Self::HorizontalPodAutoscaler => "autoscaling/v2",
-            Self::ServiceMonitor => "monitoring.coreos.com/v1",
-            Self::NetworkPolicy => "networking.k8s.io/v1",
-        }
-    }
-
-    /// Plural resource name as written in `childResources`.
-    #[must_use]
-    pub fn resource(self) -> &'static str {
-        match self {
-            Self::Deployment => "deployments",
-            Self::Service => "services",
-            Self::PodDisruptionBudget => "poddisruptionbudgets",
-            Self::HorizontalPodAutoscaler => "horizontalpodautoscalers",
-            Self::ServiceMonitor => "servicemonitors",
-            Self::NetworkPolicy => "networkpolicies",
-        }
-    }
-
-    /// `<resource>.<group>` (just `<resource>` for the core group).
-    #[must_use]
-    pub fn qualified_resource(self) -> String {
-        match self.api_version().split_once('/') {
-            Some((group, _)) => format!("{}.{group}", self.resource()),
-            None => self.resource().to_owned(),
-        }
-    }
-
     /// Every kind, in the order children are emitted.
     pub const ALL: [Self; 6] = [
         Self::Deployment,
@@ -93,16 +52,44 @@ impl ChildKind {
         Self::NetworkPolicy,
     ];
 
+    fn names(self) -> (&'static str, &'static str, &'static str, &'static str) {
+        use k8s_openapi::api::{apps, autoscaling, core, networking, policy};
+        match self {
+            Self::Deployment => names::<apps::v1::Deployment>(),
+            Self::Service => names::<core::v1::Service>(),
+            Self::PodDisruptionBudget => names::<policy::v1::PodDisruptionBudget>(),
+            Self::HorizontalPodAutoscaler => names::<autoscaling::v2::HorizontalPodAutoscaler>(),
+            Self::ServiceMonitor => names::<service_monitor::ServiceMonitor>(),
+            Self::NetworkPolicy => names::<networking::v1::NetworkPolicy>(),
+        }
+    }
+
+    /// `apiVersion` as written in `childResources`.
+    #[must_use]
+    pub fn api_version(self) -> &'static str {
+        self.names().0
+    }
+
     /// The kind's `kind`.
     #[must_use]
     pub fn kind(self) -> &'static str {
-        match self {
-            Self::Deployment => "Deployment",
-            Self::Service => "Service",
-            Self::PodDisruptionBudget => "PodDisruptionBudget",
-            Self::HorizontalPodAutoscaler => "HorizontalPodAutoscaler",
-            Self::ServiceMonitor => "ServiceMonitor",
-            Self::NetworkPolicy => "NetworkPolicy",
+        self.names().1
+    }
+
+    /// Plural resource name as written in `childResources`.
+    #[must_use]
+    pub fn resource(self) -> &'static str {
+        self.names().3
+    }
+
+    /// `<resource>.<group>` (just `<resource>` for the core group).
+    #[must_use]
+    pub fn qualified_resource(self) -> String {
+        let (_, _, group, resource) = self.names();
+        if group.is_empty() {
+            resource.to_owned()
+        } else {
+            format!("{resource}.{group}")
         }
     }
 

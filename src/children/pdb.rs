@@ -1,11 +1,11 @@
-//! The PodDisruptionBudget (spec.md Part 2 §c.2, Part 1 §1.3 `DisruptionBudgetBlocking`).
+//! The PodDisruptionBudget, and what it allows (for the `DisruptionBudgetBlocking` condition;
+//! docs/behaviour.md).
 
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::labels;
-use crate::api::effective::Budget;
-use crate::api::validation::parse_percent;
+use crate::api::high_availability::{Budget, parse_percent};
 
 /// The desired PodDisruptionBudget named `name` with its one budget (int or percent kept).
 #[must_use]

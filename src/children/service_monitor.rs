@@ -1,13 +1,15 @@
-//! The Prometheus Operator ServiceMonitor (spec.md Part 2 §c.4). Not a k8s-openapi type, so
+//! The Prometheus Operator ServiceMonitor scraping the exporter. Not a k8s-openapi type, so
 //! the few fields the hook writes are typed here.
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::Resource;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use serde::Serialize;
 
-use super::{METRICS_PORT_NAME, labels};
-use crate::api::effective::ServiceMonitor as Settings;
+use super::labels;
+use super::ports::METRICS;
+use crate::api::monitoring::ServiceMonitor as Settings;
 
 /// `monitoring.coreos.com/v1` ServiceMonitor.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -21,6 +23,15 @@ pub struct ServiceMonitor {
     pub metadata: ObjectMeta,
     /// What to scrape.
     pub spec: ServiceMonitorSpec,
+}
+
+impl k8s_openapi::Resource for ServiceMonitor {
+    const API_VERSION: &'static str = "monitoring.coreos.com/v1";
+    const GROUP: &'static str = "monitoring.coreos.com";
+    const KIND: &'static str = "ServiceMonitor";
+    const VERSION: &'static str = "v1";
+    const URL_PATH_SEGMENT: &'static str = "servicemonitors";
+    type Scope = k8s_openapi::NamespaceResourceScope;
 }
 
 /// ServiceMonitor spec.
@@ -63,8 +74,8 @@ pub fn build(name: &str, namespace: &str, settings: &Settings<'_>) -> ServiceMon
         settings.additional_labels.cloned().unwrap_or_default();
     monitor_labels.extend(labels::base(name));
     ServiceMonitor {
-        api_version: "monitoring.coreos.com/v1",
-        kind: "ServiceMonitor",
+        api_version: <ServiceMonitor as Resource>::API_VERSION,
+        kind: <ServiceMonitor as Resource>::KIND,
         metadata: ObjectMeta {
             name: Some(name.to_owned()),
             labels: Some(monitor_labels),
@@ -76,7 +87,7 @@ pub fn build(name: &str, namespace: &str, settings: &Settings<'_>) -> ServiceMon
                 match_names: vec![namespace.to_owned()],
             },
             endpoints: vec![Endpoint {
-                port: METRICS_PORT_NAME,
+                port: METRICS.name,
                 interval: settings.interval.to_owned(),
                 scrape_timeout: settings.scrape_timeout.to_owned(),
             }],

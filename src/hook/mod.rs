@@ -164,7 +164,7 @@ impl<'de> Deserialize<'de> for HookVersion {
                     "v1" => Ok(HookVersion::V1),
                     "v2" => Ok(HookVersion::V2),
                     other => Err(E::custom(format_args!(
-                        "unknown Metacontroller hook API version {}: this hook understands \"v1\" and \"v2\" only",
+                        "unknown Metacontroller hook API version {}: {UNDERSTOOD_VERSIONS}",
                         serde_json::to_string(&other.chars().take(64).collect::<String>())
                             .unwrap_or_default()
                     ))),
@@ -256,3 +256,6 @@ where
 {
     Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
 }
+
+/// What an unknown hook API version is told.
+const UNDERSTOOD_VERSIONS: &str = "this hook understands \"v1\" and \"v2\" only";

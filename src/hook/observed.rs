@@ -25,6 +25,15 @@ impl<T> Default for Observed<T> {
     }
 }
 
+impl<'a, T> IntoIterator for &'a Observed<T> {
+    type Item = &'a T;
+    type IntoIter = std::slice::Iter<'a, T>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
 impl<T> Observed<T> {
     /// Iterates over the objects.
     pub fn iter(&self) -> std::slice::Iter<'_, T> {

@@ -15,6 +15,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
+use subtle::ConstantTimeEq as _;
 use thiserror::Error;
 
 use super::ApiError;
@@ -110,9 +111,9 @@ fn load(files: &AuthFiles) -> Result<Credentials, AuthError> {
     Ok(Credentials { token, basic })
 }
 
-/// Equal-length comparison whose time does not depend on where the inputs differ.
+/// Comparison whose time does not depend on where equal-length inputs differ.
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    a.ct_eq(b).into()
 }
 
 /// Checks `Authorization` headers against credentials read from files.

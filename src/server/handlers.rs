@@ -67,7 +67,6 @@ fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
 /// BLAKE3 hashes it several times faster while staying collision resistant (BENCHMARKS.md).
 #[must_use]
 pub fn etag(body: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = blake3::Hasher::new()
         .update(BUILD_ID.as_bytes())
         .update(&[0])
@@ -75,10 +74,7 @@ pub fn etag(body: &[u8]) -> String {
         .finalize();
     let mut out = String::with_capacity(73);
     out.push_str("\"blake3:");
-    for byte in digest.as_bytes() {
-        out.push(char::from(HEX[usize::from(byte >> 4)]));
-        out.push(char::from(HEX[usize::from(byte & 0x0f)]));
-    }
+    out.push_str(digest.to_hex().as_str());
     out.push('"');
     out
 }
@@ -180,12 +176,29 @@ pub async fn sync(headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> Re
     match result {
         Ok(response) => {
             let code = response.status().as_u16();
-            tracing::info!(path = "/sync", %namespace, %name, code, children = outcome.children, latency_us = micros, "sync answered");
+            tracing::info!(
+                path = "/sync",
+                namespace = namespace.as_str(),
+                name = name.as_str(),
+                code,
+                children = outcome.children,
+                latency_us = micros,
+                "sync answered"
+            );
             response
         }
         Err(error) => {
             let code = error.status.as_u16();
-            tracing::warn!(path = "/sync", %namespace, %name, code, error = %error.error, field = error.field.as_deref().unwrap_or(""), latency_us = micros, "sync rejected");
+            tracing::warn!(
+                path = "/sync",
+                namespace = namespace.as_str(),
+                name = name.as_str(),
+                code,
+                error = error.error.as_str(),
+                field = error.field.as_deref().unwrap_or(""),
+                latency_us = micros,
+                "sync rejected"
+            );
             let mut answer = error.into_response();
             answer.extensions_mut().insert(SyncOutcome::Rejected);
             answer
@@ -203,7 +216,12 @@ pub async fn customize(headers: HeaderMap, body: Result<Bytes, BytesRejection>) 
         Ok::<_, ApiError>(json_response(StatusCode::OK, encode(&response)?))
     })();
     result.unwrap_or_else(|error| {
-        tracing::warn!(path = "/customize", code = error.status.as_u16(), error = %error.error, "customize rejected");
+        tracing::warn!(
+            path = "/customize",
+            code = error.status.as_u16(),
+            error = error.error.as_str(),
+            "customize rejected"
+        );
         error.into_response()
     })
 }

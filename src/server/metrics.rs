@@ -1,5 +1,6 @@
-//! Prometheus metrics of the hook itself, lock-free: fixed label sets, atomic counters, and a
-//! latency histogram per route, rendered in the Prometheus text format on `GET /metrics`.
+//! Prometheus metrics of the hook itself, with `prometheus-client`: fixed label sets (route,
+//! status code, sync outcome), a latency histogram per route, rendered in the OpenMetrics text
+//! format on `GET /metrics`.
 //!
 //! The open-connections gauge is moved by the accept loop ([`super::serve`]), not by the
 //! middleware, so requests never touch it.
@@ -7,15 +8,20 @@
 //! Labels are the route and the status code only: never a parent name (unbounded) and never
 //! anything from a request body or a header.
 
-use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::sync::atomic::AtomicI64;
+use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use std::sync::Arc;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
 
 /// Routes with their own series; anything else counts as `other`.
 const ROUTES: [&str; 6] = [
@@ -26,12 +32,40 @@ const ROUTES: [&str; 6] = [
     "/metrics",
     "other",
 ];
-/// Status codes with their own series; anything else counts as `other`.
-const CODES: [u16; 12] = [200, 304, 400, 401, 404, 405, 408, 413, 415, 422, 500, 0];
+/// Status codes with their own series (as numbers and as labels); anything else is `other`.
+const CODES: [(u16, &str); 11] = [
+    (200, "200"),
+    (304, "304"),
+    (400, "400"),
+    (401, "401"),
+    (404, "404"),
+    (405, "405"),
+    (408, "408"),
+    (413, "413"),
+    (415, "415"),
+    (422, "422"),
+    (500, "500"),
+];
 /// Histogram bucket upper bounds, in seconds.
 const BUCKETS: [f64; 12] = [
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 2.5, 10.0,
 ];
+/// Name and help of each metric (`prometheus-client` adds `_total` to counters).
+const REQUESTS: (&str, &str) = (
+    "memcached_hook_http_requests",
+    "HTTP requests by route and status code",
+);
+const LATENCY: (&str, &str) = (
+    "memcached_hook_http_request_duration_seconds",
+    "Time from request to response, by route",
+);
+const OUTCOMES: (&str, &str) = ("memcached_hook_sync_outcomes", "What /sync calls ended as");
+const OPEN: (&str, &str) = (
+    "memcached_hook_open_connections",
+    "Connections the server has open now",
+);
+/// The content type of the OpenMetrics text format.
+const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// What a `/sync` call ended as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,60 +80,80 @@ pub enum SyncOutcome {
     Rejected,
 }
 
-const OUTCOMES: [(SyncOutcome, &str); 4] = [
-    (SyncOutcome::Synced, "synced"),
-    (SyncOutcome::KeptInvalid, "kept_invalid"),
-    (SyncOutcome::NotModified, "not_modified"),
-    (SyncOutcome::Rejected, "rejected"),
-];
+impl SyncOutcome {
+    const ALL: [Self; 4] = [
+        Self::Synced,
+        Self::KeptInvalid,
+        Self::NotModified,
+        Self::Rejected,
+    ];
 
-struct Histogram {
-    buckets: [AtomicU64; BUCKETS.len()],
-    count: AtomicU64,
-    sum_nanos: AtomicU64,
+    fn label(self) -> &'static str {
+        match self {
+            Self::Synced => "synced",
+            Self::KeptInvalid => "kept_invalid",
+            Self::NotModified => "not_modified",
+            Self::Rejected => "rejected",
+        }
+    }
 }
 
-impl Histogram {
-    fn new() -> Self {
-        Self {
-            buckets: std::array::from_fn(|_| AtomicU64::new(0)),
-            count: AtomicU64::new(0),
-            sum_nanos: AtomicU64::new(0),
-        }
-    }
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    route: &'static str,
+    code: &'static str,
+}
 
-    fn observe(&self, elapsed: Duration) {
-        let seconds = elapsed.as_secs_f64();
-        if let Some(i) = BUCKETS.iter().position(|b| seconds <= *b) {
-            self.buckets[i].fetch_add(1, Ordering::Relaxed);
-        }
-        self.count.fetch_add(1, Ordering::Relaxed);
-        let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
-        self.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
-    }
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabels {
+    route: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: &'static str,
+}
+
+fn latency_histogram() -> Histogram {
+    Histogram::new(BUCKETS)
 }
 
 /// The hook's metrics.
+#[derive(Debug)]
 pub struct Metrics {
-    requests: [[AtomicU64; CODES.len()]; ROUTES.len()],
-    latency: [Histogram; ROUTES.len()],
-    outcomes: [AtomicU64; OUTCOMES.len()],
-    open_connections: AtomicU64,
-}
-
-impl std::fmt::Debug for Metrics {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Metrics").finish_non_exhaustive()
-    }
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    latency: Family<RouteLabels, Histogram, fn() -> Histogram>,
+    outcomes: Family<OutcomeLabels, Counter>,
+    open_connections: Gauge<i64, AtomicI64>,
 }
 
 impl Default for Metrics {
     fn default() -> Self {
+        let requests = Family::default();
+        let latency = Family::new_with_constructor(latency_histogram as fn() -> Histogram);
+        let outcomes = Family::default();
+        let open_connections = Gauge::default();
+        // Every route's histogram and every outcome from the start, at zero.
+        for route in ROUTES {
+            drop(latency.get_or_create(&RouteLabels { route }));
+        }
+        for outcome in SyncOutcome::ALL {
+            drop(outcomes.get_or_create(&OutcomeLabels {
+                outcome: outcome.label(),
+            }));
+        }
+        let mut registry = Registry::default();
+        registry.register(REQUESTS.0, REQUESTS.1, requests.clone());
+        registry.register(LATENCY.0, LATENCY.1, latency.clone());
+        registry.register(OUTCOMES.0, OUTCOMES.1, outcomes.clone());
+        registry.register(OPEN.0, OPEN.1, open_connections.clone());
         Self {
-            requests: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
-            latency: std::array::from_fn(|_| Histogram::new()),
-            outcomes: std::array::from_fn(|_| AtomicU64::new(0)),
-            open_connections: AtomicU64::new(0),
+            registry,
+            requests,
+            latency,
+            outcomes,
+            open_connections,
         }
     }
 }
@@ -110,117 +164,56 @@ pub(crate) struct OpenConnection(Arc<Metrics>);
 
 impl Drop for OpenConnection {
     fn drop(&mut self) {
-        self.0.open_connections.fetch_sub(1, Ordering::Relaxed);
+        self.0.open_connections.dec();
     }
 }
 
-fn route_index(path: &str) -> usize {
-    ROUTES
-        .iter()
-        .position(|r| *r == path)
-        .unwrap_or(ROUTES.len() - 1)
+fn route_label(path: &str) -> &'static str {
+    ROUTES.iter().find(|r| **r == path).map_or("other", |r| r)
 }
 
-fn code_index(code: u16) -> usize {
+fn code_label(code: u16) -> &'static str {
     CODES
         .iter()
-        .position(|c| *c == code)
-        .unwrap_or(CODES.len() - 1)
+        .find(|(number, _)| *number == code)
+        .map_or("other", |(_, label)| label)
 }
 
 impl Metrics {
     /// Counts a newly accepted connection as open until the returned guard is dropped.
     pub(crate) fn connection_opened(self: &Arc<Self>) -> OpenConnection {
-        self.open_connections.fetch_add(1, Ordering::Relaxed);
+        self.open_connections.inc();
         OpenConnection(Arc::clone(self))
     }
 
     /// Connections open now (accepted and not yet closed).
     #[must_use]
     pub fn open_connections(&self) -> u64 {
-        self.open_connections.load(Ordering::Relaxed)
+        u64::try_from(self.open_connections.get()).unwrap_or(0)
     }
 
-    fn record(&self, route: usize, code: u16, elapsed: Duration, outcome: Option<SyncOutcome>) {
-        self.requests[route][code_index(code)].fetch_add(1, Ordering::Relaxed);
-        self.latency[route].observe(elapsed);
-        if let Some(outcome) = outcome
-            && let Some(i) = OUTCOMES.iter().position(|(o, _)| *o == outcome)
-        {
-            self.outcomes[i].fetch_add(1, Ordering::Relaxed);
+    fn record(&self, route: &'static str, code: u16, seconds: f64, outcome: Option<SyncOutcome>) {
+        let code = code_label(code);
+        self.requests
+            .get_or_create(&RequestLabels { route, code })
+            .inc();
+        self.latency
+            .get_or_create(&RouteLabels { route })
+            .observe(seconds);
+        if let Some(outcome) = outcome {
+            let labels = OutcomeLabels {
+                outcome: outcome.label(),
+            };
+            self.outcomes.get_or_create(&labels).inc();
         }
     }
 
-    /// The Prometheus text exposition of every series.
+    /// The OpenMetrics text exposition of every series.
     #[must_use]
     pub fn render(&self) -> String {
         let mut out = String::with_capacity(8192);
-        out.push_str(
-            "# HELP memcached_hook_http_requests_total HTTP requests by route and status code.\n",
-        );
-        out.push_str("# TYPE memcached_hook_http_requests_total counter\n");
-        for (r, route) in ROUTES.iter().enumerate() {
-            for (c, code) in CODES.iter().enumerate() {
-                let value = self.requests[r][c].load(Ordering::Relaxed);
-                if value > 0 {
-                    let code = if *code == 0 {
-                        "other".to_owned()
-                    } else {
-                        code.to_string()
-                    };
-                    let _ = writeln!(
-                        out,
-                        "memcached_hook_http_requests_total{{route=\"{route}\",code=\"{code}\"}} {value}"
-                    );
-                }
-            }
-        }
-        out.push_str("# HELP memcached_hook_http_request_duration_seconds Time from request to response, by route.\n");
-        out.push_str("# TYPE memcached_hook_http_request_duration_seconds histogram\n");
-        for (r, route) in ROUTES.iter().enumerate() {
-            let h = &self.latency[r];
-            let mut cumulative = 0;
-            for (i, bound) in BUCKETS.iter().enumerate() {
-                cumulative += h.buckets[i].load(Ordering::Relaxed);
-                let _ = writeln!(
-                    out,
-                    "memcached_hook_http_request_duration_seconds_bucket{{route=\"{route}\",le=\"{bound}\"}} {cumulative}"
-                );
-            }
-            let count = h.count.load(Ordering::Relaxed);
-            #[allow(clippy::cast_precision_loss)]
-            let sum = h.sum_nanos.load(Ordering::Relaxed) as f64 / 1e9;
-            let _ = writeln!(
-                out,
-                "memcached_hook_http_request_duration_seconds_bucket{{route=\"{route}\",le=\"+Inf\"}} {count}"
-            );
-            let _ = writeln!(
-                out,
-                "memcached_hook_http_request_duration_seconds_sum{{route=\"{route}\"}} {sum}"
-            );
-            let _ = writeln!(
-                out,
-                "memcached_hook_http_request_duration_seconds_count{{route=\"{route}\"}} {count}"
-            );
-        }
-        out.push_str("# HELP memcached_hook_sync_outcomes_total What /sync calls ended as.\n");
-        out.push_str("# TYPE memcached_hook_sync_outcomes_total counter\n");
-        for (i, (_, name)) in OUTCOMES.iter().enumerate() {
-            let _ = writeln!(
-                out,
-                "memcached_hook_sync_outcomes_total{{outcome=\"{name}\"}} {}",
-                self.outcomes[i].load(Ordering::Relaxed)
-            );
-        }
-        out.push_str(
-            "# HELP memcached_hook_open_connections Connections the server has open now.\n",
-        );
-        out.push_str("# TYPE memcached_hook_open_connections gauge\n");
-        let _ = writeln!(
-            out,
-            "memcached_hook_open_connections {}",
-            self.open_connections()
-        );
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         out
     }
 }
@@ -228,7 +221,7 @@ impl Metrics {
 /// Middleware: counts every request by route and code, and times it.
 pub async fn track(State(metrics): State<Arc<Metrics>>, request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let route = route_index(
+    let route = route_label(
         request
             .extensions()
             .get::<MatchedPath>()
@@ -239,7 +232,7 @@ pub async fn track(State(metrics): State<Arc<Metrics>>, request: Request, next: 
     metrics.record(
         route,
         response.status().as_u16(),
-        started.elapsed(),
+        started.elapsed().as_secs_f64(),
         outcome,
     );
     response
@@ -247,12 +240,5 @@ pub async fn track(State(metrics): State<Arc<Metrics>>, request: Request, next: 
 
 /// `GET /metrics`.
 pub async fn serve(State(metrics): State<Arc<Metrics>>) -> Response {
-    (
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        metrics.render(),
-    )
-        .into_response()
+    ([(header::CONTENT_TYPE, CONTENT_TYPE)], metrics.render()).into_response()
 }

@@ -25,10 +25,11 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use hyper_util::service::TowerToHyperService;
-use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_rustls::TlsAcceptor;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::timeout::TimeoutLayer;
 
@@ -65,8 +66,8 @@ pub struct Config {
     /// Most connections open at once; [`serve`] stops accepting at the limit, so further
     /// clients wait in the kernel's listen backlog. At least 1 (0 counts as 1).
     pub max_connections: usize,
-    /// The registry `GET /metrics` reports: shared by [`router`] (requests) and [`serve`]
-    /// (open connections). Clones of a `Config` share it.
+    /// The metrics `GET /metrics` reports: requests (counted by [`router`]'s layers) and open
+    /// connections (counted by [`serve`]). Clones of a `Config` share them.
     pub metrics: Arc<Metrics>,
 }
 
@@ -116,20 +117,33 @@ pub fn router(config: &Config) -> Router {
         ))
 }
 
-/// Serves `router` on `listener` (over TLS when `tls` is given) until `shutdown` resolves, then
-/// stops accepting and gives in-flight requests [`SHUTDOWN_GRACE`] to finish.
+/// Serves the hook's [`router`] for `config` on `listener` (over TLS when `tls` is given) until
+/// `shutdown` resolves, then stops accepting and gives in-flight requests [`SHUTDOWN_GRACE`] to
+/// finish.
 ///
 /// Every connection gets [`HEADER_READ_TIMEOUT`] to send its headers and, with TLS,
-/// [`TLS_HANDSHAKE_TIMEOUT`] for the handshake, so slow clients cannot pin the server.
-///
-/// Of `config` it uses the connection settings: at most `config.max_connections` connections
-/// are open at once (a permit is taken before each `accept`, so at the limit new connections
-/// wait in the kernel's backlog rather than being accepted and dropped), and they are counted in
-/// `config.metrics`. Pass the `Config` the router was built from to see the count on `/metrics`.
+/// [`TLS_HANDSHAKE_TIMEOUT`] for the handshake, so slow clients cannot pin the server. At most
+/// `config.max_connections` connections are open at once (a permit is taken before each
+/// `accept`, so at the limit new connections wait in the kernel's backlog rather than being
+/// accepted and dropped), and they are counted in `config.metrics`.
 ///
 /// # Errors
 /// None today; the signature keeps room for listener errors.
 pub async fn serve(
+    listener: TcpListener,
+    tls: Option<Arc<Tls>>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    config: &Config,
+) -> io::Result<()> {
+    serve_router(listener, router(config), tls, shutdown, config).await
+}
+
+/// [`serve`] with another router: for the echo baseline of the load benchmark, which must run
+/// on the same stack. `config` gives the connection settings and the metrics.
+///
+/// # Errors
+/// None today; the signature keeps room for listener errors.
+pub async fn serve_router(
     listener: TcpListener,
     router: Router,
     tls: Option<Arc<Tls>>,
@@ -145,109 +159,149 @@ pub async fn serve(
     let graceful = GracefulShutdown::new();
     // Tells connections still waiting for their first byte to give up at shutdown.
     let (stopping, stop) = tokio::sync::watch::channel(false);
-    let max_connections = config.max_connections.clamp(1, Semaphore::MAX_PERMITS);
-    // One permit per open connection; only this loop takes permits, connections give them back.
-    let slots = Arc::new(Semaphore::new(max_connections));
-    // Warn once per episode at the limit: set when no permit is left, cleared only once a tenth
-    // of the permits (at least one) are free again, so hovering at the limit does not log.
-    let rearm = (max_connections / 10).max(1);
-    let mut at_limit = false;
+    let mut slots = Slots::new(config.max_connections);
     tokio::pin!(shutdown);
     loop {
-        let free = slots.available_permits();
-        if free == 0 && !at_limit {
-            at_limit = true;
-            tracing::warn!(
-                max_connections,
-                "connection limit reached; new connections wait in the listen backlog"
-            );
-        } else if free >= rearm && at_limit {
-            at_limit = false;
-            tracing::info!(max_connections, "below the connection limit again");
-        }
-        // Taken before `accept`, next to the shutdown signal: at the limit nothing is accepted,
-        // and shutdown still stops the loop at once.
+        // The permit is taken before `accept`, each next to the shutdown signal: at the limit
+        // nothing is accepted, and shutdown still stops the loop at once.
         let permit = tokio::select! {
-            permit = Arc::clone(&slots).acquire_owned() => match permit {
-                Ok(permit) => permit,
-                Err(_closed) => break,
+            permit = slots.acquire() => match permit {
+                Some(permit) => permit,
+                None => break,
             },
             () = &mut shutdown => break,
         };
         let stream = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(error) => {
-                    // Out of file descriptors and the like: back off instead of spinning.
-                    tracing::warn!(%error, "accept failed");
-                    drop(permit);
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
+            stream = accept(&listener) => stream,
             () = &mut shutdown => break,
         };
+        let Some(stream) = stream else { continue };
         // Released when the task ends, however it ends: a tuple drops its fields in order, so the
         // gauge goes down before the permit lets the next connection in.
         let slot = (config.metrics.connection_opened(), permit);
-        let service = TowerToHyperService::new(router.clone());
-        let builder = builder.clone();
-        let watcher = graceful.watcher();
-        let mut stop = stop.clone();
-        let acceptor = tls
-            .as_ref()
-            .map(|t| tokio_rustls::TlsAcceptor::from(t.current()));
+        let connection = Connection {
+            service: TowerToHyperService::new(router.clone()),
+            builder: builder.clone(),
+            watcher: graceful.watcher(),
+            stop: stop.clone(),
+            acceptor: tls.as_ref().map(|t| TlsAcceptor::from(t.current())),
+        };
         tokio::spawn(async move {
             let _slot = slot;
-            let result = match acceptor {
-                None => {
-                    // The header timer starts with the first byte: a client that sends nothing
-                    // is dropped after the same time.
-                    let mut first = [0u8; 1];
-                    tokio::select! {
-                        peeked = tokio::time::timeout(HEADER_READ_TIMEOUT, stream.peek(&mut first)) => match peeked {
-                            Ok(Ok(n)) if n > 0 => {}
-                            _ => return,
-                        },
-                        _ = stop.wait_for(|stopping| *stopping) => return,
-                    }
-                    watcher
-                        .watch(builder.serve_connection(TokioIo::new(stream), service))
-                        .await
-                }
-                Some(acceptor) => {
-                    match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await
-                    {
-                        Ok(Ok(stream)) => {
-                            watcher
-                                .watch(builder.serve_connection(TokioIo::new(stream), service))
-                                .await
-                        }
-                        Ok(Err(error)) => {
-                            tracing::debug!(%error, "TLS handshake failed");
-                            return;
-                        }
-                        Err(_) => {
-                            tracing::debug!("TLS handshake timed out");
-                            return;
-                        }
-                    }
-                }
-            };
-            if let Err(error) = result {
-                tracing::debug!(%error, "connection ended with an error");
-            }
+            serve_connection(stream, connection).await;
         });
     }
     drop(listener);
     let _ = stopping.send(true);
-    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
-        .await
-        .is_err()
-    {
-        tracing::warn!("in-flight requests did not finish within the shutdown grace period");
+    let finished = tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown()).await;
+    if finished.is_err() {
+        tracing::warn!("{GRACE_EXCEEDED}");
     }
     Ok(())
+}
+
+const GRACE_EXCEEDED: &str = "in-flight requests did not finish within the shutdown grace period";
+const LIMIT_REACHED: &str = "connection limit reached; new connections wait in the listen backlog";
+const LIMIT_LEFT: &str = "below the connection limit again";
+
+/// The connection permits, with a warning once per episode at the limit.
+struct Slots {
+    /// One permit per open connection; only the accept loop takes permits.
+    semaphore: Arc<Semaphore>,
+    max_connections: usize,
+    /// Free permits that end an episode: a tenth (at least one), so hovering at the limit does
+    /// not log.
+    rearm: usize,
+    at_limit: bool,
+}
+
+impl Slots {
+    fn new(max_connections: usize) -> Self {
+        let max_connections = max_connections.clamp(1, Semaphore::MAX_PERMITS);
+        Self {
+            semaphore: Arc::new(Semaphore::new(max_connections)),
+            max_connections,
+            rearm: (max_connections / 10).max(1),
+            at_limit: false,
+        }
+    }
+
+    /// Waits for a free permit; `None` once the semaphore is closed.
+    async fn acquire(&mut self) -> Option<OwnedSemaphorePermit> {
+        let free = self.semaphore.available_permits();
+        let max_connections = self.max_connections;
+        if free == 0 && !self.at_limit {
+            self.at_limit = true;
+            tracing::warn!(max_connections, "{LIMIT_REACHED}");
+        } else if free >= self.rearm && self.at_limit {
+            self.at_limit = false;
+            tracing::info!(max_connections, "{LIMIT_LEFT}");
+        }
+        Arc::clone(&self.semaphore).acquire_owned().await.ok()
+    }
+}
+
+/// The next connection; `None` after a failed `accept` (out of descriptors and the like), after
+/// a short back-off instead of spinning.
+async fn accept(listener: &TcpListener) -> Option<TcpStream> {
+    match listener.accept().await {
+        Ok((stream, _)) => Some(stream),
+        Err(error) => {
+            tracing::warn!(%error, "accept failed");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            None
+        }
+    }
+}
+
+/// What one connection needs from the server.
+struct Connection {
+    service: TowerToHyperService<Router>,
+    builder: http1::Builder,
+    watcher: Watcher,
+    stop: tokio::sync::watch::Receiver<bool>,
+    acceptor: Option<TlsAcceptor>,
+}
+
+/// Serves one accepted connection: plaintext once its first byte arrives, or TLS after the
+/// handshake, each within its timeout; gives up at shutdown while still waiting.
+async fn serve_connection(stream: TcpStream, c: Connection) {
+    let Connection {
+        service,
+        builder,
+        watcher,
+        mut stop,
+        acceptor,
+    } = c;
+    let result = match acceptor {
+        None => {
+            // The header timer starts with the first byte: a client that sends nothing is
+            // dropped after the same time.
+            let mut first = [0u8; 1];
+            let peek = tokio::time::timeout(HEADER_READ_TIMEOUT, stream.peek(&mut first));
+            tokio::select! {
+                peeked = peek => if !matches!(peeked, Ok(Ok(n)) if n > 0) {
+                    return;
+                },
+                _ = stop.wait_for(|stopping| *stopping) => return,
+            }
+            let connection = builder.serve_connection(TokioIo::new(stream), service);
+            watcher.watch(connection).await
+        }
+        Some(acceptor) => {
+            match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                Ok(Ok(stream)) => {
+                    let connection = builder.serve_connection(TokioIo::new(stream), service);
+                    watcher.watch(connection).await
+                }
+                Ok(Err(error)) => return tracing::debug!(%error, "TLS handshake failed"),
+                Err(_) => return tracing::debug!("TLS handshake timed out"),
+            }
+        }
+    };
+    if let Err(error) = result {
+        tracing::debug!(%error, "connection ended with an error");
+    }
 }
 
 /// Resolves on SIGTERM or SIGINT.

@@ -71,7 +71,7 @@ impl<T> Reloading<T> {
                 true
             }
             Err(error) => {
-                tracing::warn!(what = self.what, %error, "not reloaded; the previous one stays in force");
+                tracing::warn!(what = self.what, %error, "{NOT_RELOADED}");
                 false
             }
         }
@@ -90,3 +90,6 @@ pub fn poll<S: Send + Sync + 'static>(target: &Arc<S>, period: Duration, reload:
         }
     });
 }
+
+/// Logged when a changed file cannot be loaded.
+const NOT_RELOADED: &str = "not reloaded; the previous one stays in force";

@@ -34,7 +34,8 @@ pub fn request_json(spec: Value) -> Value {
 
 /// Decodes a request the way the server does.
 pub fn decode(value: &Value) -> SyncRequest {
-    serde_json::from_value(value.clone()).expect("a well-formed request")
+    let body = serde_json::to_vec(value).expect("encodes");
+    memcached_hook::hook::decode(&body).expect("a well-formed request")
 }
 
 /// Runs `sync` and returns the response as JSON.

@@ -13,7 +13,7 @@ fn golden_sync_responses() {
         |path| {
             let bytes = std::fs::read(path).expect("fixture readable");
             let request: memcached_hook::hook::SyncRequest =
-                serde_json::from_slice(&bytes).expect("fixture decodes");
+                memcached_hook::hook::decode(&bytes).expect("fixture decodes");
             let answer = match memcached_hook::sync(&request, now()) {
                 Ok(response) => serde_json::to_value(&response).expect("encodes"),
                 Err(error) => {
@@ -34,7 +34,7 @@ fn responses_are_byte_stable() {
         let bytes = std::fs::read(entry.expect("entry").path()).expect("readable");
         let encode = || {
             let request: memcached_hook::hook::SyncRequest =
-                serde_json::from_slice(&bytes).expect("decodes");
+                memcached_hook::hook::decode(&bytes).expect("decodes");
             memcached_hook::sync(&request, now()).map(|r| serde_json::to_vec(&r).expect("encodes"))
         };
         assert_eq!(encode(), encode());

@@ -815,7 +815,7 @@ async fn metrics_count_requests_codes_and_outcomes() {
         response.headers()[header::CONTENT_TYPE]
             .to_str()
             .unwrap_or_default()
-            .starts_with("text/plain")
+            .starts_with("application/openmetrics-text")
     );
     let text = String::from_utf8(
         response

@@ -1,5 +1,8 @@
 //! Integration tests: one binary, one module per concern.
 
+// Clippy's pedantic group is for the library; tests keep their tables and long scenarios.
+#![allow(clippy::pedantic)]
+
 mod cli;
 mod common;
 mod features;

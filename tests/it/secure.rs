@@ -277,7 +277,7 @@ async fn start_with(tls: Option<Arc<Tls>>, config: Config) -> Server {
         let shutdown = async {
             let _ = stopped.await;
         };
-        serve(listener, router(&config), tls, shutdown, &config)
+        serve(listener, tls, shutdown, &config)
             .await
             .expect("serve");
     });

@@ -1,0 +1,28 @@
+//! Bounds shared by several spec blocks: image references, Secret names and label or
+//! annotation maps. A bound of one block lives in that block's module.
+//!
+//! Each is in the CRD's schema (so the API server refuses an over-long value) and re-checked by
+//! the hook (objects stored before a bound existed). Lengths count characters, as the API server
+//! does. docs/behaviour.md gives the reason for each.
+
+/// An image reference (`image`, `monitoring.exporterImage`).
+pub const IMAGE_LENGTH: usize = 1024;
+/// A Secret name: a DNS-1123 subdomain.
+pub const SECRET_NAME_LENGTH: usize = 253;
+/// Entries of a label or annotation map (`serviceMonitor.additionalLabels`,
+/// `service.annotations`).
+pub const MAP_ENTRIES: usize = 64;
+/// A label or annotation key: a DNS-1123 subdomain prefix (253), `/`, a name (63).
+pub const KEY_LENGTH: usize = 317;
+
+/// The CEL rule bounding the keys of a label or annotation map to [`KEY_LENGTH`].
+#[must_use]
+pub fn key_rule() -> String {
+    format!("self.all(k, size(k) <= {KEY_LENGTH})")
+}
+
+/// The message of [`key_rule`], also the detail of the hook's own check.
+#[must_use]
+pub fn key_message() -> String {
+    format!("keys may not be more than {KEY_LENGTH} characters")
+}

@@ -1,0 +1,218 @@
+//! `spec.memcached`: the memcached server settings, each one command-line flag.
+//!
+//! `0` and `""` mean "use the default" here (as in the reference operator), so a value of zero
+//! is never out of range.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::check::{self, Out, Violation, Zero, is_too_long, quoted};
+
+/// Default item memory in MB.
+pub const DEFAULT_MAX_MEMORY_MB: i32 = 64;
+/// Bounds of `maxMemoryMB`.
+pub const MAX_MEMORY_MB: (i32, i32) = (16, 65536);
+/// Default connection limit.
+pub const DEFAULT_MAX_CONNECTIONS: i32 = 1024;
+/// Bounds of `maxConnections`.
+pub const MAX_CONNECTIONS: (i32, i32) = (1, 65536);
+/// Default worker threads.
+pub const DEFAULT_THREADS: i32 = 4;
+/// Bounds of `threads`.
+pub const THREADS: (i32, i32) = (1, 128);
+/// Default maximum item size.
+pub const DEFAULT_MAX_ITEM_SIZE: &str = "1m";
+/// The pattern of `maxItemSize`.
+pub const ITEM_SIZE_PATTERN: &str = r"^[0-9]+(k|m)$";
+/// Length of `maxItemSize` (the longest useful value, `1048576k`, has 8).
+pub const ITEM_SIZE_LENGTH: usize = 16;
+/// Default verbosity.
+pub const DEFAULT_VERBOSITY: i32 = 0;
+/// Bounds of `verbosity`.
+pub const VERBOSITY: (i32, i32) = (0, 2);
+/// Entries of `extraArgs`.
+pub const EXTRA_ARGS: usize = 64;
+/// One entry of `extraArgs`.
+pub const EXTRA_ARG_LENGTH: usize = 1024;
+
+/// memcached server settings; each maps to one command-line flag.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MemcachedConfig {
+    /// Item memory in megabytes (`-m`).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        rename = "maxMemoryMB"
+    )]
+    #[schemars(
+        range(min = MAX_MEMORY_MB.0, max = MAX_MEMORY_MB.1),
+        extend("default" = DEFAULT_MAX_MEMORY_MB)
+    )]
+    pub max_memory_mb: Option<i32>,
+
+    /// Maximum simultaneous connections (`-c`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        range(min = MAX_CONNECTIONS.0, max = MAX_CONNECTIONS.1),
+        extend("default" = DEFAULT_MAX_CONNECTIONS)
+    )]
+    pub max_connections: Option<i32>,
+
+    /// Worker threads (`-t`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = THREADS.0, max = THREADS.1), extend("default" = DEFAULT_THREADS))]
+    pub threads: Option<i32>,
+
+    /// Maximum item size (`-I`), a number followed by `k` or `m`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        regex(pattern = ITEM_SIZE_PATTERN),
+        length(max = ITEM_SIZE_LENGTH),
+        extend("default" = DEFAULT_MAX_ITEM_SIZE)
+    )]
+    pub max_item_size: Option<String>,
+
+    /// Log verbosity: 0 none, 1 `-v`, 2 `-vv`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = VERBOSITY.0, max = VERBOSITY.1), extend("default" = DEFAULT_VERBOSITY))]
+    pub verbosity: Option<i32>,
+
+    /// Extra memcached arguments, appended verbatim after all others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = EXTRA_ARGS), inner(length(max = EXTRA_ARG_LENGTH)))]
+    pub extra_args: Option<Vec<String>>,
+}
+
+/// The memcached settings with every default applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Server<'a> {
+    /// `-m`.
+    pub max_memory_mb: i32,
+    /// `-c`.
+    pub max_connections: i32,
+    /// `-t`.
+    pub threads: i32,
+    /// `-I`.
+    pub max_item_size: &'a str,
+    /// 0, 1 (`-v`) or 2 (`-vv`).
+    pub verbosity: i32,
+    /// Appended verbatim.
+    pub extra_args: &'a [String],
+}
+
+fn non_zero(value: Option<i32>, default: i32) -> i32 {
+    value.filter(|v| *v != 0).unwrap_or(default)
+}
+
+impl<'a> Server<'a> {
+    /// Resolves the defaults of `spec.memcached`.
+    #[must_use]
+    pub fn of(config: Option<&'a MemcachedConfig>) -> Self {
+        let c = config;
+        Self {
+            max_memory_mb: non_zero(c.and_then(|c| c.max_memory_mb), DEFAULT_MAX_MEMORY_MB),
+            max_connections: non_zero(c.and_then(|c| c.max_connections), DEFAULT_MAX_CONNECTIONS),
+            threads: non_zero(c.and_then(|c| c.threads), DEFAULT_THREADS),
+            max_item_size: c
+                .and_then(|c| c.max_item_size.as_deref())
+                .filter(|s| !s.is_empty())
+                .unwrap_or(DEFAULT_MAX_ITEM_SIZE),
+            verbosity: c.and_then(|c| c.verbosity).unwrap_or(DEFAULT_VERBOSITY),
+            extra_args: c.and_then(|c| c.extra_args.as_deref()).unwrap_or(&[]),
+        }
+    }
+}
+
+/// What the pattern [`ITEM_SIZE_PATTERN`] accepts.
+fn is_item_size(text: &str) -> bool {
+    text.strip_suffix(['k', 'm'])
+        .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+}
+
+fn wide((min, max): (i32, i32)) -> (i64, i64) {
+    (i64::from(min), i64::from(max))
+}
+
+/// The schema rules of `spec.memcached`.
+pub(super) fn validate(out: &mut Out, c: &MemcachedConfig) {
+    let field = |name: &str| format!("spec.memcached.{name}");
+    let int = |v: Option<i32>| v.map(i64::from);
+    let default = Zero::MeansDefault;
+    check::range(
+        out,
+        &field("maxMemoryMB"),
+        int(c.max_memory_mb),
+        wide(MAX_MEMORY_MB),
+        default,
+    );
+    let connections = int(c.max_connections);
+    check::range(
+        out,
+        &field("maxConnections"),
+        connections,
+        wide(MAX_CONNECTIONS),
+        default,
+    );
+    check::range(
+        out,
+        &field("threads"),
+        int(c.threads),
+        wide(THREADS),
+        default,
+    );
+    let item_size = c.max_item_size.as_deref();
+    if item_size.is_some_and(|s| is_too_long(s, ITEM_SIZE_LENGTH)) {
+        out.push(Violation::too_long(field("maxItemSize"), ITEM_SIZE_LENGTH));
+    } else if let Some(size) = item_size.filter(|s| !s.is_empty() && !is_item_size(s)) {
+        let detail = format!("should match '{ITEM_SIZE_PATTERN}'");
+        out.push(Violation::invalid(
+            field("maxItemSize"),
+            quoted(size),
+            detail,
+        ));
+    }
+    check::range(
+        out,
+        &field("verbosity"),
+        int(c.verbosity),
+        wide(VERBOSITY),
+        Zero::IsAValue,
+    );
+    let args_field = field("extraArgs");
+    let args = check::items(out, &args_field, c.extra_args.as_deref(), EXTRA_ARGS);
+    for (index, arg) in args.iter().enumerate() {
+        check::length(
+            out,
+            &format!("{args_field}[{index}]"),
+            Some(arg),
+            EXTRA_ARG_LENGTH,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_and_empty_settings_mean_default() {
+        let config = MemcachedConfig {
+            max_memory_mb: Some(0),
+            max_connections: Some(0),
+            threads: Some(0),
+            max_item_size: Some(String::new()),
+            ..MemcachedConfig::default()
+        };
+        for server in [Server::of(None), Server::of(Some(&config))] {
+            let shown = (
+                server.max_memory_mb,
+                server.max_connections,
+                server.threads,
+                server.max_item_size,
+                server.verbosity,
+            );
+            assert_eq!(shown, (64, 1024, 4, "1m", 0));
+        }
+    }
+}

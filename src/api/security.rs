@@ -1,0 +1,212 @@
+//! `spec.security`: security contexts, SASL, TLS and the NetworkPolicy.
+
+use k8s_openapi::api::core::v1::{PodSecurityContext, SecurityContext};
+use k8s_openapi::api::networking::v1::NetworkPolicyPeer;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::bounds;
+use super::check::{self, Out, Violation};
+
+/// Entries of `networkPolicy.allowedSources`.
+pub const ALLOWED_SOURCES: usize = 64;
+/// The CEL rule: an enabled SASL block names its Secret.
+pub const SASL_SECRET_RULE: &str = "!has(self.enabled) || !self.enabled || \
+    (has(self.credentialsSecretRef) && has(self.credentialsSecretRef.name) && \
+    self.credentialsSecretRef.name != '')";
+/// The message of [`SASL_SECRET_RULE`].
+pub const SASL_SECRET_MESSAGE: &str = "credentialsSecretRef.name is required when SASL is enabled";
+/// The CEL rule: an enabled TLS block names its Secret.
+pub const TLS_SECRET_RULE: &str = "!has(self.enabled) || !self.enabled || \
+    (has(self.certificateSecretRef) && has(self.certificateSecretRef.name) && \
+    self.certificateSecretRef.name != '')";
+/// The message of [`TLS_SECRET_RULE`].
+pub const TLS_SECRET_MESSAGE: &str = "certificateSecretRef.name is required when TLS is enabled";
+
+/// Security settings.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SecuritySpec {
+    /// Pod security context, copied verbatim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_security_context: Option<PodSecurityContext>,
+    /// Container security context, applied to every container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_security_context: Option<SecurityContext>,
+    /// SASL (ASCII authentication file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sasl: Option<SaslSpec>,
+    /// TLS and mutual TLS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsSpec>,
+    /// NetworkPolicy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_policy: Option<NetworkPolicySpec>,
+}
+
+/// Reference to a Secret in the Memcached's namespace.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[schemars(extend("x-kubernetes-map-type" = "atomic"))]
+pub struct SecretRef {
+    /// Name of the Secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = bounds::SECRET_NAME_LENGTH), extend("default" = ""))]
+    pub name: Option<String>,
+}
+
+/// SASL settings.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[schemars(extend("x-kubernetes-validations" = [{
+    "rule": SASL_SECRET_RULE,
+    "message": SASL_SECRET_MESSAGE,
+    "fieldPath": ".credentialsSecretRef",
+    "reason": "FieldValueRequired"
+}]))]
+#[serde(rename_all = "camelCase")]
+pub struct SaslSpec {
+    /// Turn SASL (memcached `-Y`) on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Secret with the key `password-file`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials_secret_ref: Option<SecretRef>,
+}
+
+/// TLS settings.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[schemars(extend("x-kubernetes-validations" = [{
+    "rule": TLS_SECRET_RULE,
+    "message": TLS_SECRET_MESSAGE,
+    "fieldPath": ".certificateSecretRef",
+    "reason": "FieldValueRequired"
+}]))]
+#[serde(rename_all = "camelCase")]
+pub struct TlsSpec {
+    /// Turn TLS on (port 11212).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Secret with the keys `tls.crt`, `tls.key` and (for client certificates) `ca.crt`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub certificate_secret_ref: Option<SecretRef>,
+    /// Require client certificates signed by `ca.crt` (mutual TLS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enable_client_cert: Option<bool>,
+}
+
+/// NetworkPolicy settings.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkPolicySpec {
+    /// Emit a NetworkPolicy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Allowed peers; empty or absent allows every source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = ALLOWED_SOURCES))]
+    pub allowed_sources: Option<Vec<NetworkPolicyPeer>>,
+}
+
+/// TLS, when enabled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tls<'a> {
+    /// Secret with `tls.crt`, `tls.key` (and `ca.crt`).
+    pub secret_name: &'a str,
+    /// Require client certificates.
+    pub client_cert: bool,
+}
+
+/// The security settings with every default applied.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Security<'a> {
+    /// Pod security context.
+    pub pod_security_context: Option<&'a PodSecurityContext>,
+    /// Container security context (every container).
+    pub container_security_context: Option<&'a SecurityContext>,
+    /// SASL credentials Secret, when SASL is enabled (`""` when unnamed: invalid).
+    pub sasl_secret: Option<&'a str>,
+    /// TLS, when enabled.
+    pub tls: Option<Tls<'a>>,
+    /// NetworkPolicy peers when enabled (`Some(&[])` = every source).
+    pub network_policy: Option<&'a [NetworkPolicyPeer]>,
+}
+
+fn secret_name(secret: Option<&SecretRef>) -> &str {
+    secret.and_then(|r| r.name.as_deref()).unwrap_or("")
+}
+
+impl<'a> Security<'a> {
+    /// Resolves the defaults of `spec.security`.
+    #[must_use]
+    pub fn of(security: Option<&'a SecuritySpec>) -> Self {
+        let Some(s) = security else {
+            return Self::default();
+        };
+        let sasl = s.sasl.as_ref().filter(|x| x.enabled == Some(true));
+        let tls = s.tls.as_ref().filter(|t| t.enabled == Some(true));
+        let network_policy = s
+            .network_policy
+            .as_ref()
+            .filter(|n| n.enabled == Some(true));
+        Self {
+            pod_security_context: s.pod_security_context.as_ref(),
+            container_security_context: s.container_security_context.as_ref(),
+            sasl_secret: sasl.map(|x| secret_name(x.credentials_secret_ref.as_ref())),
+            tls: tls.map(|t| Tls {
+                secret_name: secret_name(t.certificate_secret_ref.as_ref()),
+                client_cert: t.enable_client_cert == Some(true),
+            }),
+            network_policy: network_policy.map(|n| n.allowed_sources.as_deref().unwrap_or(&[])),
+        }
+    }
+
+    /// Names of the Secrets of the enabled SASL and TLS blocks, de-duplicated and sorted.
+    #[must_use]
+    pub fn secrets(&self) -> Vec<&'a str> {
+        let mut names: Vec<&str> = [self.sasl_secret, self.tls.map(|t| t.secret_name)]
+            .into_iter()
+            .flatten()
+            .filter(|n| !n.is_empty())
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+}
+
+/// The schema rules of `spec.security`.
+pub(super) fn validate(out: &mut Out, s: &SecuritySpec) {
+    let sasl = s
+        .sasl
+        .as_ref()
+        .and_then(|x| x.credentials_secret_ref.as_ref());
+    let tls = s
+        .tls
+        .as_ref()
+        .and_then(|x| x.certificate_secret_ref.as_ref());
+    for (block, secret) in [
+        ("sasl.credentialsSecretRef", sasl),
+        ("tls.certificateSecretRef", tls),
+    ] {
+        let name = secret.and_then(|r| r.name.as_deref());
+        let field = format!("spec.security.{block}.name");
+        check::length(out, &field, name, bounds::SECRET_NAME_LENGTH);
+    }
+    let sources = s
+        .network_policy
+        .as_ref()
+        .and_then(|n| n.allowed_sources.as_deref());
+    let field = "spec.security.networkPolicy.allowedSources";
+    check::items(out, field, sources, ALLOWED_SOURCES);
+}
+
+/// The cross-field rules of `spec.security` (the CRD's CEL rules on SASL and TLS).
+pub(super) fn validate_rules(out: &mut Out, s: &Security<'_>) {
+    if s.sasl_secret == Some("") {
+        let field = "spec.security.sasl.credentialsSecretRef.name";
+        out.push(Violation::required(field, SASL_SECRET_MESSAGE));
+    }
+    if s.tls.is_some_and(|t| t.secret_name.is_empty()) {
+        let field = "spec.security.tls.certificateSecretRef.name";
+        out.push(Violation::required(field, TLS_SECRET_MESSAGE));
+    }
+}

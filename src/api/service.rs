@@ -1,0 +1,75 @@
+//! `spec.service`: settings of the headless Service.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::bounds;
+use super::check::{self, Out, Violation};
+
+/// An annotation value.
+pub const ANNOTATION_VALUE_LENGTH: usize = 64 * 1024;
+/// All keys and values of `annotations` together, in bytes: half of the 256 KiB Kubernetes
+/// allows for all annotations of an object, because Metacontroller's last-applied-configuration
+/// annotation on the Service repeats them. Checked by the hook only (a CRD schema cannot sum a
+/// map).
+pub const ANNOTATIONS_TOTAL: usize = 128 * 1024;
+
+/// Settings of the headless Service.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceSpec {
+    /// Annotations of the Service (replace the whole map; absent when empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend(
+        "maxProperties" = bounds::MAP_ENTRIES,
+        "additionalProperties" = {"type": "string", "maxLength": ANNOTATION_VALUE_LENGTH},
+        "x-kubernetes-validations" = [{
+            "rule": bounds::key_rule(),
+            "message": bounds::key_message()
+        }]
+    ))]
+    pub annotations: Option<BTreeMap<String, String>>,
+}
+
+/// The Service settings with every default applied.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Service<'a> {
+    /// Service annotations (never an empty map).
+    pub annotations: Option<&'a BTreeMap<String, String>>,
+}
+
+impl<'a> Service<'a> {
+    /// Resolves `spec.service`.
+    #[must_use]
+    pub fn of(service: Option<&'a ServiceSpec>) -> Self {
+        Self {
+            annotations: service
+                .and_then(|s| s.annotations.as_ref())
+                .filter(|a| !a.is_empty()),
+        }
+    }
+}
+
+/// The schema rules of `spec.service`, and the total size of its annotations.
+pub(super) fn validate(out: &mut Out, service: &ServiceSpec) {
+    let annotations = service.annotations.as_ref();
+    let field = "spec.service.annotations";
+    check::map(out, field, annotations, ANNOTATION_VALUE_LENGTH);
+    let total: usize = annotations
+        .into_iter()
+        .flatten()
+        .map(|(key, value)| key.len() + value.len())
+        .sum();
+    if total > ANNOTATIONS_TOTAL {
+        out.push(Violation {
+            detail: format!(
+                "may not be more than {ANNOTATIONS_TOTAL} bytes in total (keys and values), \
+                 half of what Kubernetes allows: Metacontroller's last-applied-configuration \
+                 annotation repeats them"
+            ),
+            ..Violation::too_long(field, ANNOTATIONS_TOTAL)
+        });
+    }
+}
