@@ -38,8 +38,8 @@ if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
     fi
 fi
 PERF="$CARGO_TARGET_DIR/release/examples/perf"
-HOOK="$CARGO_TARGET_DIR/release/memcached-hook"
-ECHO="$CARGO_TARGET_DIR/release/examples/echo"
+HOOK_BIN="$CARGO_TARGET_DIR/release/memcached-hook"
+ECHO_BIN="$CARGO_TARGET_DIR/release/examples/echo"
 
 REAL=tests/fixtures/sync/steady-state.json
 # The realistic request padded to several sizes (bench/gen-large.py), for the linearity check.
@@ -130,20 +130,21 @@ server_run() {
     port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     addr="127.0.0.1:$port"
     log="$OUT/callgrind-server-$kind.log"
+    rm -f "$log"
     if [[ $kind == hook ]]; then
         RUST_LOG=info valgrind --tool=callgrind --callgrind-out-file=/dev/null \
-            "$HOOK" serve --addr "$addr" --log-format json >/dev/null 2>"$log" &
+            "$HOOK_BIN" serve --addr "$addr" --log-format json >/dev/null 2>"$log" &
         ready="memcached-hook serving"
     else
-        valgrind --tool=callgrind --callgrind-out-file=/dev/null "$ECHO" "$addr" >/dev/null 2>"$log" &
+        valgrind --tool=callgrind --callgrind-out-file=/dev/null "$ECHO_BIN" "$addr" >/dev/null 2>"$log" &
         ready="echo serving on"
     fi
     pid=$!
     for _ in $(seq 1 600); do
-        grep -q "$ready" "$log" && break
+        grep -qs "$ready" "$log" && break
         sleep 0.1
     done
-    grep -q "$ready" "$log" || { echo "$kind did not start under valgrind" >&2; kill -TERM "$pid"; exit 1; }
+    grep -qs "$ready" "$log" || { echo "$kind did not start under valgrind" >&2; kill -TERM "$pid"; exit 1; }
     python3 bench/requests.py "$addr" "$file" "$n" "$mode" || { kill -TERM "$pid"; exit 1; }
     kill -TERM "$pid"
     wait "$pid" || true
