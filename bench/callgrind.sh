@@ -1,14 +1,24 @@
 #!/usr/bin/env bash
 # Instructions per sync versus the serde floor, under valgrind --tool=callgrind.
 #
-#   bash bench/callgrind.sh            # realistic + large request, ratios, linearity check
+#   bash bench/callgrind.sh            # realistic + large request, ratios, linearity check,
+#                                      # then the whole server path per request
 #   PROFILE=1 bash bench/callgrind.sh  # also writes callgrind profiles and prints the top
 #                                      # functions of one sync for both sizes
+#   SERVER=0 bash bench/callgrind.sh   # without the server path (saves ~2 minutes)
 #
 # For each request and each piece of work it runs the bench-only example `perf` (see
 # examples/perf.rs) twice under callgrind, with N and with 0 iterations, and divides the
 # difference of the instruction counts by N: start-up, reading the file and the set-up cancel.
 # Deterministic: the same binary and request give the same counts.
+#
+# The server path: the release `memcached-hook serve` (default settings, RUST_LOG=info as
+# deployed) and the `echo` example, each started under callgrind on 127.0.0.1 and sent
+# SERVER_FEW and then SERVER_MANY keep-alive POST /sync by bench/requests.py (one connection);
+# the difference of the two runs' counts divided by the difference of the request counts is one
+# request's user-space instructions in the server: HTTP parsing, routing, layers, ETag, log line,
+# decode, sync, encode, answer. The kernel's share (TCP receive and send) is not counted;
+# bench/load.sh measures it as CPU time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,8 +27,19 @@ OUT="${BENCH_OUT:-$CARGO_TARGET_DIR/bench}"
 mkdir -p "$OUT"
 command -v valgrind >/dev/null || { echo "valgrind is needed (apt-get install -y valgrind)" >&2; exit 1; }
 
-[[ "${SKIP_BUILD:-0}" == 1 ]] || cargo build --release --example perf >&2
+SERVER=${SERVER:-1}
+SERVER_FEW=${SERVER_FEW:-10}
+SERVER_MANY=${SERVER_MANY:-60}
+if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
+    if [[ $SERVER == 1 ]]; then
+        cargo build --release --example perf --example echo --bin memcached-hook >&2
+    else
+        cargo build --release --example perf >&2
+    fi
+fi
 PERF="$CARGO_TARGET_DIR/release/examples/perf"
+HOOK_BIN="$CARGO_TARGET_DIR/release/memcached-hook"
+ECHO_BIN="$CARGO_TARGET_DIR/release/examples/echo"
 
 REAL=tests/fixtures/sync/steady-state.json
 # The realistic request padded to several sizes (bench/gen-large.py), for the linearity check.
@@ -49,7 +70,7 @@ MODES=(hook floor decode sync encode floor-decode floor-encode)
 printf '%-22s %8s' request bytes
 printf ' %13s' "${MODES[@]}"
 printf ' %10s %10s\n' hook/floor hook/byte
-declare -A HOOK
+declare -A HOOK FLOOR
 for file in "${FILES[@]}"; do
     base=$(instructions "$file" hook 0)
     bytes=$(stat -c %s "$file")
@@ -58,11 +79,17 @@ for file in "${FILES[@]}"; do
         ir[$mode]=$(per_call "$file" "$mode" "$base")
     done
     HOOK[$bytes]=${ir[hook]}
+    FLOOR[$bytes]=${ir[floor]}
     printf '%-22s %8d' "$(basename "$file" .json)" "$bytes"
     for mode in "${MODES[@]}"; do printf ' %13d' "${ir[$mode]}"; done
     awk -v h="${ir[hook]}" -v f="${ir[floor]}" -v b="$bytes" \
         'BEGIN { printf " %10.2f %10.1f\n", h / f, h / b }'
 done
+
+real_bytes=$(stat -c %s "$REAL")
+large_bytes=$(stat -c %s "$OUT/padded-200000.json")
+awk -v h="${HOOK[$real_bytes]}" -v f="${FLOOR[$real_bytes]}" -v lh="${HOOK[$large_bytes]}" -v lf="${FLOOR[$large_bytes]}" \
+    'BEGIN { printf "instructions per sync / serde floor: realistic %.2f (target <= 0.4), 200 KB %.2f\n", h / f, lh / lf }'
 
 # Linearity: least-squares line through (bytes, instructions) of the hook, and how far each
 # point is from it.
@@ -94,4 +121,61 @@ if [[ "${PROFILE:-0}" == 1 ]]; then
             | grep -Ev 'PROGRAM TOTALS|ld-linux|below main|libc_start|rust_begin_short_backtrace|perf::main|:main ' \
             | sed 's/ \[[^]]*\]$//; s/???://' | cut -c1-140 | head -30
     done
+fi
+
+# server_run KIND FILE N [304]: total instructions of a server (KIND hook or echo) that answered
+# N + 1 requests with FILE.
+server_run() {
+    local kind=$1 file=$2 n=$3 mode=${4:-200} port addr log pid ready
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    addr="127.0.0.1:$port"
+    log="$OUT/callgrind-server-$kind.log"
+    rm -f "$log"
+    if [[ $kind == hook ]]; then
+        RUST_LOG=info valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+            "$HOOK_BIN" serve --addr "$addr" --log-format json >/dev/null 2>"$log" &
+        ready="memcached-hook serving"
+    else
+        valgrind --tool=callgrind --callgrind-out-file=/dev/null "$ECHO_BIN" "$addr" >/dev/null 2>"$log" &
+        ready="echo serving on"
+    fi
+    pid=$!
+    for _ in $(seq 1 600); do
+        grep -qs "$ready" "$log" && break
+        sleep 0.1
+    done
+    grep -qs "$ready" "$log" || { echo "$kind did not start under valgrind" >&2; kill -TERM "$pid"; exit 1; }
+    python3 bench/requests.py "$addr" "$file" "$n" "$mode" || { kill -TERM "$pid"; exit 1; }
+    kill -TERM "$pid"
+    wait "$pid" || true
+    sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$log"
+}
+
+# server_per_request KIND FILE [304]: one request's instructions in the server.
+server_per_request() {
+    local few many
+    few=$(server_run "$1" "$2" "$SERVER_FEW" "${3:-200}")
+    many=$(server_run "$1" "$2" "$SERVER_MANY" "${3:-200}")
+    echo $(( (many - few) / (SERVER_MANY - SERVER_FEW) ))
+}
+
+if [[ $SERVER == 1 ]]; then
+    echo
+    echo "the whole server path: user-space instructions per request in the server process"
+    echo "(callgrind; $SERVER_MANY minus $SERVER_FEW keep-alive requests on one loopback connection; RUST_LOG=info)"
+    printf '%-22s %8s %12s %12s %12s %11s %9s %11s\n' request bytes "echo 200" "hook 200" "hook 304" "hook/echo" "304/200" "outside"
+    for file in "$REAL" "$OUT/padded-200000.json"; do
+        bytes=$(stat -c %s "$file")
+        echo_ir=$(server_per_request echo "$file")
+        hook_ir=$(server_per_request hook "$file")
+        nm_ir=$(server_per_request hook "$file" 304)
+        # "outside": what the server does per request besides decode + sync() + encode
+        # (the `hook` row of the table above) and the echo's HTTP work.
+        printf '%-22s %8d %12d %12d %12d %11.2f %9.2f %11d\n' "$(basename "$file" .json)" "$bytes" \
+            "$echo_ir" "$hook_ir" "$nm_ir" \
+            "$(awk -v h="$hook_ir" -v e="$echo_ir" 'BEGIN { print h / e }')" \
+            "$(awk -v n="$nm_ir" -v h="$hook_ir" 'BEGIN { print n / h }')" \
+            $(( hook_ir - echo_ir - HOOK[$bytes] ))
+    done
+    echo "(304/200: target <= 0.3 in CPU; this ratio leaves out the kernel's share, which bench/load.sh includes)"
 fi

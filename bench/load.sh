@@ -205,13 +205,18 @@ for size in realistic large; do
         printf '%-28s %12.0f %10.3f %14s %9d KiB\n' "echo (200, body back)" "$echo_rps" "$echo_p99" "$echo_cpu" "$echo_rss"
         printf '%-28s %12.0f %10.3f %14s %9d KiB\n' "hook 200 (full sync)" "$hook_rps" "$hook_p99" "$hook_cpu" "$hook_rss"
         printf '%-28s %12.0f %10s %14s\n' "hook 304 (If-None-Match)" "$nm_rps" "" "$nm_cpu"
-        awk -v h="$hook_rps" -v e="$echo_rps" -v hc="$hook_cpu" -v ec="$echo_cpu" -v nc="$nm_cpu" \
-            'BEGIN { printf "throughput hook/echo: %.2f (target >= 0.8); CPU per request hook/echo: %.2f\n", h / e, hc / ec
+        # The targets (issue 17): throughput >= 0.5x the echo on the realistic request (0.8x
+        # beyond), >= 0.7x on the large one; p99 <= 1 ms at half the peak on the realistic one.
+        if [[ $size == realistic ]]; then want_tput=0.5; else want_tput=0.7; fi
+        awk -v h="$hook_rps" -v e="$echo_rps" -v hc="$hook_cpu" -v ec="$echo_cpu" -v nc="$nm_cpu" -v w="$want_tput" \
+            'BEGIN { printf "throughput hook/echo: %.2f (target >= %s); CPU per request hook/echo: %.2f\n", h / e, w, hc / ec
                      printf "304 cost / full sync cost (server CPU per request): %.2f (target <= 0.3)\n", nc / hc }'
-        printf 'half peak: %.0f requests/s (%d connections, mean %d ms think time): p50 %.3f ms, p99 %.3f ms (target <= 1 ms)\n' \
-            "$half_rps" "$half_conns" "$delay" "$half_p50" "$half_p99"
+        if [[ $size == realistic ]]; then want_p99="(target <= 1 ms)"; else want_p99="(no target for this size)"; fi
+        printf 'half peak: %.0f requests/s (%d connections, mean %d ms think time): p50 %.3f ms, p99 %.3f ms %s\n' \
+            "$half_rps" "$half_conns" "$delay" "$half_p50" "$half_p99" "$want_p99"
         printf 'echo at the same load: %.0f requests/s: p99 %.3f ms\n' "$echo_half_rps" "$echo_half_p99"
-        echo "peak RSS under load: hook $hook_rss KiB (target <= 15360 KiB)"
+        echo "peak RSS under load: hook $hook_rss KiB (target <= 15360 KiB), echo $echo_rss KiB"
+        echo "load average after this size: $(cut -d' ' -f1-3 /proc/loadavg)"
     } | tee -a "$OUT/load.txt"
 done
 

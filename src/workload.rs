@@ -128,7 +128,7 @@ struct IdentityMeta<'a> {
 #[must_use]
 pub fn last_applied(child: &ObservedChild, namespace: &str) -> Option<Box<RawValue>> {
     let text = child.last_applied()?;
-    let raw = RawValue::from_string(text.to_owned()).ok()?;
+    let raw = RawValue::from_string(text).ok()?;
     let id: Identity<'_> = serde_json::from_str(raw.get()).ok()?;
     let child_namespace = child.metadata.namespace.as_deref().unwrap_or(namespace);
     let same = id.api_version == child.api_version

@@ -19,7 +19,7 @@ pub use customize::{
     CustomizeController, CustomizeControllerSpec, CustomizeHooks, CustomizeRequest,
     CustomizeResponse, ResourceRule,
 };
-pub use observed::{ChildMeta, ChildStatus, Observed, ObservedChild, RelatedObject};
+pub use observed::{ChildMeta, ChildStatus, Observed, ObservedChild, RawString, RelatedObject};
 pub use response::{Child, SyncResponse};
 
 use std::fmt;
