@@ -125,6 +125,24 @@ fn render_prints_the_seeds_expected_objects() {
 }
 
 #[test]
+fn render_of_a_statefulset_sample_prints_a_statefulset_and_no_deployment() {
+    let (ok, out, err) = run(&["render", "config/samples/statefulset.yaml"]);
+    assert!(ok, "{err}");
+    let rendered = yaml_documents(&out);
+    let kinds: Vec<&str> = rendered.iter().filter_map(|o| o["kind"].as_str()).collect();
+    assert!(kinds.contains(&"StatefulSet"), "{kinds:?}");
+    assert!(!kinds.contains(&"Deployment"), "{kinds:?}");
+    let set = rendered
+        .iter()
+        .find(|o| o["kind"] == "StatefulSet")
+        .expect("StatefulSet");
+    assert_eq!(set["metadata"]["name"], "cache-sts");
+    assert_eq!(set["spec"]["serviceName"], "cache-sts");
+    assert_eq!(set["spec"]["podManagementPolicy"], "Parallel");
+    assert!(set["spec"].get("volumeClaimTemplates").is_none());
+}
+
+#[test]
 fn replay_prints_the_response_as_json_or_the_children_as_yaml() {
     let fixture = "tests/fixtures/sync/steady-state.json";
     let (ok, out, err) = run(&["replay", fixture, "--now", "2026-11-22T12:00:00Z"]);
