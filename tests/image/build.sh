@@ -39,24 +39,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-passed=0
-failed=0
-failures=()
-t_all=$EPOCHREALTIME
-elapsed() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
-step() {
-    local name=$1 t0=$EPOCHREALTIME
-    shift
-    echo "==> $name"
-    if "$@"; then
-        passed=$((passed + 1))
-        echo "<== $name: ok ($(elapsed "$t0") s)"
-    else
-        failed=$((failed + 1))
-        failures+=("$name")
-        echo "<== $name: FAILED ($(elapsed "$t0") s)"
-    fi
-}
+# step, elapsed, passed/failed/failures, t_all
+# shellcheck source=../lib/steps.sh
+source "$ROOT/tests/lib/steps.sh"
 
 tools() {
     local missing=() p

@@ -55,29 +55,10 @@ KUSTOMIZE="$KUSTOMIZE_DIR/kustomize"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
-passed=0
-failed=0
-failures=()
+# step, elapsed, passed/failed/failures
+# shellcheck source=../lib/steps.sh
+source "$ROOT/tests/lib/steps.sh"
 started_all=$EPOCHREALTIME
-
-elapsed() { # start -> seconds with one decimal
-    awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'
-}
-
-# step NAME COMMAND...: run, time, and count one step; later steps run even if it fails.
-step() {
-    local name=$1; shift
-    local t0=$EPOCHREALTIME
-    echo "==> $name"
-    if "$@"; then
-        passed=$((passed + 1))
-        echo "<== $name: ok ($(elapsed "$t0") s)"
-    else
-        failed=$((failed + 1))
-        failures+=("$name")
-        echo "<== $name: FAILED ($(elapsed "$t0") s)"
-    fi
-}
 
 # ---- tools -------------------------------------------------------------------------------------
 install_python_tools() {
