@@ -299,6 +299,7 @@ pub fn build(inputs: &Inputs<'_>, previous: &[Condition], now: &str) -> Memcache
     MemcachedStatus {
         conditions: Some(conditions),
         ready_replicas,
+        desired_replicas: Some(desired(inputs)),
         observed_generation: inputs.generation,
         server_list: ready.then(|| {
             vec![format!(
