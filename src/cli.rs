@@ -285,8 +285,10 @@ fn children_yaml(children: &[Child]) -> anyhow::Result<String> {
 }
 
 fn replay(path: &Path, output: Output, now: Timestamp) -> anyhow::Result<()> {
-    let request = decode_request(path, &read(path)?)?;
-    let response = run_sync(path, &request, now)?;
+    let body = read(path)?;
+    let request = decode_request(path, &body)?;
+    let response = memcached_hook::sync_with_body(&request, Some(&body), now)
+        .map_err(|e| anyhow!("{}: {}: {e}", path.display(), e.field()))?;
     match output {
         Output::Json => print(&(serde_json::to_string_pretty(&response)? + "\n")),
         Output::Yaml => print(&children_yaml(&response.children)?),

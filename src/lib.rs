@@ -13,4 +13,4 @@ pub mod server;
 pub mod status;
 mod sync;
 
-pub use sync::{RESTART_TRIGGER, SyncError, condition_time, customize, sync};
+pub use sync::{RESTART_TRIGGER, SyncError, condition_time, customize, sync, sync_with_body};

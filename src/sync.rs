@@ -155,6 +155,20 @@ fn kept_children(req: &SyncRequest, namespace: &str) -> Option<Vec<Child>> {
 /// for an invalid spec whose observed children cannot be kept (none observed, or one without
 /// Metacontroller's last-applied annotation).
 pub fn sync(req: &SyncRequest, now: Timestamp) -> Result<SyncResponse, SyncError> {
+    sync_with_body(req, None, now)
+}
+
+/// [`sync`] of a request decoded from `body`: for an invalid spec whose observed children carry
+/// no last-applied annotation (server-side apply), they are kept as their managed fields record
+/// them ([`crate::hook::applied`]).
+///
+/// # Errors
+/// As [`sync`].
+pub fn sync_with_body(
+    req: &SyncRequest,
+    body: Option<&[u8]>,
+    now: Timestamp,
+) -> Result<SyncResponse, SyncError> {
     let parent = &req.parent;
     check_parent(parent)?;
     let name = parent.metadata.name.as_str();
@@ -188,11 +202,13 @@ pub fn sync(req: &SyncRequest, now: Timestamp) -> Result<SyncResponse, SyncError
 
     let violations = validation::validate(name, spec);
     if !violations.is_empty() {
-        let Some(children) = kept_children(req, namespace) else {
+        let kept = kept_children(req, namespace)
+            .or_else(|| body.and_then(crate::hook::applied::kept_children));
+        let Some(children) = kept else {
             let reason = if req.children.is_empty() {
                 "no observed children to keep"
             } else {
-                "an observed child has no last-applied configuration of its own to keep"
+                "an observed child has no last-applied configuration or server-side apply record of its own to keep"
             };
             return Err(SyncError::InvalidSpec { reason, violations });
         };

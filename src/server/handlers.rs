@@ -151,7 +151,7 @@ fn sync_inner(
         meta.namespace.clone().unwrap_or_default(),
         meta.name.clone(),
     ));
-    let response = crate::sync(&request, Timestamp::now())?;
+    let response = crate::sync_with_body(&request, Some(&body), Timestamp::now())?;
     outcome.children = response.children.len();
     let kept = response
         .children

@@ -14,7 +14,7 @@ fn golden_sync_responses() {
             let bytes = std::fs::read(path).expect("fixture readable");
             let request: memcached_hook::hook::SyncRequest =
                 serde_json::from_slice(&bytes).expect("fixture decodes");
-            let answer = match memcached_hook::sync(&request, now()) {
+            let answer = match memcached_hook::sync_with_body(&request, Some(&bytes), now()) {
                 Ok(response) => serde_json::to_value(&response).expect("encodes"),
                 Err(error) => {
                     json!({"rejected": {"error": error.to_string(), "field": error.field()}})
