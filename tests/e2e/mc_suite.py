@@ -387,13 +387,15 @@ class Suite:
                 continue
             lst = self.api.get(obj_path(av, kind, ns)) or {"items": []}
             for o in lst["items"]:
+                o.setdefault("apiVersion", av)
+                o.setdefault("kind", kind)
                 refs = o["metadata"].get("ownerReferences") or []
                 if uid is None or any(r.get("uid") == uid and r.get("controller") for r in refs):
                     out[(kind, o["metadata"]["name"])] = o
         return out
 
     def rvs(self, ns, name):
-        return {k: (o["metadata"]["uid"], o["metadata"]["resourceVersion"])
+        return {f"{k[0]}/{k[1]}": (o["metadata"]["uid"], o["metadata"]["resourceVersion"])
                 for k, o in self.children(ns, name).items()}
 
     def uids(self, ns):
@@ -449,7 +451,15 @@ class Suite:
         return self.api.apply(parent_path(ns, cr["metadata"]["name"]), body)
 
     def patch_spec(self, ns, name, spec_patch):
-        return self.api.merge(parent_path(ns, name), {"spec": spec_patch})
+        # Retried (bounded) while the API server is (re)starting: 429 "storage is initializing".
+        deadline = time.time() + 60
+        while True:
+            try:
+                return self.api.merge(parent_path(ns, name), {"spec": spec_patch})
+            except (ApiError, OSError) as e:
+                if time.time() > deadline or (isinstance(e, ApiError) and e.code < 429):
+                    raise
+                time.sleep(1)
 
     def wait_render(self, cr, ns, timeout=60):
         """Wait until the live state equals render(cr) and the status describes this generation."""
@@ -800,7 +810,9 @@ class Suite:
         t0 = time.time()
         self.fault_update(2, "500")
         self.during("fault-hook-500", 12, "hook answers 500")
-        self.check("fault-hook-500", any(e["code"] == 500 for e in self.relay.since(t0)), "500s were answered")
+        got, took = self.wait("500", lambda: any(e["code"] == 500 for e in self.relay.since(t0)), 30)
+        self.during("fault-hook-500", 2, "after the first 500")
+        self.check("fault-hook-500", got, f"Metacontroller's calls were answered 500 (first after {12 + took:.0f}s at most)")
         self.relay.mode = "forward"
         self.fault_end("fault-hook-500", u, d)
 
@@ -811,7 +823,10 @@ class Suite:
         t0 = time.time()
         self.fault_update(0, "timeout")
         self.during("fault-hook-timeout", 14, "hook hangs past the 10 s webhook timeout")
-        self.check("fault-hook-timeout", any(e["code"] == "hang" for e in self.relay.since(t0)), "calls hung")
+        got, took = self.wait("hang", lambda: any(e["code"] == "hang" for e in self.relay.since(t0)), 30)
+        if got:
+            self.during("fault-hook-timeout", 11, "after the first hung call (past the 10 s timeout)")
+        self.check("fault-hook-timeout", got, "Metacontroller's calls hung past its timeout")
         self.relay.mode = "forward"
         self.fault_end("fault-hook-timeout", u, d)
 

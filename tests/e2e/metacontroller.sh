@@ -120,7 +120,8 @@ if [[ "${mode}" == local ]]; then
     preload="${ROOT}/deploy/crd.yaml"
     [[ -n "${SM_CRD}" ]] && preload+=":${SM_CRD}"
     cluster_up=1
-    if ! E2E_APPLY_STRATEGY="${strategy}" E2E_PRELOAD_MANIFESTS="${preload}" \
+    # (`cluster.sh env` of the previous strategy exported E2E_METACONTROLLER=running)
+    if ! E2E_METACONTROLLER=1 E2E_APPLY_STRATEGY="${strategy}" E2E_PRELOAD_MANIFESTS="${preload}" \
       "${HERE}/cluster.sh" up >"${WORK}/env-${strategy}.sh" 2>"${WORK}/cluster-up-${strategy}.log"; then
       tail -n 20 "${WORK}/cluster-up-${strategy}.log"
       failed=$((failed + 1)); summary+=("${strategy} cluster.sh up FAILED"); continue
