@@ -286,10 +286,11 @@ fn decode_request(path: &Path, bytes: &[u8]) -> anyhow::Result<SyncRequest> {
 fn run_sync(
     path: &Path,
     request: &SyncRequest,
+    body: Option<&[u8]>,
     now: Timestamp,
     options: &memcached_hook::Options,
 ) -> anyhow::Result<SyncResponse> {
-    memcached_hook::sync_with(request, now, options)
+    memcached_hook::sync_with(request, body, now, options)
         .map_err(|e| anyhow!("{}: {}: {e}", path.display(), e.field()))
 }
 
@@ -317,8 +318,9 @@ fn replay(
     now: Timestamp,
     options: &memcached_hook::Options,
 ) -> anyhow::Result<()> {
-    let request = decode_request(path, &read(path)?)?;
-    let response = run_sync(path, &request, now, options)?;
+    let body = read(path)?;
+    let request = decode_request(path, &body)?;
+    let response = run_sync(path, &request, Some(&body), now, options)?;
     match output {
         Output::Json => print(&(serde_json::to_string_pretty(&response)? + "\n")),
         Output::Yaml => print(&children_yaml(&response.children)?),
@@ -359,7 +361,13 @@ fn render(path: &Path, options: &memcached_hook::Options) -> anyhow::Result<()> 
         let label = format!("{} (document {})", path.display(), index + 1);
         let request = decode_request(Path::new(&label), &bytes)
             .map_err(|e| anyhow!("{}", e.to_string().replace(": parent.", ": ")))?;
-        let response = run_sync(Path::new(&label), &request, Timestamp::UNIX_EPOCH, options)?;
+        let response = run_sync(
+            Path::new(&label),
+            &request,
+            None,
+            Timestamp::UNIX_EPOCH,
+            options,
+        )?;
         out.push_str(&children_yaml(&response.children)?);
     }
     print(&out)

@@ -398,6 +398,7 @@ pub fn build(inputs: &Inputs<'_>, previous: &[Condition], now: &str) -> Memcache
     MemcachedStatus {
         conditions: Some(conditions),
         ready_replicas: (serving != 0).then_some(serving),
+        desired_replicas: Some(desired(inputs)),
         observed_generation: inputs.generation,
         server_list,
     }

@@ -144,8 +144,7 @@ struct Outcome {
 /// Why an invalid spec cannot keep the observed children.
 const NOTHING_TO_KEEP: &str = "no observed children to keep";
 /// Why an invalid spec cannot keep the observed children.
-const CHILD_WITHOUT_LAST_APPLIED: &str =
-    "an observed child has no last-applied configuration of its own to keep";
+const CHILD_WITHOUT_LAST_APPLIED: &str = "an observed child has no last-applied configuration or server-side apply record of its own to keep";
 
 /// How the hook itself is configured, beyond what a request carries.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -169,7 +168,7 @@ impl Default for Options {
 /// # Errors
 /// As [`sync_with`].
 pub fn sync(req: &SyncRequest, now: Timestamp) -> Result<SyncResponse, SyncError> {
-    sync_with(req, now, &Options::default())
+    sync_with(req, None, now, &Options::default())
 }
 
 /// Computes the desired children and the status for one sync request at time `now`.
@@ -178,8 +177,12 @@ pub fn sync(req: &SyncRequest, now: Timestamp) -> Result<SyncResponse, SyncError
 /// [`SyncError::WrongParent`] for a parent of another kind or group; [`SyncError::InvalidSpec`]
 /// for an invalid spec whose observed children cannot be kept (none observed, or one without
 /// Metacontroller's last-applied annotation).
+/// For an invalid spec whose observed children carry no last-applied annotation (server-side
+/// apply), `body`, the request as received, lets them be kept as their managed fields record
+/// them ([`crate::hook::applied`]).
 pub fn sync_with(
     req: &SyncRequest,
+    body: Option<&[u8]>,
     now: Timestamp,
     options: &Options,
 ) -> Result<SyncResponse, SyncError> {
@@ -204,7 +207,9 @@ pub fn sync_with(
             .collect();
         desired(req, &e, &plan, &declared, options)?
     } else {
-        let Some(children) = kept_children(req, namespace) else {
+        let kept = kept_children(req, namespace)
+            .or_else(|| body.and_then(crate::hook::applied::kept_children));
+        let Some(children) = kept else {
             let reason = if req.children.is_empty() {
                 NOTHING_TO_KEEP
             } else {

@@ -16,6 +16,10 @@
 #              as kustomize, install on the e2e kube-apiserver)
 #   monitoring tests/monitoring/check.sh (promtool from its Go module: rules, unit tests, KSM config
 #              structure, dashboard series; kube-state-metrics when KUBE_STATE_METRICS_BIN is set)
+#   metacontroller  tests/e2e/metacontroller.sh (the hook under a real Metacontroller, both apply
+#              strategies, faults, 200 Memcacheds); only when a Metacontroller is supplied
+#              (METACONTROLLER_BIN + METACONTROLLER_CRDS_DIR, or KUBECONFIG + E2E_HOOK_HOST),
+#              else one line says it was skipped and why
 #   load       tests/load/run.sh (sustained load, SIGTERM mid-load, slow clients; loopback only)
 #   fuzz       tests/fuzz/smoke.sh (cargo-fuzz on stable, decode + sync, 200k executions or 60 s)
 # Select phases with PHASES="rust peers". Heavy caches live outside the clone, under
@@ -26,7 +30,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/memcached-hook/target}
 export PATH="$HOME/.cargo/bin:/usr/local/go/bin:$PATH"
-PHASES=${PHASES:-rust deny manifests image schema peers e2e helm monitoring load fuzz}
+PHASES=${PHASES:-rust deny manifests image schema peers e2e helm monitoring metacontroller load fuzz}
 HOOK_BIN="$CARGO_TARGET_DIR/debug/memcached-hook"
 
 phase_rust() {
@@ -44,6 +48,7 @@ phase_e2e() { MEMCACHED_HOOK_BIN="$HOOK_BIN" bash tests/e2e/run.sh; }
 phase_image() { bash tests/image/build.sh; }
 phase_helm() { bash tests/helm/check.sh; }
 phase_monitoring() { bash tests/monitoring/check.sh; }
+phase_metacontroller() { MEMCACHED_HOOK_BIN="$HOOK_BIN" bash tests/e2e/metacontroller.sh; }
 # The load phase drives the optimised binary; it reuses the static release build of the
 # manifests phase (the image's binary) instead of a second LTO build, when there is one.
 STATIC_BIN="$HOME/.cache/memcached-hook/target-static/x86_64-unknown-linux-gnu/release/memcached-hook"
@@ -73,12 +78,12 @@ for phase in $PHASES; do
         result=FAILED
     fi
     took=$(($(date +%s) - start))
-    summary+=("$(printf '%-10s %-7s %5ds' "$phase" "$result" "$took")")
+    summary+=("$(printf '%-14s %-7s %5ds' "$phase" "$result" "$took")")
     echo "=== phase $phase: $result in ${took}s ==="
 done
 
 echo
-echo "phase      result   time"
+echo "phase          result   time"
 printf '%s\n' "${summary[@]}"
 [ "$failed" -eq 0 ] || echo "failed phases: ${failed_names[*]}"
 echo "phases: $passed passed, $failed failed"

@@ -67,7 +67,7 @@ const MIB: u32 = 1 << 20;
     namespaced,
     status = "MemcachedStatus",
     doc = "Memcached is a memcached cache managed by the memcached-hook Metacontroller sync hook.",
-    printcolumn = r#"{"name":"Replicas","type":"integer","jsonPath":".spec.replicas","description":"Number of desired Memcached pods"}"#,
+    printcolumn = r#"{"name":"Replicas","type":"integer","jsonPath":".status.desiredReplicas","description":"Number of desired Memcached pods (spec.replicas, 1 when unset, or the autoscaler's count)"}"#,
     printcolumn = r#"{"name":"Ready","type":"integer","jsonPath":".status.readyReplicas","description":"Number of ready Memcached pods"}"#,
     printcolumn = r#"{"name":"Status","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status","description":"Whether all desired Memcached pods are ready"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#

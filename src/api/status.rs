@@ -18,6 +18,10 @@ pub struct MemcachedStatus {
     /// Ready pods of the Deployment.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ready_replicas: Option<i32>,
+    /// The pod count the hook wants: `spec.replicas` (1 when unset), or under autoscaling the
+    /// observed Deployment's count (the HPA's choice). Shown as the REPLICAS column.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub desired_replicas: Option<i32>,
     /// The `metadata.generation` this status describes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,

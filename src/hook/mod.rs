@@ -10,6 +10,7 @@
 //! not looked at. The CompositeController's hook versions are read so that a body of a shape
 //! the hook does not know (a hook API other than v1 and v2) is refused instead of guessed at.
 
+pub mod applied;
 mod customize;
 mod observed;
 mod response;

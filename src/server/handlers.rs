@@ -161,7 +161,7 @@ fn sync_inner(
         meta.namespace.clone().unwrap_or_default(),
         meta.name.clone(),
     ));
-    let response = crate::sync_with(&request, Timestamp::now(), options)?;
+    let response = crate::sync_with(&request, Some(&body), Timestamp::now(), options)?;
     outcome.children = response.children.len();
     let kept = response
         .children

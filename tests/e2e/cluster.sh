@@ -5,7 +5,7 @@
 # cascades; there is no scheduler, kubelet or Deployment controller), then
 # Metacontroller with its CRDs.
 #
-# Usage: cluster.sh up | down | env | status | restart-metacontroller
+# Usage: cluster.sh up | down | env | status | restart-metacontroller | restart-apiserver
 #
 #   up     start everything (each wait is bounded); prints the `env` lines
 #   down   stop exactly the processes `up` started (by recorded PID), keep logs
@@ -15,6 +15,7 @@
 #            E2E_METACONTROLLER_METRICS_URL
 #   restart-metacontroller  stop Metacontroller and start it again (e.g. with
 #            another E2E_APPLY_STRATEGY) against the same API server
+#   restart-apiserver  stop kube-apiserver and start it again (same port, etcd, token)
 #
 # Environment:
 #   E2E_STATE_DIR       state dir (logs, PIDs, certs, kubeconfig);
@@ -29,6 +30,7 @@
 #   E2E_MC_LOG_LEVEL    Metacontroller --zap-log-level (default 4; 5 diffs, 6 bodies)
 #   E2E_MC_TUNING       install (default: the flags of metacontroller/components/tuning) | stock
 #   E2E_MC_ARGS         extra Metacontroller flags, e.g. --discovery-interval=1s
+#   E2E_MC_EXTRA_ARGS   more Metacontroller flags after E2E_MC_ARGS, split on spaces
 #   E2E_WAIT_SECONDS    bound of each readiness wait (default 120)
 #   ETCD_BIN KUBE_APISERVER_BIN KUBE_CONTROLLER_MANAGER_BIN KUBECTL_BIN
 #   METACONTROLLER_BIN METACONTROLLER_CRDS_DIR   prebuilt binaries / CRD dir
@@ -160,7 +162,7 @@ start_metacontroller() {
   local -a settings extra
   read -r mport hport <<<"$(free_ports 2)"
   mapfile -t settings < <(mc_settings)
-  read -r -a extra <<<"${E2E_MC_ARGS:-}"
+  read -r -a extra <<<"${E2E_MC_ARGS:-} ${E2E_MC_EXTRA_ARGS:-}"
   spawn metacontroller "${METACONTROLLER_BIN}" \
     --kubeconfig="${S}/kubeconfig" \
     "${settings[@]}" "${extra[@]}" \
@@ -173,6 +175,25 @@ start_metacontroller() {
   set_var METACONTROLLER running
   set_var APPLY_STRATEGY "${APPLY_STRATEGY}"
   set_var METRICS_URL "http://${HOST}:${mport}/metrics"
+}
+
+start_apiserver() {
+  local etcd_port="$1" api_port="$2" token="$3"
+  spawn kube-apiserver "${KUBE_APISERVER_BIN}" \
+    --etcd-servers="http://${HOST}:${etcd_port}" \
+    --bind-address="${HOST}" --advertise-address="${HOST}" \
+    --secure-port="${api_port}" --cert-dir="${S}/certs/apiserver" \
+    --external-hostname=localhost \
+    --token-auth-file="${S}/tokens.csv" \
+    --authorization-mode=AlwaysAllow \
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file="${S}/certs/sa.pub" \
+    --service-account-signing-key-file="${S}/certs/sa.key" \
+    --service-cluster-ip-range=10.0.0.0/24 \
+    --endpoint-reconciler-type=none \
+    --allow-privileged=true
+  wait_for kube-apiserver "ready on https://${HOST}:${api_port}" \
+    curl -sfk --max-time 2 -H "Authorization: Bearer ${token}" "https://${HOST}:${api_port}/readyz"
 }
 
 have_metacontroller() {
@@ -224,21 +245,9 @@ cmd_up() {
   printf '%s,admin,admin,system:masters\n' "${token}" >"${S}/tokens.csv"
   openssl genrsa -out "${S}/certs/sa.key" 2048 2>/dev/null
   openssl rsa -in "${S}/certs/sa.key" -pubout -out "${S}/certs/sa.pub" 2>/dev/null
-  spawn kube-apiserver "${KUBE_APISERVER_BIN}" \
-    --etcd-servers="http://${HOST}:${etcd_port}" \
-    --bind-address="${HOST}" --advertise-address="${HOST}" \
-    --secure-port="${api_port}" --cert-dir="${S}/certs/apiserver" \
-    --external-hostname=localhost \
-    --token-auth-file="${S}/tokens.csv" \
-    --authorization-mode=AlwaysAllow \
-    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
-    --service-account-key-file="${S}/certs/sa.pub" \
-    --service-account-signing-key-file="${S}/certs/sa.key" \
-    --service-cluster-ip-range=10.0.0.0/24 \
-    --endpoint-reconciler-type=none \
-    --allow-privileged=true
-  wait_for kube-apiserver "ready on https://${HOST}:${api_port}" \
-    curl -sfk --max-time 2 -H "Authorization: Bearer ${token}" "https://${HOST}:${api_port}/readyz"
+  set_var ETCD_PORT "${etcd_port}"
+  set_var API_PORT "${api_port}"
+  start_apiserver "${etcd_port}" "${api_port}" "${token}"
 
   # Kubeconfig: the apiserver's self-signed serving chain is the CA.
   local ca="${S}/certs/apiserver/apiserver.crt"
@@ -345,6 +354,15 @@ cmd_restart_metacontroller() {
   cmd_env
 }
 
+# restart-apiserver: stop kube-apiserver and start it again on the same port, with the same
+# etcd and token (its serving certificate is kept in the cert dir, so the kubeconfig stays valid).
+cmd_restart_apiserver() {
+  [[ -f "${S}/vars" ]] || die "no environment in ${S}"
+  alive etcd || die "etcd is not running"
+  stop kube-apiserver
+  start_apiserver "$(get_var ETCD_PORT)" "$(get_var API_PORT)" "$(get_var TOKEN)"
+}
+
 cmd_status() {
   local n pid st
   for n in $(cat "${S}/pids/order" 2>/dev/null); do
@@ -360,5 +378,6 @@ case "${1:-}" in
   env) cmd_env ;;
   status) cmd_status ;;
   restart-metacontroller) cmd_restart_metacontroller ;;
-  *) echo "usage: $0 up|down|env|status|restart-metacontroller" >&2; exit 2 ;;
+  restart-apiserver) cmd_restart_apiserver ;;
+  *) echo "usage: $0 up|down|env|status|restart-metacontroller|restart-apiserver" >&2; exit 2 ;;
 esac

@@ -14,7 +14,8 @@ fn golden_sync_responses() {
             let bytes = std::fs::read(path).expect("fixture readable");
             let request: memcached_hook::hook::SyncRequest =
                 memcached_hook::hook::decode(&bytes).expect("fixture decodes");
-            let answer = match memcached_hook::sync(&request, now()) {
+            let options = memcached_hook::Options::default();
+            let answer = match memcached_hook::sync_with(&request, Some(&bytes), now(), &options) {
                 Ok(response) => serde_json::to_value(&response).expect("encodes"),
                 Err(error) => {
                     json!({"rejected": {"error": error.to_string(), "field": error.field()}})
