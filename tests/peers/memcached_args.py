@@ -534,7 +534,8 @@ def run_exporter(binary, memcached_port, netns, workdir, name):
 
 
 # ----------------------------------------------------------------------------------------------- replay
-CHILD_RESOURCES = [("apps/v1", "deployments", "Deployment"), ("v1", "services", "Service"),
+CHILD_RESOURCES = [("apps/v1", "deployments", "Deployment"), ("apps/v1", "statefulsets", "StatefulSet"),
+                   ("v1", "services", "Service"),
                    ("policy/v1", "poddisruptionbudgets", "PodDisruptionBudget"),
                    ("networking.k8s.io/v1", "networkpolicies", "NetworkPolicy"),
                    ("monitoring.coreos.com/v1", "servicemonitors", "ServiceMonitor"),
@@ -542,7 +543,8 @@ CHILD_RESOURCES = [("apps/v1", "deployments", "Deployment"), ("v1", "services", 
 
 
 def replay_deployment(hook, cr, workdir, name):
-    """The Deployment of `memcached-hook replay` for a first-sync request (no observed children) of the CR."""
+    """The workload (Deployment or StatefulSet) of `memcached-hook replay` for a first-sync request
+    (no observed children) of the CR."""
     parent = json.loads(json.dumps(cr, default=str))
     meta = parent.setdefault("metadata", {})
     meta.setdefault("namespace", "peers")
@@ -569,7 +571,7 @@ def replay_deployment(hook, cr, workdir, name):
     if out.returncode != 0:
         raise RuntimeError(f"replay exited {out.returncode}: {out.stderr.decode()[:300]}")
     children = json.loads(out.stdout).get("children") or []
-    return next((c for c in children if c.get("kind") == "Deployment"), None)
+    return next((c for c in children if c.get("kind") in ("Deployment", "StatefulSet")), None)
 
 
 def diff_paths(a, b, path="", out=None, limit=8):
@@ -593,8 +595,11 @@ def run_case(R, name, cr, children, expected, opts, pki_dir, secret_data):
     ck = lambda check, ok, detail="": R.check(f"{name}/{check}", ok, detail)
 
     if children is not None:
-        deploys = [d for d in children if isinstance(d, dict) and d.get("kind") == "Deployment"]
-        ck("render-deployment-first", bool(children) and children[0].get("kind") == "Deployment",
+        # The workload (a Deployment, or a StatefulSet under spec.workload) carries the pod
+        # template whose memcached command line is run below.
+        workloads = ("Deployment", "StatefulSet")
+        deploys = [d for d in children if isinstance(d, dict) and d.get("kind") in workloads]
+        ck("render-workload-first", bool(children) and children[0].get("kind") in workloads,
            f"kinds: {[d.get('kind') for d in children if isinstance(d, dict)]}")
         if not deploys:
             return
