@@ -41,6 +41,7 @@ PARENT_API = f"/apis/{GROUP}/v1beta1"
 # (apiVersion, kind) -> (API prefix, plural)
 KINDS = {
     ("apps/v1", "Deployment"): ("/apis/apps/v1", "deployments"),
+    ("apps/v1", "StatefulSet"): ("/apis/apps/v1", "statefulsets"),
     ("v1", "Service"): ("/api/v1", "services"),
     ("policy/v1", "PodDisruptionBudget"): ("/apis/policy/v1", "poddisruptionbudgets"),
     ("networking.k8s.io/v1", "NetworkPolicy"): ("/apis/networking.k8s.io/v1", "networkpolicies"),
@@ -578,6 +579,20 @@ class Suite:
         self.check("readiness", res, f"3/3 ready: Ready=True, serverList {want} ({took:.1f}s)",
                    json.dumps((self.parent(ns, name) or {}).get("status")))
         self.check("readiness", self.parent(ns, name)["status"].get("readyReplicas") == 3, "status.readyReplicas 3")
+        # StatefulSet mode: the StatefulSet's /status drives Ready; serverList names every pod.
+        name = "cache-sts"
+        spath = obj_path("apps/v1", "StatefulSet", ns, name)
+        sts = self.api.get(spath)
+        n = sts["spec"].get("replicas", 1)
+        self.api.merge(spath + "/status", {"status": {
+            "observedGeneration": sts["metadata"].get("generation"), "replicas": n, "readyReplicas": n,
+            "availableReplicas": n, "updatedReplicas": n, "currentReplicas": n,
+            "currentRevision": f"{name}-1", "updateRevision": f"{name}-1"}})
+        want = [f"{name}-{i}.{name}.{ns}.svc:11211" for i in range(n)]
+        res, took = self.wait("sts-ready", lambda: (self.condition(ns, name, "Ready") or {}).get("status") == "True"
+                              and self.parent(ns, name)["status"].get("serverList") == want, 30)
+        self.check("readiness", res, f"StatefulSet {n}/{n} ready: Ready=True, serverList {want} ({took:.1f}s)",
+                   json.dumps((self.parent(ns, name) or {}).get("status")))
 
     def s_updates(self):
         """replicas, image, Service annotations, PDB on/off/int/percent, HPA on/off without a dip."""
@@ -641,33 +656,55 @@ class Suite:
         self.check("updates", all(r == 4 for r in seen), f"no replica dip when the HPA leaves (seen: {seen or 'no writes'})")
 
     def s_secret_rotation(self):
-        """A referenced Secret rotates: the customize hook relates it, the pod template hash moves."""
+        """A referenced Secret rotates through the customize hook, in both rotation modes:
+        RollingRestart moves the pod template's secret hash (the pods roll); Reload leaves the
+        pod template alone (the reload agent applies the new file in place)."""
         ns = self.ns("secrets")
-        name = "cache-sasl"
-        self.api.apply(f"/api/v1/namespaces/{ns}/secrets/sasl-creds", {
-            "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "sasl-creds"},
-            "data": {"username": b64("user"), "password": b64("one")}})
+        for mode in ("RollingRestart", "Reload"):
+            self._secret_rotation(ns, mode)
+
+    def _secret_rotation(self, ns, mode):
+        name = f"cache-sasl-{mode.lower()}"
+        secret = f"sasl-{mode.lower()}"
+        spath = f"/api/v1/namespaces/{ns}/secrets/{secret}"
+        dpath = obj_path("apps/v1", "Deployment", ns, name)
+        self.api.apply(spath, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": secret},
+                               "data": {"password-file": b64("user:one\n")}})
         cr = {"apiVersion": f"{GROUP}/v1beta1", "kind": "Memcached", "metadata": {"name": name},
-              "spec": {"security": {"sasl": {"enabled": True, "credentialsSecretRef": {"name": "sasl-creds"}}}}}
+              "spec": {"security": {"secretRotation": mode,
+                                    "sasl": {"enabled": True, "credentialsSecretRef": {"name": secret}}}}}
         self.create(cr, ns)
-        hash_of = lambda: ((self.api.get(obj_path("apps/v1", "Deployment", ns, name)) or {}).get("spec", {})
-                           .get("template", {}).get("metadata", {}).get("annotations", {}) or {}).get("memcached.c5c3.io/secret-hash")
+        deployment = lambda: self.api.get(dpath) or {}
+        hash_of = lambda: ((deployment().get("spec", {}).get("template", {}).get("metadata", {})
+                            .get("annotations") or {}).get("memcached.c5c3.io/secret-hash"))
         h1, took = self.wait("hash", hash_of, 60)
-        self.check("secret-rotation", h1, f"Deployment carries a secret hash ({took:.1f}s)")
-        uid = (self.api.get(obj_path("apps/v1", "Deployment", ns, name)) or {}).get("metadata", {}).get("uid")
-        self.api.apply(f"/api/v1/namespaces/{ns}/secrets/sasl-creds", {
-            "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "sasl-creds"},
-            "data": {"username": b64("user"), "password": b64("two")}})
-        h2, took = self.wait("rotated", lambda: (hash_of() not in (None, h1)) and hash_of(), 60)
-        self.check("secret-rotation", h2, f"Secret rotated: hash changed {str(h1)[:18]}.. -> {str(h2)[:18]}.. ({took:.1f}s)")
-        self.check("secret-rotation", (self.api.get(obj_path("apps/v1", "Deployment", ns, name)) or {}).get("metadata", {}).get("uid") == uid,
-                   "same Deployment (updated in place, not replaced)")
-        self.api.delete(f"/api/v1/namespaces/{ns}/secrets/sasl-creds")
-        res, took = self.wait("missing", lambda: "sasl-creds" in ((self.condition(ns, name, "Degraded") or {}).get("message") or ""), 60)
-        self.check("secret-rotation", res, f"Secret deleted: Degraded names it ({took:.1f}s)",
+        self.check("secret-rotation", h1, f"{mode}: the Deployment carries a secret hash ({took:.1f}s)")
+        uid = deployment().get("metadata", {}).get("uid")
+        generation = deployment().get("metadata", {}).get("generation")
+        t0 = time.time()
+        self.api.apply(spath, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": secret},
+                               "data": {"password-file": b64("user:two\n")}})
+        if mode == "RollingRestart":
+            h2, took = self.wait("rotated", lambda: (hash_of() not in (None, h1)) and hash_of(), 60)
+            self.check("secret-rotation", h2,
+                       f"{mode}: Secret rotated, hash changed {str(h1)[:12]}.. -> {str(h2)[:12]}.. ({took:.1f}s)")
+        else:
+            key = f"{ns}/{name}"
+            synced, took = self.wait("resync", lambda: any(e["parent"] == key and e["code"] in (200, 304)
+                                                           for e in self.relay.since(t0)), 60)
+            time.sleep(3)
+            self.check("secret-rotation", synced and hash_of() == h1
+                       and deployment().get("metadata", {}).get("generation") == generation,
+                       f"{mode}: Secret rotated and synced again ({took:.1f}s): pod template unchanged "
+                       f"(hash {str(h1)[:12]}.., generation {generation})")
+        self.check("secret-rotation", deployment().get("metadata", {}).get("uid") == uid,
+                   f"{mode}: same Deployment (updated in place, not replaced)")
+        self.api.delete(spath)
+        res, took = self.wait("missing", lambda: secret in ((self.condition(ns, name, "Degraded") or {}).get("message") or ""), 60)
+        self.check("secret-rotation", res, f"{mode}: Secret deleted: Degraded names it ({took:.1f}s)",
                    json.dumps(self.condition(ns, name, "Degraded")))
-        self.check("secret-rotation", (self.api.get(obj_path("apps/v1", "Deployment", ns, name)) or {}).get("metadata", {}).get("uid") == uid,
-                   "Deployment kept while the Secret is missing")
+        self.check("secret-rotation", deployment().get("metadata", {}).get("uid") == uid,
+                   f"{mode}: Deployment kept while the Secret is missing")
 
     def s_invalid_spec(self):
         """An invalid spec the API server accepts: children untouched, reason in status."""

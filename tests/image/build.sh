@@ -40,7 +40,7 @@ cleanup() {
 trap cleanup EXIT
 
 # step, elapsed, passed/failed/failures, t_all
-# shellcheck source=../lib/steps.sh
+# shellcheck source=tests/lib/steps.sh
 source "$ROOT/tests/lib/steps.sh"
 
 tools() {

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the check scripts (source it): count, time and name the steps of one script.
 #   step NAME COMMAND...   runs COMMAND, prints "==> NAME" and "<== NAME: ok|FAILED (S s)";
 #                          later steps run even if it fails.
@@ -6,6 +7,7 @@
 passed=0
 failed=0
 failures=()
+# shellcheck disable=SC2034  # read by the scripts that source this file
 t_all=$EPOCHREALTIME
 elapsed() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
 step() {

@@ -111,7 +111,9 @@ phase_sustained() {
 }
 
 phase_sigterm() {
-    start_server sigterm || return 1
+    # The per-request "sync answered" line is debug: turn it on for the handlers, so that every
+    # /sync request the server handled leaves one log line to count below.
+    RUST_LOG=info,memcached_hook::server::handlers=debug start_server sigterm || return 1
     local started=$SECONDS
     timeout 120 python3 "$CLIENT" sigterm --port "$PORT" --pid "$SERVER_PID" --duration 5 --connections 8 \
         | tee "$WORK/sigterm.out"

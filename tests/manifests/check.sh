@@ -56,7 +56,7 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
 # step, elapsed, passed/failed/failures
-# shellcheck source=../lib/steps.sh
+# shellcheck source=tests/lib/steps.sh
 source "$ROOT/tests/lib/steps.sh"
 started_all=$EPOCHREALTIME
 
@@ -109,7 +109,7 @@ lint_dockerfile() {
 
 lint_scripts() {
     # This directory's own scripts, at shellcheck's default severity (style and up).
-    (cd "$ROOT" && timeout 60 "$VENV/bin/shellcheck" tests/manifests/*.sh) \
+    (cd "$ROOT" && timeout 60 "$VENV/bin/shellcheck" -x tests/manifests/*.sh) \
         && echo "tests/manifests/*.sh: no findings"
 }
 
