@@ -67,6 +67,17 @@ class Api:
         self.ctx.verify_mode = ssl.CERT_NONE  # loopback, self-signed, a cluster this run started
 
     def call(self, method, path, body=None, ctype="application/json", timeout=20):
+        # 429 "storage is (re)initializing" right after an API server restart: retried, bounded.
+        for _ in range(30):
+            try:
+                return self.call_once(method, path, body, ctype, timeout)
+            except ApiError as e:
+                if e.code != 429:
+                    raise
+                time.sleep(1)
+        return self.call_once(method, path, body, ctype, timeout)
+
+    def call_once(self, method, path, body=None, ctype="application/json", timeout=20):
         u = urllib.parse.urlsplit(self.base + path)
         if u.scheme == "https":
             conn = http.client.HTTPSConnection(u.hostname, u.port, timeout=timeout, context=self.ctx)
