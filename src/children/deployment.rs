@@ -337,11 +337,7 @@ pub fn build(
     reload_agent_image: &str,
 ) -> Deployment {
     Deployment {
-        metadata: ObjectMeta {
-            name: Some(name.to_owned()),
-            labels: Some(labels::with_version(name, e.image)),
-            ..ObjectMeta::default()
-        },
+        metadata: workload_metadata(name, e),
         spec: Some(DeploymentSpec {
             replicas,
             selector: labels::selector(name),
@@ -356,6 +352,17 @@ pub fn build(
             ..DeploymentSpec::default()
         }),
         status: None,
+    }
+}
+
+/// The metadata of the workload named `name` (Deployment or StatefulSet): its name and the
+/// hook's labels with the version of the image; the pods' own labels are the template's.
+#[must_use]
+pub fn workload_metadata(name: &str, e: &Effective<'_>) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.to_owned()),
+        labels: Some(labels::with_version(name, e.image)),
+        ..ObjectMeta::default()
     }
 }
 

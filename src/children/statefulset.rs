@@ -3,9 +3,8 @@
 //! server list.
 
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec, StatefulSetUpdateStrategy};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::deployment::{Rollers, pod_template};
+use super::deployment::{Rollers, pod_template, workload_metadata};
 use super::labels;
 use super::ports::Port;
 use crate::api::effective::Effective;
@@ -26,11 +25,7 @@ pub fn build(
     reload_agent_image: &str,
 ) -> StatefulSet {
     StatefulSet {
-        metadata: ObjectMeta {
-            name: Some(name.to_owned()),
-            labels: Some(labels::with_version(name, e.image)),
-            ..ObjectMeta::default()
-        },
+        metadata: workload_metadata(name, e),
         spec: Some(StatefulSetSpec {
             replicas,
             selector: labels::selector(name),
