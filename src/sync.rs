@@ -205,7 +205,7 @@ pub fn sync_with(
             .into_iter()
             .filter(|k| declared(k))
             .collect();
-        desired(req, &e, &plan, &declared, options)?
+        desired((req, body), &e, &plan, &declared, options)?
     } else {
         let kept = kept_children(req, namespace)
             .or_else(|| body.and_then(crate::hook::applied::kept_children));
@@ -338,9 +338,10 @@ fn rotation_cover(e: &Effective<'_>, secret: &str, key: &str) -> secrets::Cover 
     Cover::Skip
 }
 
-/// The desired children of the `kinds` a valid spec asks for, and what they are.
+/// The desired children of the `kinds` a valid spec asks for, and what they are. `body` is the
+/// request as received, if the caller has it: the old workload of a switch may be read from it.
 fn desired(
-    req: &SyncRequest,
+    (req, body): (&SyncRequest, Option<&[u8]>),
     e: &Effective<'_>,
     plan: &Plan<'_>,
     kinds: &[ChildKind],
@@ -366,12 +367,14 @@ fn desired(
                     secret_hash: hash.as_deref(),
                     restart_trigger: parent.metadata.annotations.restart_trigger.as_deref(),
                 };
-                let Some(child) =
-                    workload_child(*kind, plan, e, &served, rollers, (name, namespace), options)?
-                else {
-                    continue;
-                };
-                child
+                if *kind == plan.kind {
+                    workload_child(plan, e, &served, rollers, name, options)
+                } else {
+                    let Some(old) = kept_old_workload(*kind, plan, namespace, body)? else {
+                        continue;
+                    };
+                    old
+                }
             }
             ChildKind::Service => Child::Service(Box::new(service::build(name, e, &served))),
             ChildKind::PodDisruptionBudget => {
@@ -439,36 +442,42 @@ fn pdb_state(name: &str, budget: &Budget<'_>, e: &Effective<'_>) -> PdbState {
     }
 }
 
-/// The workload of `kind`: built from the spec when the plan builds that kind, else the old
-/// workload of a switch kept as observed (`None` when no switch is under way).
-fn workload_child(
+/// The old workload of a switch (of `kind`), kept as observed; `None` when no switch is under
+/// way.
+fn kept_old_workload(
     kind: ChildKind,
+    plan: &Plan<'_>,
+    namespace: &str,
+    body: Option<&[u8]>,
+) -> Result<Option<Child>, SyncError> {
+    let Some(old) = plan.migrating_from() else {
+        return Ok(None);
+    };
+    let kept =
+        workload::keep(old, namespace, body).ok_or_else(|| SyncError::CannotKeepWorkload {
+            kind: kind.kind(),
+            name: old.metadata.name.clone(),
+        })?;
+    Ok(Some(Child::Kept(kept)))
+}
+
+/// The workload the plan builds from the spec.
+fn workload_child(
     plan: &Plan<'_>,
     e: &Effective<'_>,
     served: &[ports::Port],
     rollers: Rollers<'_>,
-    (name, namespace): (&str, &str),
+    name: &str,
     options: &Options,
-) -> Result<Option<Child>, SyncError> {
-    if kind != plan.kind {
-        let Some(old) = plan.migrating_from() else {
-            return Ok(None);
-        };
-        let kept = workload::keep(old, namespace).ok_or_else(|| SyncError::CannotKeepWorkload {
-            kind: kind.kind(),
-            name: old.metadata.name.clone(),
-        })?;
-        return Ok(Some(Child::Kept(kept)));
-    }
-    Ok(Some(if kind == ChildKind::StatefulSet {
-        let agent_image = &options.reload_agent_image;
+) -> Child {
+    let agent_image = &options.reload_agent_image;
+    if plan.kind == ChildKind::StatefulSet {
         let set = statefulset::build(name, e, served, plan.replicas, rollers, agent_image);
         Child::StatefulSet(Box::new(set))
     } else {
-        let agent_image = &options.reload_agent_image;
         let deployment = deployment::build(name, e, served, plan.replicas, rollers, agent_image);
         Child::Deployment(Box::new(deployment))
-    }))
+    }
 }
 
 /// The kinds to emit: the needed ones with the workload the plan builds (the Deployment when the

@@ -161,20 +161,27 @@ struct RebuiltMeta<'a> {
 /// The old workload of a switch, answered so that it stays exactly as observed: its
 /// last-applied configuration under dynamic apply (the merge then changes nothing); otherwise
 /// (server-side apply keeps no such annotation) the object rebuilt from its own labels and
-/// spec, which an apply leaves as it is. `None` when the child has no spec to repeat.
+/// spec as `body`, the request as received, sends them; an apply leaves it as it is. `None`
+/// when the child has no spec to repeat (or there is no body to read it from).
 #[must_use]
-pub fn keep(child: &ObservedChild, namespace: &str) -> Option<Box<RawValue>> {
+pub fn keep(child: &ObservedChild, namespace: &str, body: Option<&[u8]>) -> Option<Box<RawValue>> {
     if let Some(raw) = last_applied(child, namespace) {
         return Some(raw);
     }
+    let identity = (
+        child.api_version.as_str(),
+        child.kind.as_str(),
+        child.metadata.name.as_str(),
+    );
+    let (labels, spec) = crate::hook::applied::observed_workload(body?, identity)?;
     let rebuilt = Rebuilt {
         api_version: &child.api_version,
         kind: &child.kind,
         metadata: RebuiltMeta {
             name: &child.metadata.name,
-            labels: child.metadata.labels.as_deref(),
+            labels: labels.as_deref(),
         },
-        spec: child.spec.raw.as_deref()?,
+        spec: &spec,
     };
     serde_json::value::to_raw_value(&rebuilt).ok()
 }

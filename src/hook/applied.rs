@@ -11,6 +11,8 @@
 //!
 //! Only read for an invalid spec whose observed children have no last-applied annotation: the
 //! request body is decoded a second time, fully, which the sync path otherwise never does.
+//! [`observed_workload`] reads the body a second time for the other rare path: the old workload
+//! of a switch, repeated as observed (labels and spec) when it has no last-applied annotation.
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -55,6 +57,46 @@ pub fn kept_children(body: &[u8]) -> Option<Vec<Child>> {
             RawValue::from_string(text).ok().map(Child::Kept)
         })
         .collect()
+}
+
+/// An observed workload as sent: its labels and its whole spec.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Workload {
+    api_version: String,
+    kind: String,
+    metadata: WorkloadMeta,
+    #[serde(default)]
+    spec: Option<Box<RawValue>>,
+}
+
+#[derive(Deserialize)]
+struct WorkloadMeta {
+    name: String,
+    #[serde(default)]
+    labels: Option<Box<RawValue>>,
+}
+
+/// The labels (if any) and the spec of the observed child `kind` in `api_version` named `name`,
+/// exactly as `body` sends them: what the old workload of a switch under server-side apply is
+/// answered with. `None` when there is no such child or it has no spec.
+#[must_use]
+pub fn observed_workload(
+    body: &[u8],
+    (api_version, kind, name): (&str, &str, &str),
+) -> Option<(Option<Box<RawValue>>, Box<RawValue>)> {
+    #[derive(Deserialize)]
+    struct Children {
+        #[serde(default)]
+        children: Observed<Workload>,
+    }
+    let req: Children = serde_json::from_slice(body).ok()?;
+    let child = req
+        .children
+        .0
+        .into_iter()
+        .find(|c| c.api_version == api_version && c.kind == kind && c.metadata.name == name)?;
+    Some((child.metadata.labels, child.spec?))
 }
 
 /// The object the controller applied last to `child`, from its managed fields.

@@ -156,8 +156,8 @@ pub struct ObservedChild {
     pub kind: String,
     /// Name, namespace and the last-applied annotation.
     pub metadata: ChildMeta,
-    /// `spec.replicas` of a workload, and the whole spec as sent.
-    #[serde(default)]
+    /// `spec.replicas` of a workload.
+    #[serde(default, deserialize_with = "super::null_as_default")]
     pub spec: ChildSpec,
     /// Rollout counters of a workload.
     #[serde(default)]
@@ -175,9 +175,6 @@ pub struct ChildMeta {
     /// `metadata.generation`.
     #[serde(default)]
     pub generation: Option<i64>,
-    /// The labels as sent (a workload kept as observed during a switch repeats them).
-    #[serde(default)]
-    pub labels: Option<Box<RawValue>>,
     /// Annotations the hook reads.
     #[serde(default)]
     pub annotations: Option<ChildAnnotations>,
@@ -254,34 +251,14 @@ impl ObservedChild {
     }
 }
 
-/// The parts of a child's spec the hook reads: a workload's `spec.replicas`, and the whole spec
-/// as sent (the old workload of a switch is answered with it under server-side apply).
-#[derive(Debug, Default)]
+/// The part of a child's spec the hook reads: a workload's `spec.replicas`. The rest is skipped;
+/// the one path that repeats a whole observed spec (the old workload of a switch under
+/// server-side apply) reads it from the request body ([`super::applied::observed_workload`]).
+#[derive(Debug, Default, Deserialize)]
 pub struct ChildSpec {
     /// `spec.replicas` of a Deployment or StatefulSet.
+    #[serde(default)]
     pub replicas: Option<i32>,
-    /// The spec exactly as sent.
-    pub raw: Option<Box<RawValue>>,
-}
-
-impl<'de> Deserialize<'de> for ChildSpec {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        struct Replicas {
-            #[serde(default)]
-            replicas: Option<i32>,
-        }
-        let raw = Option::<Box<RawValue>>::deserialize(deserializer)?;
-        let replicas = match &raw {
-            Some(raw) => {
-                serde_json::from_str::<Replicas>(raw.get())
-                    .map_err(serde::de::Error::custom)?
-                    .replicas
-            }
-            None => None,
-        };
-        Ok(Self { replicas, raw })
-    }
 }
 
 /// The parts of a child's status the hook reads (rollout counters of a Deployment or a

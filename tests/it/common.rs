@@ -38,9 +38,13 @@ pub fn decode(value: &Value) -> SyncRequest {
     memcached_hook::hook::decode(&body).expect("a well-formed request")
 }
 
-/// Runs `sync` and returns the response as JSON.
+/// Runs `sync` as the server does (with the request body) and returns the response as JSON.
 pub fn sync_value(request: &Value) -> Value {
-    let response = memcached_hook::sync(&decode(request), now()).expect("sync succeeds");
+    let body = serde_json::to_vec(request).expect("encodes");
+    let decoded = memcached_hook::hook::decode(&body).expect("a well-formed request");
+    let options = memcached_hook::Options::default();
+    let response =
+        memcached_hook::sync_with(&decoded, Some(&body), now(), &options).expect("sync succeeds");
     serde_json::to_value(&response).expect("the response encodes")
 }
 

@@ -6,7 +6,7 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use crate::common::{condition, decode, must, now, sync_value};
+use crate::common::{condition, must, sync_value};
 
 fn fixture(name: &str) -> Value {
     let path = format!(
@@ -287,8 +287,7 @@ proptest! {
             "parent": {"apiVersion": "memcached.c5c3.io/v1beta1", "kind": "Memcached",
                        "metadata": {"name": "cache", "namespace": "shop", "generation": 2}, "spec": spec},
             "children": children, "related": {}});
-        let response = memcached_hook::sync(&decode(&request), now()).expect("answers");
-        let response = serde_json::to_value(&response).expect("encodes");
+        let response = sync_value(&request);
         assert_never_without_ready_pods(&request, &response);
         assert_selector_unchanged(&response);
         // The new workload is always answered; the old one only while the switch is under way.
