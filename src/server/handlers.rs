@@ -66,30 +66,43 @@ const ETAG_CONTEXT: &str = concat!(
     " sync request ETag"
 );
 
-/// A strong ETag of the request body and the build: equal requests to the same build get
-/// equal answers, so an unchanged request can be answered with 304 before decoding.
-///
-/// BLAKE3 rather than SHA-256: a 304 costs little besides receiving the body and hashing it, and
-/// BLAKE3 hashes it several times faster while staying collision resistant (BENCHMARKS.md). The
-/// build goes into the key (BLAKE3's derive-key mode), not in front of the body: the body then
-/// starts at BLAKE3's first chunk and is hashed many chunks at a time from its first byte, which
-/// halves the time for a 19 KB body (BENCHMARKS.md).
-#[must_use]
-pub fn etag(body: &[u8]) -> String {
-    etag_with(body, &crate::Options::default())
+/// What `POST /sync` answers with: the options children are built with, and the ETag key
+/// derived from them once.
+pub struct SyncState {
+    options: std::sync::Arc<crate::Options>,
+    /// The build and the options (another reload-agent image is another answer) go into the
+    /// key, never in front of the body.
+    etag_key: [u8; blake3::KEY_LEN],
 }
 
-/// [`etag`] of an answer built with `options` (another reload-agent image is another answer).
-/// The options go into the key with the build, never in front of the body.
-#[must_use]
-pub fn etag_with(body: &[u8], options: &crate::Options) -> String {
-    let key = blake3::derive_key(ETAG_CONTEXT, options.reload_agent_image.as_bytes());
-    let digest = blake3::Hasher::new_keyed(&key).update(body).finalize();
-    let mut out = String::with_capacity(73);
-    out.push_str("\"blake3:");
-    out.push_str(digest.to_hex().as_str());
-    out.push('"');
-    out
+impl SyncState {
+    /// The state for answers built with `options`.
+    #[must_use]
+    pub fn new(options: std::sync::Arc<crate::Options>) -> Self {
+        let etag_key = blake3::derive_key(ETAG_CONTEXT, options.reload_agent_image.as_bytes());
+        Self { options, etag_key }
+    }
+
+    /// A strong ETag of the request body and the build: equal requests to the same build get
+    /// equal answers, so an unchanged request can be answered with 304 before decoding.
+    ///
+    /// BLAKE3 rather than SHA-256: a 304 costs little besides receiving the body and hashing
+    /// it, and BLAKE3 hashes it several times faster while staying collision resistant
+    /// (BENCHMARKS.md). The build goes into the key (BLAKE3's derive-key mode, derived once in
+    /// [`SyncState::new`]), not in front of the body: the body then starts at BLAKE3's first
+    /// chunk and is hashed many chunks at a time from its first byte, which halves the time for
+    /// a 19 KB body (BENCHMARKS.md).
+    #[must_use]
+    pub fn etag(&self, body: &[u8]) -> String {
+        let digest = blake3::Hasher::new_keyed(&self.etag_key)
+            .update(body)
+            .finalize();
+        let mut out = String::with_capacity(73);
+        out.push_str("\"blake3:");
+        out.push_str(digest.to_hex().as_str());
+        out.push('"');
+        out
+    }
 }
 
 fn if_none_match(headers: &HeaderMap, etag: &str) -> bool {
@@ -130,14 +143,14 @@ struct Outcome {
 }
 
 fn sync_inner(
-    options: &crate::Options,
+    state: &SyncState,
     headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
     outcome: &mut Outcome,
 ) -> Result<Response, ApiError> {
     check_content_type(headers)?;
     let body = read_body(body)?;
-    let etag = etag_with(&body, options);
+    let etag = state.etag(&body);
     let etag_header = HeaderValue::from_str(&etag).map_err(|_| {
         ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -161,7 +174,7 @@ fn sync_inner(
         meta.namespace.clone().unwrap_or_default(),
         meta.name.clone(),
     ));
-    let response = crate::sync_with(&request, Some(&body), Timestamp::now(), options)?;
+    let response = crate::sync_with(&request, Some(&body), Timestamp::now(), &state.options)?;
     outcome.children = response.children.len();
     let kept = response
         .children
@@ -179,7 +192,7 @@ fn sync_inner(
 
 /// `POST /sync`.
 pub async fn sync(
-    axum::extract::State(options): axum::extract::State<std::sync::Arc<crate::Options>>,
+    axum::extract::State(state): axum::extract::State<std::sync::Arc<SyncState>>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
@@ -188,7 +201,7 @@ pub async fn sync(
         parent: None,
         children: 0,
     };
-    let result = sync_inner(&options, &headers, body, &mut outcome);
+    let result = sync_inner(&state, &headers, body, &mut outcome);
     let (namespace, name) = outcome.parent.unwrap_or_default();
     let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
     match result {

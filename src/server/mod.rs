@@ -9,7 +9,7 @@
 pub mod auth;
 mod error;
 mod handlers;
-pub use handlers::etag;
+pub use handlers::SyncState;
 pub mod metrics;
 mod reload;
 pub mod tls;
@@ -91,7 +91,9 @@ pub fn router(config: &Config) -> Router {
     let hooks = Router::new()
         .route(
             "/sync",
-            post(handlers::sync).with_state(Arc::clone(&config.options)),
+            post(handlers::sync).with_state(Arc::new(handlers::SyncState::new(Arc::clone(
+                &config.options,
+            )))),
         )
         .route("/customize", post(handlers::customize));
     // Probes stay open; only the hook endpoints need credentials when configured.
