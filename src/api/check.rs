@@ -223,12 +223,17 @@ pub(crate) fn resources(out: &mut Out, field: &str, resources: Option<&ResourceR
         ("requests", &resources.requests),
     ] {
         for (name, quantity) in list.iter().flatten() {
-            let path = format!("{field}.{part}.{name}");
+            // The path is written only for a violation: valid resources allocate nothing.
+            let path = || format!("{field}.{part}.{name}");
             match Quantity::parse(&quantity.0) {
-                Err(e) => out.push(Violation::invalid(path, quoted(&quantity.0), e.to_string())),
+                Err(e) => out.push(Violation::invalid(
+                    path(),
+                    quoted(&quantity.0),
+                    e.to_string(),
+                )),
                 Ok(q) if q.is_negative() => {
                     let detail = "must be greater than or equal to 0";
-                    out.push(Violation::invalid(path, quoted(&quantity.0), detail));
+                    out.push(Violation::invalid(path(), quoted(&quantity.0), detail));
                 }
                 Ok(_) => {}
             }
