@@ -49,6 +49,12 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
 /// Time a client has to send a request's headers (slow clients cannot hold connections).
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Largest read buffer of a connection (hyper's default is ~400 KiB). A request body is read in
+/// pieces of at most this size and collected whole for decoding, so it only bounds what an open
+/// connection keeps between requests, and with it the peak memory of many connections sending
+/// large requests (BENCHMARKS.md). Also the largest request head accepted.
+pub const READ_BUFFER_LIMIT: usize = 64 * 1024;
 /// Time a client has to finish the TLS handshake.
 pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Time in-flight requests get to finish after SIGTERM.
@@ -163,7 +169,8 @@ pub async fn serve_router(
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT);
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .max_buf_size(READ_BUFFER_LIMIT);
     let graceful = GracefulShutdown::new();
     // Tells connections still waiting for their first byte to give up at shutdown.
     let (stopping, stop) = tokio::sync::watch::channel(false);
