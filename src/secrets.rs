@@ -60,7 +60,7 @@ pub enum Cover {
 }
 
 /// The hash annotation value and the sorted names of missing Secrets, every key's content
-/// covered (spec.md Part 2 §b.10; `secretRotation: RollingRestart`).
+/// covered, as the reference operator does (`secretRotation: RollingRestart`).
 #[must_use]
 pub fn hash_and_missing(
     names: &[&str],

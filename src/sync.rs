@@ -9,7 +9,7 @@ use crate::api::effective::Effective;
 use crate::api::high_availability::Budget;
 use crate::api::validation::{self, Violation};
 use crate::api::{GROUP, KIND, VERSIONS, Workload};
-use crate::children::deployment::Rollers;
+use crate::children::deployment::{Pods, Rollers};
 use crate::children::{
     ChildKind, deployment, hpa, network_policy, pdb, ports, service, service_monitor, statefulset,
 };
@@ -470,13 +470,17 @@ fn workload_child(
     name: &str,
     options: &Options,
 ) -> Child {
-    let agent_image = &options.reload_agent_image;
+    let pods = Pods {
+        name,
+        e,
+        served,
+        rollers,
+        reload_agent_image: &options.reload_agent_image,
+    };
     if plan.kind == ChildKind::StatefulSet {
-        let set = statefulset::build(name, e, served, plan.replicas, rollers, agent_image);
-        Child::StatefulSet(Box::new(set))
+        Child::StatefulSet(Box::new(statefulset::build(pods, plan.replicas)))
     } else {
-        let deployment = deployment::build(name, e, served, plan.replicas, rollers, agent_image);
-        Child::Deployment(Box::new(deployment))
+        Child::Deployment(Box::new(deployment::build(pods, plan.replicas)))
     }
 }
 

@@ -17,8 +17,6 @@ pub const DEFAULT_SCRAPE_INTERVAL: &str = "30s";
 pub const DEFAULT_SCRAPE_TIMEOUT: &str = "10s";
 /// A Prometheus duration (`serviceMonitor.interval`, `serviceMonitor.scrapeTimeout`).
 pub const DURATION_LENGTH: usize = 64;
-/// A label value (`serviceMonitor.additionalLabels`).
-pub const LABEL_VALUE_LENGTH: usize = 63;
 
 /// Monitoring settings.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -48,14 +46,7 @@ pub struct MonitoringSpec {
 pub struct ServiceMonitorSpec {
     /// Extra labels on the ServiceMonitor (the standard labels win on conflicts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend(
-        "maxProperties" = bounds::MAP_ENTRIES,
-        "additionalProperties" = {"type": "string", "maxLength": LABEL_VALUE_LENGTH},
-        "x-kubernetes-validations" = [{
-            "rule": bounds::key_rule(),
-            "message": bounds::key_message()
-        }]
-    ))]
+    #[schemars(schema_with = "bounds::labels_schema")]
     pub additional_labels: Option<BTreeMap<String, String>>,
     /// Scrape interval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -134,7 +125,12 @@ pub(super) fn validate(out: &mut Out, m: &MonitoringSpec) {
     if let Some(sm) = &m.service_monitor {
         let field = |name: &str| format!("spec.monitoring.serviceMonitor.{name}");
         let labels = sm.additional_labels.as_ref();
-        check::map(out, &field("additionalLabels"), labels, LABEL_VALUE_LENGTH);
+        check::map(
+            out,
+            &field("additionalLabels"),
+            labels,
+            bounds::LABEL_VALUE_LENGTH,
+        );
         for (name, value) in [
             ("interval", &sm.interval),
             ("scrapeTimeout", &sm.scrape_timeout),

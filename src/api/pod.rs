@@ -15,9 +15,8 @@ use serde_json::json;
 
 use super::MemcachedSpec;
 use super::bounds;
+use super::bounds::{ANNOTATION_VALUE_LENGTH, LABEL_VALUE_LENGTH};
 use super::check::{self, Out, Violation, is_too_long, quoted};
-use super::monitoring::LABEL_VALUE_LENGTH;
-use super::service::ANNOTATION_VALUE_LENGTH;
 
 /// Entries of `tolerations`: a dedicated pool needs one or two, GPU or spot pools a handful.
 pub const TOLERATIONS: usize = 32;
@@ -129,6 +128,17 @@ fn drop_descriptions(value: &mut serde_json::Value) {
         }
         drop_descriptions(child);
     }
+}
+
+/// A label map that may not set the labels the hook writes (`podLabels`, `service.labels`).
+pub fn own_labels_schema(_: &mut SchemaGenerator) -> Schema {
+    bounds::string_map(LABEL_VALUE_LENGTH, &[(OWN_LABELS_RULE, OWN_LABELS_MESSAGE)])
+}
+
+/// An annotation map that may not set keys under the hook's prefix (`podAnnotations`).
+pub fn own_annotations_schema(_: &mut SchemaGenerator) -> Schema {
+    let rules = [(OWN_ANNOTATIONS_RULE, OWN_ANNOTATIONS_MESSAGE)];
+    bounds::string_map(ANNOTATION_VALUE_LENGTH, &rules)
 }
 
 /// k8s-openapi's `Affinity` schema with `maxItems` on each list of terms, without the nested

@@ -7,11 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use super::bounds;
 use super::check::{self, Out, Violation};
-use super::monitoring::LABEL_VALUE_LENGTH;
 use super::pod::{self, MapKind};
 
-/// An annotation value.
-pub const ANNOTATION_VALUE_LENGTH: usize = 64 * 1024;
 /// All keys and values of `annotations` together, in bytes: half of the 256 KiB Kubernetes
 /// allows for all annotations of an object, because Metacontroller's last-applied-configuration
 /// annotation on the Service repeats them. Checked by the hook only (a CRD schema cannot sum a
@@ -24,27 +21,13 @@ pub const ANNOTATIONS_TOTAL: usize = 128 * 1024;
 pub struct ServiceSpec {
     /// Annotations of the Service (replace the whole map; absent when empty).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend(
-        "maxProperties" = bounds::MAP_ENTRIES,
-        "additionalProperties" = {"type": "string", "maxLength": ANNOTATION_VALUE_LENGTH},
-        "x-kubernetes-validations" = [{
-            "rule": bounds::key_rule(),
-            "message": bounds::key_message()
-        }]
-    ))]
+    #[schemars(schema_with = "bounds::annotations_schema")]
     pub annotations: Option<BTreeMap<String, String>>,
 
     /// Extra labels of the Service; the labels the hook writes (`app.kubernetes.io/name`,
     /// `instance`, `managed-by`, `version`) cannot be set here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend(
-        "maxProperties" = bounds::MAP_ENTRIES,
-        "additionalProperties" = {"type": "string", "maxLength": LABEL_VALUE_LENGTH},
-        "x-kubernetes-validations" = [
-            {"rule": bounds::key_rule(), "message": bounds::key_message()},
-            {"rule": pod::OWN_LABELS_RULE, "message": pod::OWN_LABELS_MESSAGE}
-        ]
-    ))]
+    #[schemars(schema_with = "pod::own_labels_schema")]
     pub labels: Option<BTreeMap<String, String>>,
 }
 
@@ -75,12 +58,17 @@ impl<'a> Service<'a> {
 /// The schema rules of `spec.service`, and the total size of its annotations.
 pub(super) fn validate(out: &mut Out, service: &ServiceSpec) {
     let labels = service.labels.as_ref();
-    check::map(out, "spec.service.labels", labels, LABEL_VALUE_LENGTH);
+    check::map(
+        out,
+        "spec.service.labels",
+        labels,
+        bounds::LABEL_VALUE_LENGTH,
+    );
     let (kind, own) = (MapKind::Labels, pod::own_label);
     pod::check_entries(out, "spec.service.labels", labels, kind, own);
     let annotations = service.annotations.as_ref();
     let field = "spec.service.annotations";
-    check::map(out, field, annotations, ANNOTATION_VALUE_LENGTH);
+    check::map(out, field, annotations, bounds::ANNOTATION_VALUE_LENGTH);
     let total: usize = annotations
         .into_iter()
         .flatten()

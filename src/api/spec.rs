@@ -20,11 +20,11 @@ use super::bounds;
 use super::check::{self, Out, Violation, Zero, quoted};
 use super::high_availability::HighAvailabilitySpec;
 use super::memcached::{self, MemcachedConfig};
-use super::monitoring::{LABEL_VALUE_LENGTH, MonitoringSpec};
+use super::monitoring::MonitoringSpec;
 use super::pod;
 use super::quantity::Quantity;
 use super::security::SecuritySpec;
-use super::service::{ANNOTATION_VALUE_LENGTH, ServiceSpec};
+use super::service::ServiceSpec;
 use super::status::MemcachedStatus;
 
 /// Bounds of `replicas`.
@@ -135,11 +135,7 @@ pub struct MemcachedSpec {
 
     /// Node labels a node must have to run the pods (the pod's `nodeSelector`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend(
-        "maxProperties" = bounds::MAP_ENTRIES,
-        "additionalProperties" = {"type": "string", "maxLength": LABEL_VALUE_LENGTH},
-        "x-kubernetes-validations" = [{"rule": bounds::key_rule(), "message": bounds::key_message()}]
-    ))]
+    #[schemars(schema_with = "bounds::labels_schema")]
     pub node_selector: Option<BTreeMap<String, String>>,
 
     /// Taints the pods tolerate, copied verbatim to the pod template.
@@ -171,26 +167,12 @@ pub struct MemcachedSpec {
     /// Extra labels of the pods; the labels the hook writes (`app.kubernetes.io/name`,
     /// `instance`, `managed-by`, `version`) cannot be set here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend(
-        "maxProperties" = bounds::MAP_ENTRIES,
-        "additionalProperties" = {"type": "string", "maxLength": LABEL_VALUE_LENGTH},
-        "x-kubernetes-validations" = [
-            {"rule": bounds::key_rule(), "message": bounds::key_message()},
-            {"rule": pod::OWN_LABELS_RULE, "message": pod::OWN_LABELS_MESSAGE}
-        ]
-    ))]
+    #[schemars(schema_with = "pod::own_labels_schema")]
     pub pod_labels: Option<BTreeMap<String, String>>,
 
     /// Extra annotations of the pods; keys under `memcached.c5c3.io/` belong to the hook.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend(
-        "maxProperties" = bounds::MAP_ENTRIES,
-        "additionalProperties" = {"type": "string", "maxLength": ANNOTATION_VALUE_LENGTH},
-        "x-kubernetes-validations" = [
-            {"rule": bounds::key_rule(), "message": bounds::key_message()},
-            {"rule": pod::OWN_ANNOTATIONS_RULE, "message": pod::OWN_ANNOTATIONS_MESSAGE}
-        ]
-    ))]
+    #[schemars(schema_with = "pod::own_annotations_schema")]
     pub pod_annotations: Option<BTreeMap<String, String>>,
 
     /// The workload that runs the pods. `Deployment` (the default): pods with random names

@@ -32,6 +32,21 @@ pub const SECRET_HASH: &str = "memcached.c5c3.io/secret-hash";
 /// restarts the pods.
 pub const RESTART_TRIGGER: &str = "memcached.c5c3.io/restart-trigger";
 
+/// What the pods of a workload are built from (the Deployment and the StatefulSet share them).
+#[derive(Clone, Copy)]
+pub struct Pods<'a> {
+    /// The parent's name: the workload's, and the pods' `instance` label.
+    pub name: &'a str,
+    /// The effective spec.
+    pub e: &'a Effective<'a>,
+    /// The ports the containers listen on.
+    pub served: &'a [Port],
+    /// The pod-template annotations that roll the pods.
+    pub rollers: Rollers<'a>,
+    /// The reload agent's image (the hook's own), run under `secretRotation: Reload`.
+    pub reload_agent_image: &'a str,
+}
+
 /// What rolls the pods besides the spec: the pod-template annotations.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Rollers<'a> {
@@ -133,34 +148,24 @@ fn node_affinity(user: &NodeAffinity) -> Option<NodeAffinity> {
     (out != NodeAffinity::default()).then_some(out)
 }
 
-/// The user's pod affinity without empty lists.
-fn pod_affinity(user: &PodAffinity) -> Option<PodAffinity> {
-    let out = PodAffinity {
-        required_during_scheduling_ignored_during_execution: non_empty(
+/// The user's pod affinity or anti-affinity (`$kind`: two k8s-openapi types with the same
+/// fields) without empty lists; `None` when both lists are empty.
+macro_rules! without_empty_terms {
+    ($kind:ident, $user:expr) => {{
+        let user = $user;
+        let required = non_empty(
             user.required_during_scheduling_ignored_during_execution
                 .as_ref(),
-        ),
-        preferred_during_scheduling_ignored_during_execution: non_empty(
+        );
+        let preferred = non_empty(
             user.preferred_during_scheduling_ignored_during_execution
                 .as_ref(),
-        ),
-    };
-    (out != PodAffinity::default()).then_some(out)
-}
-
-/// The user's pod anti-affinity without empty lists.
-fn pod_anti_affinity(user: &PodAntiAffinity) -> Option<PodAntiAffinity> {
-    let out = PodAntiAffinity {
-        required_during_scheduling_ignored_during_execution: non_empty(
-            user.required_during_scheduling_ignored_during_execution
-                .as_ref(),
-        ),
-        preferred_during_scheduling_ignored_during_execution: non_empty(
-            user.preferred_during_scheduling_ignored_during_execution
-                .as_ref(),
-        ),
-    };
-    (out != PodAntiAffinity::default()).then_some(out)
+        );
+        (required.is_some() || preferred.is_some()).then_some($kind {
+            required_during_scheduling_ignored_during_execution: required,
+            preferred_during_scheduling_ignored_during_execution: preferred,
+        })
+    }};
 }
 
 /// The pod's affinity: the user's node and pod affinity as given, and the user's pod
@@ -171,7 +176,7 @@ fn affinity(
     user: Option<&Affinity>,
 ) -> Option<Affinity> {
     let anti = match user.and_then(|a| a.pod_anti_affinity.as_ref()) {
-        Some(own) => pod_anti_affinity(own),
+        Some(own) => without_empty_terms!(PodAntiAffinity, own),
         None => preset_anti_affinity(name, preset),
     };
     let out = Affinity {
@@ -180,13 +185,14 @@ fn affinity(
             .and_then(node_affinity),
         pod_affinity: user
             .and_then(|a| a.pod_affinity.as_ref())
-            .and_then(pod_affinity),
+            .and_then(|own| without_empty_terms!(PodAffinity, own)),
         pod_anti_affinity: anti,
     };
     (out != Affinity::default()).then_some(out)
 }
 
-/// The anti-affinity of `highAvailability.antiAffinityPreset` (spec.md §b.5).
+/// The anti-affinity of `highAvailability.antiAffinityPreset`: `soft` prefers, `hard` requires
+/// one pod per node (docs/behaviour.md).
 fn preset_anti_affinity(name: &str, preset: Option<AntiAffinityPreset>) -> Option<PodAntiAffinity> {
     let term = || PodAffinityTerm {
         topology_key: HOSTNAME_TOPOLOGY_KEY.to_owned(),
@@ -322,25 +328,18 @@ fn merged(
     }
 }
 
-/// The desired Deployment named `name`: its containers listen on the `served` ports, its pod
-/// template carries the annotations of `rollers`, and under `secretRotation: Reload` the
-/// reload agent runs from `reload_agent_image`. `podLabels` and `podAnnotations` join the
+/// The desired Deployment of `pods` (named after the parent): its containers listen on the
+/// `served` ports, its pod template carries the annotations of `rollers`, and under
+/// `secretRotation: Reload` the reload agent runs from `reload_agent_image`. `podLabels` and `podAnnotations` join the
 /// hook's pod labels and annotations and never replace one; the Deployment's own labels and
 /// its selector stay the hook's.
 #[must_use]
-pub fn build(
-    name: &str,
-    e: &Effective<'_>,
-    served: &[Port],
-    replicas: Option<i32>,
-    rollers: Rollers<'_>,
-    reload_agent_image: &str,
-) -> Deployment {
+pub fn build(pods: Pods<'_>, replicas: Option<i32>) -> Deployment {
     Deployment {
-        metadata: workload_metadata(name, e),
+        metadata: workload_metadata(pods.name, pods.e),
         spec: Some(DeploymentSpec {
             replicas,
-            selector: labels::selector(name),
+            selector: labels::selector(pods.name),
             strategy: Some(DeploymentStrategy {
                 type_: Some("RollingUpdate".to_owned()),
                 rolling_update: Some(RollingUpdateDeployment {
@@ -348,7 +347,7 @@ pub fn build(
                     max_unavailable: Some(IntOrString::Int(0)),
                 }),
             }),
-            template: pod_template(name, e, served, rollers, reload_agent_image),
+            template: pod_template(pods),
             ..DeploymentSpec::default()
         }),
         status: None,
@@ -366,16 +365,17 @@ pub fn workload_metadata(name: &str, e: &Effective<'_>) -> ObjectMeta {
     }
 }
 
-/// The pod template shared by the Deployment and the StatefulSet named `name`: labels, the
+/// The pod template shared by the Deployment and the StatefulSet: labels, the
 /// rollers' annotations, containers (and the reload agent), volumes and scheduling.
 #[must_use]
-pub fn pod_template(
-    name: &str,
-    e: &Effective<'_>,
-    served: &[Port],
-    rollers: Rollers<'_>,
-    reload_agent_image: &str,
-) -> PodTemplateSpec {
+pub fn pod_template(pods: Pods<'_>) -> PodTemplateSpec {
+    let Pods {
+        name,
+        e,
+        served,
+        rollers,
+        reload_agent_image,
+    } = pods;
     let pod_labels = merged(e.pod.labels, labels::with_version(name, e.image));
     let annotations = match (e.pod.annotations, rollers.annotations()) {
         (None, own) => own,

@@ -4,38 +4,29 @@
 
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec, StatefulSetUpdateStrategy};
 
-use super::deployment::{Rollers, pod_template, workload_metadata};
+use super::deployment::{Pods, pod_template, workload_metadata};
 use super::labels;
-use super::ports::Port;
-use crate::api::effective::Effective;
 
-/// The desired StatefulSet named `name`, governed by the headless Service of the same name.
+/// The desired StatefulSet of `pods`, governed by the headless Service of the parent's name.
 ///
 /// `podManagementPolicy: Parallel`: a cache has no start-up order, so pods start and stop
 /// together (it only affects scaling; a rolling update still replaces one pod at a time).
 /// `updateStrategy` is `RollingUpdate` without `rollingUpdate`, which the API server stores as
 /// sent. No `volumeClaimTemplates`: memcached keeps nothing on disk.
 #[must_use]
-pub fn build(
-    name: &str,
-    e: &Effective<'_>,
-    served: &[Port],
-    replicas: Option<i32>,
-    rollers: Rollers<'_>,
-    reload_agent_image: &str,
-) -> StatefulSet {
+pub fn build(pods: Pods<'_>, replicas: Option<i32>) -> StatefulSet {
     StatefulSet {
-        metadata: workload_metadata(name, e),
+        metadata: workload_metadata(pods.name, pods.e),
         spec: Some(StatefulSetSpec {
             replicas,
-            selector: labels::selector(name),
-            service_name: Some(name.to_owned()),
+            selector: labels::selector(pods.name),
+            service_name: Some(pods.name.to_owned()),
             pod_management_policy: Some("Parallel".to_owned()),
             update_strategy: Some(StatefulSetUpdateStrategy {
                 type_: Some("RollingUpdate".to_owned()),
                 rolling_update: None,
             }),
-            template: pod_template(name, e, served, rollers, reload_agent_image),
+            template: pod_template(pods),
             ..StatefulSetSpec::default()
         }),
         status: None,

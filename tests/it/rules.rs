@@ -10,7 +10,7 @@ fn base_labels(name: &str) -> Value {
            "app.kubernetes.io/managed-by": "memcached-operator"})
 }
 
-// ---- Labels and selector (seeds' label tables, §b.1, Part 1 §1.2) ----
+// ---- Labels and selector (docs/behaviour.md: labels) ----
 
 #[test]
 fn every_child_carries_the_three_recommended_labels() {
@@ -95,7 +95,7 @@ fn hook_never_writes_what_metacontroller_owns() {
     );
 }
 
-// ---- Deployment (§b) ----
+// ---- Deployment ----
 
 #[test]
 fn deployment_replicas() {
@@ -450,7 +450,7 @@ fn the_memory_request_follows_max_memory_and_connections_and_never_a_limit() {
     assert!(exporter.get("resources").is_none(), "{exporter}");
 }
 
-// ---- Service (§c.1 and the Service seed) ----
+// ---- Service ----
 
 #[test]
 fn headless_service() {
@@ -502,7 +502,7 @@ fn service_annotations_table() {
     );
 }
 
-// ---- PodDisruptionBudget (§c.2 and the PDB seed) ----
+// ---- PodDisruptionBudget ----
 
 fn pdb_spec(pdb: Value) -> Option<Value> {
     child(
@@ -631,7 +631,7 @@ fn disruption_budget_blocking_condition() {
     );
 }
 
-// ---- Declared child kinds (Part 1 §1.2, §1.3) ----
+// ---- Declared child kinds ----
 
 #[test]
 fn undeclared_kinds_are_not_emitted_and_named_in_status() {
@@ -660,7 +660,7 @@ fn undeclared_kinds_are_not_emitted_and_named_in_status() {
     );
 }
 
-// ---- Invalid input: nothing lost (Part 1 §1.4) ----
+// ---- Invalid input: nothing lost ----
 
 fn steady_state() -> Value {
     let path = concat!(
