@@ -1,5 +1,5 @@
 //! `docs/crd-reference.md` is generated from the CRD (so from the Rust types): this test fails
-//! when it is stale. Regenerate with `UPDATE_CRD_REFERENCE=1 cargo test --test it reference`.
+//! when it is stale. Regenerate with `UPDATE_EXPECT=1 cargo test --test it golden_files`.
 
 use std::fmt::Write as _;
 
@@ -176,16 +176,8 @@ fn reference() -> String {
     out
 }
 
+/// Stale: `UPDATE_EXPECT=1 cargo test --test it golden_files` rewrites it.
 #[test]
-fn crd_reference_is_up_to_date() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/crd-reference.md");
-    let generated = reference();
-    if std::env::var_os("UPDATE_CRD_REFERENCE").is_some() {
-        std::fs::write(path, &generated).expect("write docs/crd-reference.md");
-    }
-    let checked_in = std::fs::read_to_string(path).unwrap_or_default();
-    assert!(
-        checked_in == generated,
-        "docs/crd-reference.md is stale: run UPDATE_CRD_REFERENCE=1 cargo test --test it reference"
-    );
+fn golden_files_crd_reference_is_up_to_date() {
+    expect_test::expect_file!["../../docs/crd-reference.md"].assert_eq(&reference());
 }
