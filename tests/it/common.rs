@@ -1,6 +1,11 @@
 //! Helpers shared by the integration tests.
 
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Container, PodSpec};
 use k8s_openapi::jiff::Timestamp;
+use memcached_hook::api::MemcachedStatus;
 use memcached_hook::hook::SyncRequest;
 use serde_json::{Value, json};
 
@@ -77,4 +82,48 @@ pub fn condition<'a>(response: &'a Value, type_: &str) -> &'a Value {
 /// The memcached container of a response's Deployment.
 pub fn container(response: &Value) -> &Value {
     &must(response, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+}
+
+/// The child of `T`'s kind in a response, decoded into its k8s-openapi type (which also checks
+/// that it is a well-formed object of that kind).
+pub fn typed<T: k8s_openapi::Resource + serde::de::DeserializeOwned>(response: &Value) -> T {
+    let value = must(response, T::KIND).clone();
+    serde_json::from_value(value).unwrap_or_else(|e| panic!("{} does not decode: {e}", T::KIND))
+}
+
+/// The child of `T`'s kind, if the response has one, decoded into its k8s-openapi type.
+pub fn try_typed<T: k8s_openapi::Resource + serde::de::DeserializeOwned>(
+    response: &Value,
+) -> Option<T> {
+    child(response, T::KIND).map(|_| typed(response))
+}
+
+/// The pod spec of a response's Deployment.
+pub fn pod_spec(response: &Value) -> PodSpec {
+    typed::<Deployment>(response)
+        .spec
+        .and_then(|s| s.template.spec)
+        .expect("the Deployment has a pod spec")
+}
+
+/// The memcached container of a response's Deployment, typed.
+pub fn memcached(response: &Value) -> Container {
+    pod_spec(response)
+        .containers
+        .into_iter()
+        .next()
+        .expect("a container")
+}
+
+/// A response's status, decoded into the CRD's status type.
+pub fn status(response: &Value) -> MemcachedStatus {
+    serde_json::from_value(response["status"].clone()).expect("the status decodes")
+}
+
+/// A label map from pairs.
+pub fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
 }

@@ -3,7 +3,10 @@
 
 use serde_json::{Value, json};
 
-use crate::common::{child, condition, container, must, render, request_json, sync_value};
+use crate::common::{
+    child, condition, container, memcached, must, pod_spec, render, request_json, status,
+    sync_value,
+};
 
 fn pod(r: &Value) -> &Value {
     &must(r, "Deployment")["spec"]["template"]["spec"]
@@ -485,15 +488,16 @@ fn server_list_names_the_tls_port_clients_use() {
             "metadata": {"name": "my-cache", "namespace": "default"},
             "spec": {"replicas": 1},
             "status": {"replicas": 1, "readyReplicas": 1, "updatedReplicas": 1, "availableReplicas": 1}}}});
-        sync_value(&request)["status"]["serverList"].clone()
+        status(&sync_value(&request)).server_list
     };
     let tls = |allow: bool| {
         json!({"security": {"tls": {"enabled": true, "allowPlaintext": allow,
                                                       "certificateSecretRef": {"name": "c"}}}})
     };
-    assert_eq!(ready(json!({})), json!(["my-cache.default:11211"]));
-    assert_eq!(ready(tls(false)), json!(["my-cache.default:11211"]));
-    assert_eq!(ready(tls(true)), json!(["my-cache.default:11212"]));
+    let list = |server: &str| Some(vec![server.to_owned()]);
+    assert_eq!(ready(json!({})), list("my-cache.default:11211"));
+    assert_eq!(ready(tls(false)), list("my-cache.default:11211"));
+    assert_eq!(ready(tls(true)), list("my-cache.default:11212"));
 }
 
 /// Issue 15: under `secretRotation: Reload` (the default) a reload-agent native sidecar from the
@@ -503,16 +507,28 @@ fn reload_agent_sidecar() {
     let r = render(json!({"security": {
         "sasl": {"enabled": true, "credentialsSecretRef": {"name": "s"}},
         "tls": {"enabled": true, "enableClientCert": true, "certificateSecretRef": {"name": "t"}}}}));
-    let p = pod(&r);
-    assert_eq!(p["shareProcessNamespace"], true);
-    let agent = &p["initContainers"][0];
-    assert_eq!(agent["name"], "reload-agent");
-    assert_eq!(agent["restartPolicy"], "Always");
+    let typed_pod = pod_spec(&r);
+    assert_eq!(typed_pod.share_process_namespace, Some(true));
+    let typed_agent = &typed_pod
+        .init_containers
+        .as_deref()
+        .expect("init containers")[0];
+    assert_eq!(typed_agent.name, "reload-agent");
+    assert_eq!(typed_agent.restart_policy.as_deref(), Some("Always"));
     assert_eq!(
-        agent["image"],
-        concat!("ghcr.io/c5c3/memcached-hook:", env!("CARGO_PKG_VERSION"))
+        typed_agent.image.as_deref(),
+        Some(concat!(
+            "ghcr.io/c5c3/memcached-hook:",
+            env!("CARGO_PKG_VERSION")
+        ))
     );
-    assert_eq!(agent["command"], json!(["/memcached-hook"]));
+    assert_eq!(
+        typed_agent.command,
+        Some(vec!["/memcached-hook".to_owned()])
+    );
+    assert_eq!(typed_agent.volume_mounts, memcached(&r).volume_mounts);
+    let p = pod(&r);
+    let agent = &p["initContainers"][0];
     assert_eq!(
         agent["args"],
         json!([

@@ -1,13 +1,33 @@
 //! One test per rule of the Deployment, the Service and the PodDisruptionBudget
 //! (docs/behaviour.md), and per row of the reference operator's tables.
 
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentStrategy, RollingUpdateDeployment};
+use k8s_openapi::api::core::v1::{ContainerPort, Service, ServicePort, ServiceSpec};
+use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::{Value, json};
 
-use crate::common::{child, condition, container, decode, must, render, request_json, sync_value};
+use crate::common::{
+    child, condition, container, decode, map, memcached, must, pod_spec, render, request_json,
+    sync_value, try_typed, typed,
+};
 
-fn base_labels(name: &str) -> Value {
-    json!({"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": name,
-           "app.kubernetes.io/managed-by": "memcached-operator"})
+fn base_labels(name: &str) -> BTreeMap<String, String> {
+    map(&[
+        ("app.kubernetes.io/name", "memcached"),
+        ("app.kubernetes.io/instance", name),
+        ("app.kubernetes.io/managed-by", "memcached-operator"),
+    ])
+}
+
+fn base_selector(name: &str) -> LabelSelector {
+    LabelSelector {
+        match_labels: Some(base_labels(name)),
+        match_expressions: None,
+    }
 }
 
 // ---- Labels and selector (docs/behaviour.md: labels) ----
@@ -15,18 +35,15 @@ fn base_labels(name: &str) -> Value {
 #[test]
 fn every_child_carries_the_three_recommended_labels() {
     let r = render(json!({"highAvailability": {"podDisruptionBudget": {"enabled": true}}}));
-    for kind in ["Service", "PodDisruptionBudget"] {
-        assert_eq!(
-            must(&r, kind)["metadata"]["labels"],
-            base_labels("my-cache"),
-            "{kind}"
-        );
-    }
-    let dep = must(&r, "Deployment");
+    let base = Some(base_labels("my-cache"));
+    assert_eq!(typed::<Service>(&r).metadata.labels, base);
+    assert_eq!(typed::<PodDisruptionBudget>(&r).metadata.labels, base);
+    let dep: Deployment = typed(&r);
     let mut with_version = base_labels("my-cache");
-    with_version["app.kubernetes.io/version"] = json!("1.6");
-    assert_eq!(dep["metadata"]["labels"], with_version);
-    assert_eq!(dep["spec"]["template"]["metadata"]["labels"], with_version);
+    with_version.insert("app.kubernetes.io/version".to_owned(), "1.6".to_owned());
+    assert_eq!(dep.metadata.labels.as_ref(), Some(&with_version));
+    let template = dep.spec.expect("spec").template.metadata.expect("metadata");
+    assert_eq!(template.labels, Some(with_version));
 }
 
 #[test]
@@ -38,19 +55,13 @@ fn selectors_are_the_base_labels_and_never_change_with_the_spec() {
                                                     "podDisruptionBudget": {"enabled": true}}}),
     );
     for r in [&plain, &changed] {
-        assert_eq!(
-            must(r, "Deployment")["spec"]["selector"],
-            json!({"matchLabels": base_labels("my-cache")})
-        );
-        assert_eq!(
-            must(r, "Service")["spec"]["selector"],
-            base_labels("my-cache")
-        );
+        let deployment = typed::<Deployment>(r).spec.expect("spec");
+        assert_eq!(deployment.selector, base_selector("my-cache"));
+        let service = typed::<Service>(r).spec.expect("spec");
+        assert_eq!(service.selector, Some(base_labels("my-cache")));
     }
-    assert_eq!(
-        must(&changed, "PodDisruptionBudget")["spec"]["selector"],
-        json!({"matchLabels": base_labels("my-cache")})
-    );
+    let pdb = typed::<PodDisruptionBudget>(&changed).spec.expect("spec");
+    assert_eq!(pdb.selector, Some(base_selector("my-cache")));
 }
 
 #[test]
@@ -63,16 +74,11 @@ fn version_label_only_for_a_usable_tag() {
         ("memcached:1.6-alpine", Some("1.6-alpine")),
     ] {
         let r = render(json!({"image": image}));
-        let labels = &must(&r, "Deployment")["metadata"]["labels"];
-        assert_eq!(
-            labels["app.kubernetes.io/version"].as_str(),
-            want,
-            "{image}"
-        );
-        assert_eq!(
-            must(&r, "Service")["metadata"]["labels"].get("app.kubernetes.io/version"),
-            None
-        );
+        let labels = typed::<Deployment>(&r).metadata.labels.expect("labels");
+        let version = labels.get("app.kubernetes.io/version").map(String::as_str);
+        assert_eq!(version, want, "{image}");
+        let service = typed::<Service>(&r).metadata.labels.expect("labels");
+        assert_eq!(service.get("app.kubernetes.io/version"), None);
     }
 }
 
@@ -99,28 +105,46 @@ fn hook_never_writes_what_metacontroller_owns() {
 
 #[test]
 fn deployment_replicas() {
-    let replicas = |spec: Value| must(&render(spec), "Deployment")["spec"]["replicas"].clone();
-    assert_eq!(replicas(json!({})), json!(1));
-    assert_eq!(replicas(json!({"replicas": 0})), json!(0));
-    assert_eq!(replicas(json!({"replicas": 5})), json!(5));
+    let replicas = |spec: Value| {
+        typed::<Deployment>(&render(spec))
+            .spec
+            .expect("spec")
+            .replicas
+    };
+    assert_eq!(replicas(json!({})), Some(1));
+    assert_eq!(replicas(json!({"replicas": 0})), Some(0));
+    assert_eq!(replicas(json!({"replicas": 5})), Some(5));
 }
 
 #[test]
 fn deployment_strategy_and_container() {
     let r =
         render(json!({"image": "memcached:1.6.38", "resources": {"requests": {"cpu": "100m"}}}));
-    let spec = &must(&r, "Deployment")["spec"];
+    let spec = typed::<Deployment>(&r).spec.expect("spec");
     assert_eq!(
-        spec["strategy"],
-        json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}})
+        spec.strategy,
+        Some(DeploymentStrategy {
+            type_: Some("RollingUpdate".to_owned()),
+            rolling_update: Some(RollingUpdateDeployment {
+                max_surge: Some(IntOrString::Int(1)),
+                max_unavailable: Some(IntOrString::Int(0)),
+            }),
+        })
     );
+    let typed_container = memcached(&r);
+    assert_eq!(typed_container.name, "memcached");
+    assert_eq!(typed_container.image.as_deref(), Some("memcached:1.6.38"));
+    assert_eq!(
+        typed_container.ports,
+        Some(vec![ContainerPort {
+            name: Some("memcached".to_owned()),
+            container_port: 11211,
+            protocol: Some("TCP".to_owned()),
+            ..ContainerPort::default()
+        }])
+    );
+    // The probes, resources and absent fields as JSON: their exact wire shape.
     let c = container(&r);
-    assert_eq!(c["name"], "memcached");
-    assert_eq!(c["image"], "memcached:1.6.38");
-    assert_eq!(
-        c["ports"],
-        json!([{"name": "memcached", "containerPort": 11211, "protocol": "TCP"}])
-    );
     assert_eq!(
         c["livenessProbe"],
         json!({"tcpSocket": {"port": "memcached"}, "initialDelaySeconds": 10, "periodSeconds": 10})
@@ -146,7 +170,7 @@ fn deployment_strategy_and_container() {
     ] {
         assert!(c.get(absent).is_none(), "{absent}");
     }
-    let pod = &spec["template"]["spec"];
+    let pod = &must(&r, "Deployment")["spec"]["template"]["spec"];
     for absent in [
         "affinity",
         "topologySpreadConstraints",
@@ -156,10 +180,13 @@ fn deployment_strategy_and_container() {
     ] {
         assert!(pod.get(absent).is_none(), "{absent}");
     }
-    assert_eq!(spec["template"]["metadata"].get("annotations"), None);
-    assert_eq!(pod["containers"].as_array().map(Vec::len), Some(1));
+    let template = spec.template;
+    assert_eq!(template.metadata.expect("metadata").annotations, None);
+    let typed_pod = template.spec.expect("pod spec");
+    assert_eq!(typed_pod.containers.len(), 1);
     assert_eq!(
-        pod["automountServiceAccountToken"], false,
+        typed_pod.automount_service_account_token,
+        Some(false),
         "memcached needs no API token"
     );
 }
@@ -262,28 +289,23 @@ fn graceful_shutdown() {
         container(&r)["lifecycle"],
         json!({"preStop": {"exec": {"command": ["sleep", "15"]}}})
     );
-    assert_eq!(
-        must(&r, "Deployment")["spec"]["template"]["spec"]["terminationGracePeriodSeconds"],
-        45
-    );
+    assert_eq!(pod_spec(&r).termination_grace_period_seconds, Some(45));
     let defaults = render(json!({"highAvailability": {"gracefulShutdown": {"enabled": true}}}));
+    let pre_stop = memcached(&defaults)
+        .lifecycle
+        .and_then(|l| l.pre_stop)
+        .and_then(|h| h.exec)
+        .and_then(|e| e.command);
+    assert_eq!(pre_stop, Some(vec!["sleep".to_owned(), "10".to_owned()]));
     assert_eq!(
-        container(&defaults)["lifecycle"]["preStop"]["exec"]["command"],
-        json!(["sleep", "10"])
-    );
-    assert_eq!(
-        must(&defaults, "Deployment")["spec"]["template"]["spec"]["terminationGracePeriodSeconds"],
-        30
+        pod_spec(&defaults).termination_grace_period_seconds,
+        Some(30)
     );
     let off = render(
         json!({"highAvailability": {"gracefulShutdown": {"enabled": false, "preStopDelaySeconds": 15}}}),
     );
     assert!(container(&off).get("lifecycle").is_none());
-    assert!(
-        must(&off, "Deployment")["spec"]["template"]["spec"]
-            .get("terminationGracePeriodSeconds")
-            .is_none()
-    );
+    assert_eq!(pod_spec(&off).termination_grace_period_seconds, None);
 }
 
 #[test]
@@ -396,32 +418,36 @@ fn pod_labels_and_annotations_join_the_hooks_own() {
     request["parent"]["metadata"]["annotations"] =
         json!({"memcached.c5c3.io/restart-trigger": "1"});
     let r = sync_value(&request);
-    let dep = must(&r, "Deployment");
+    let dep: Deployment = typed(&r);
     let mut pod_labels = base_labels("my-cache");
-    pod_labels["app.kubernetes.io/version"] = json!("1.6.38");
+    pod_labels.insert("app.kubernetes.io/version".to_owned(), "1.6.38".to_owned());
     let own = pod_labels.clone();
-    pod_labels["team"] = json!("checkout");
-    pod_labels["app.kubernetes.io/part-of"] = json!("shop");
-    assert_eq!(dep["spec"]["template"]["metadata"]["labels"], pod_labels);
+    pod_labels.extend(map(&[
+        ("team", "checkout"),
+        ("app.kubernetes.io/part-of", "shop"),
+    ]));
     assert_eq!(
-        dep["metadata"]["labels"], own,
+        dep.metadata.labels,
+        Some(own),
         "the Deployment's own labels stay the hook's"
     );
+    let spec = dep.spec.expect("spec");
+    assert_eq!(spec.selector, base_selector("my-cache"));
+    let template = spec.template.metadata.expect("metadata");
+    assert_eq!(template.labels, Some(pod_labels));
     assert_eq!(
-        dep["spec"]["selector"],
-        json!({"matchLabels": base_labels("my-cache")})
+        template.annotations,
+        Some(map(&[
+            ("sidecar.istio.io/inject", "true"),
+            ("memcached.c5c3.io/restart-trigger", "1"),
+        ]))
     );
-    assert_eq!(
-        dep["spec"]["template"]["metadata"]["annotations"],
-        json!({"sidecar.istio.io/inject": "true", "memcached.c5c3.io/restart-trigger": "1"})
-    );
+    let service: Service = typed(&r);
     let mut service_labels = base_labels("my-cache");
-    service_labels["team"] = json!("checkout");
-    assert_eq!(must(&r, "Service")["metadata"]["labels"], service_labels);
-    assert_eq!(
-        must(&r, "Service")["spec"]["selector"],
-        base_labels("my-cache")
-    );
+    service_labels.insert("team".to_owned(), "checkout".to_owned());
+    assert_eq!(service.metadata.labels, Some(service_labels));
+    let selector = service.spec.expect("spec").selector;
+    assert_eq!(selector, Some(base_labels("my-cache")));
 }
 
 #[test]
@@ -455,19 +481,24 @@ fn the_memory_request_follows_max_memory_and_connections_and_never_a_limit() {
 #[test]
 fn headless_service() {
     let r = render(json!({}));
-    let svc = must(&r, "Service");
-    assert_eq!(svc["apiVersion"], "v1");
-    assert_eq!(svc["metadata"]["name"], "my-cache");
-    assert_eq!(svc["spec"]["clusterIP"], "None");
+    assert_eq!(must(&r, "Service")["apiVersion"], "v1");
+    let svc: Service = typed(&r);
+    assert_eq!(svc.metadata.name.as_deref(), Some("my-cache"));
+    // Only clusterIP, selector and ports: no type, no other field.
     assert_eq!(
-        svc["spec"]["ports"],
-        json!([{"name": "memcached", "port": 11211, "targetPort": "memcached", "protocol": "TCP"}])
-    );
-    assert!(svc["spec"].get("type").is_none());
-    assert_eq!(
-        svc["spec"].as_object().map(|o| o.len()),
-        Some(3),
-        "only clusterIP, selector, ports: {svc}"
+        svc.spec,
+        Some(ServiceSpec {
+            cluster_ip: Some("None".to_owned()),
+            selector: Some(base_labels("my-cache")),
+            ports: Some(vec![ServicePort {
+                name: Some("memcached".to_owned()),
+                port: 11211,
+                target_port: Some(IntOrString::String("memcached".to_owned())),
+                protocol: Some("TCP".to_owned()),
+                ..ServicePort::default()
+            }]),
+            ..ServiceSpec::default()
+        })
     );
 }
 
@@ -504,42 +535,55 @@ fn service_annotations_table() {
 
 // ---- PodDisruptionBudget ----
 
-fn pdb_spec(pdb: Value) -> Option<Value> {
-    child(
-        &render(json!({"replicas": 5, "highAvailability": {"podDisruptionBudget": pdb}})),
-        "PodDisruptionBudget",
-    )
-    .map(|p| p["spec"].clone())
+fn pdb_spec(pdb: Value) -> Option<PodDisruptionBudgetSpec> {
+    let spec = json!({"replicas": 5, "highAvailability": {"podDisruptionBudget": pdb}});
+    try_typed::<PodDisruptionBudget>(&render(spec)).map(|p| p.spec.expect("spec"))
+}
+
+/// The budget of the parent `my-cache` with exactly these two fields.
+fn budget(
+    min_available: Option<IntOrString>,
+    max_unavailable: Option<IntOrString>,
+) -> Option<PodDisruptionBudgetSpec> {
+    Some(PodDisruptionBudgetSpec {
+        min_available,
+        max_unavailable,
+        selector: Some(base_selector("my-cache")),
+        ..PodDisruptionBudgetSpec::default()
+    })
 }
 
 #[test]
 fn pdb_mutual_exclusivity_table() {
-    let selector = json!({"matchLabels": base_labels("my-cache")});
+    let (int, text) = (
+        |i: i32| Some(IntOrString::Int(i)),
+        |t: &str| Some(IntOrString::String(t.to_owned())),
+    );
     assert_eq!(
         pdb_spec(json!({"enabled": true})),
-        Some(json!({"minAvailable": 1, "selector": selector})),
+        budget(int(1), None),
         "neither → minAvailable 1"
     );
     assert_eq!(
         pdb_spec(json!({"enabled": true, "minAvailable": 2})),
-        Some(json!({"minAvailable": 2, "selector": selector}))
+        budget(int(2), None)
     );
     assert_eq!(
         pdb_spec(json!({"enabled": true, "maxUnavailable": 1})),
-        Some(json!({"maxUnavailable": 1, "selector": selector}))
+        budget(None, int(1))
     );
     assert_eq!(
         pdb_spec(json!({"enabled": true, "minAvailable": 2, "maxUnavailable": 1})),
-        Some(json!({"minAvailable": 2, "selector": selector})),
+        budget(int(2), None),
         "both → minAvailable only"
     );
     assert_eq!(
         pdb_spec(json!({"enabled": true, "minAvailable": "50%"})),
-        Some(json!({"minAvailable": "50%", "selector": selector}))
+        budget(text("50%"), None)
     );
     assert_eq!(
         pdb_spec(json!({"enabled": true, "maxUnavailable": "25%"})),
-        Some(json!({"maxUnavailable": "25%", "selector": selector}))
+        budget(None, text("25%"))
     );
 }
 
