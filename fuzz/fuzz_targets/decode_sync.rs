@@ -12,7 +12,10 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let now = "2026-11-22T12:00:00Z".parse().expect("a valid timestamp");
-    let Ok(response) = memcached_hook::sync(&request, now) else {
+    // With the body, as the server does: the paths that read it again (kept children under
+    // server-side apply, the old workload of a switch) are fuzzed too.
+    let options = memcached_hook::Options::default();
+    let Ok(response) = memcached_hook::sync_with(&request, Some(data), now, &options) else {
         return;
     };
     let bytes = serde_json::to_vec(&response).expect("a sync response always encodes");

@@ -127,3 +127,8 @@ pub fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect()
 }
+
+/// A JSON value decoded into a Kubernetes (or CRD) type.
+pub fn decoded<T: serde::de::DeserializeOwned>(value: Value) -> T {
+    serde_json::from_value(value).expect("the value decodes into its type")
+}

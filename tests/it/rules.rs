@@ -4,15 +4,17 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentStrategy, RollingUpdateDeployment};
-use k8s_openapi::api::core::v1::{ContainerPort, Service, ServicePort, ServiceSpec};
+use k8s_openapi::api::core::v1::{
+    ContainerPort, PodAntiAffinity, Service, ServicePort, ServiceSpec,
+};
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::{Value, json};
 
 use crate::common::{
-    child, condition, container, decode, map, memcached, must, pod_spec, render, request_json,
-    sync_value, try_typed, typed,
+    child, condition, container, decode, decoded, map, memcached, must, pod_spec, render,
+    request_json, sync_value, try_typed, typed,
 };
 
 fn base_labels(name: &str) -> BTreeMap<String, String> {
@@ -315,11 +317,8 @@ fn security_contexts_are_passed_through() {
     let r = render(
         json!({"security": {"podSecurityContext": pod_sc, "containerSecurityContext": c_sc}}),
     );
-    assert_eq!(
-        must(&r, "Deployment")["spec"]["template"]["spec"]["securityContext"],
-        pod_sc
-    );
-    assert_eq!(container(&r)["securityContext"], c_sc);
+    assert_eq!(pod_spec(&r).security_context, Some(decoded(pod_sc)));
+    assert_eq!(memcached(&r).security_context, Some(decoded(c_sc)));
 }
 
 #[test]
@@ -327,18 +326,19 @@ fn restart_trigger_is_copied_to_the_pod_template() {
     let mut request = request_json(json!({}));
     request["parent"]["metadata"]["annotations"] =
         json!({"memcached.c5c3.io/restart-trigger": "now-1"});
-    let r = sync_value(&request);
+    let annotations = |request: &Value| {
+        let template = typed::<Deployment>(&sync_value(request))
+            .spec
+            .expect("spec")
+            .template;
+        template.metadata.expect("metadata").annotations
+    };
     assert_eq!(
-        must(&r, "Deployment")["spec"]["template"]["metadata"]["annotations"],
-        json!({"memcached.c5c3.io/restart-trigger": "now-1"})
+        annotations(&request),
+        Some(map(&[("memcached.c5c3.io/restart-trigger", "now-1")]))
     );
     request["parent"]["metadata"]["annotations"] = json!({"memcached.c5c3.io/restart-trigger": ""});
-    let r = sync_value(&request);
-    assert!(
-        must(&r, "Deployment")["spec"]["template"]["metadata"]
-            .get("annotations")
-            .is_none()
-    );
+    assert_eq!(annotations(&request), None);
 }
 
 // ---- Placement, pull secrets, pod metadata, memory request (issue 16) ----
@@ -353,15 +353,18 @@ fn placement_and_pull_secrets_are_copied_to_the_pod_template() {
         "nodeSelector": {"node.example.com/pool": "cache"}, "tolerations": [toleration],
         "affinity": {"nodeAffinity": node}, "priorityClassName": "cache-critical",
         "imagePullSecrets": [{"name": "registry"}]}));
-    let pod = &must(&r, "Deployment")["spec"]["template"]["spec"];
+    let pod = pod_spec(&r);
     assert_eq!(
-        pod["nodeSelector"],
-        json!({"node.example.com/pool": "cache"})
+        pod.node_selector,
+        Some(map(&[("node.example.com/pool", "cache")]))
     );
-    assert_eq!(pod["tolerations"], json!([toleration]));
-    assert_eq!(pod["affinity"], json!({"nodeAffinity": node}));
-    assert_eq!(pod["priorityClassName"], "cache-critical");
-    assert_eq!(pod["imagePullSecrets"], json!([{"name": "registry"}]));
+    assert_eq!(pod.tolerations, Some(vec![decoded(toleration)]));
+    assert_eq!(pod.affinity, decoded(json!({"nodeAffinity": node})));
+    assert_eq!(pod.priority_class_name.as_deref(), Some("cache-critical"));
+    assert_eq!(
+        pod.image_pull_secrets,
+        decoded(json!([{"name": "registry"}]))
+    );
     // Empty lists and maps are left out (the API server would drop them).
     let r = render(
         json!({"nodeSelector": {}, "tolerations": [], "imagePullSecrets": [],
@@ -399,8 +402,10 @@ fn a_user_pod_anti_affinity_replaces_the_preset() {
     // Without a podAntiAffinity of the user's, the preset stays; `{}` means none.
     let kept = affinity(json!({"highAvailability": {"antiAffinityPreset": "hard"},
                                "affinity": {"podAffinity": pod_affinity}}));
+    let anti: PodAntiAffinity = decoded(kept["podAntiAffinity"].clone());
+    let required = anti.required_during_scheduling_ignored_during_execution;
     assert_eq!(
-        kept["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]["topologyKey"],
+        required.expect("required terms")[0].topology_key,
         "kubernetes.io/hostname"
     );
     assert_eq!(kept["podAffinity"], pod_affinity);

@@ -6,7 +6,10 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use crate::common::{condition, must, sync_value};
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet, StatefulSetUpdateStrategy};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+
+use crate::common::{condition, must, status, sync_value, typed};
 
 fn fixture(name: &str) -> Value {
     let path = format!(
@@ -167,26 +170,26 @@ fn without_last_applied_the_old_workload_is_its_observed_spec() {
 fn server_list_names_every_pod_in_statefulset_mode() {
     for name in ["statefulset-steady-state", "statefulset-pod-restarting"] {
         let (_, response) = step(name);
+        let pods = (0..3).map(|i| format!("cache-{i}.cache.shop.svc:11211"));
         assert_eq!(
-            response["status"]["serverList"],
-            json!([
-                "cache-0.cache.shop.svc:11211",
-                "cache-1.cache.shop.svc:11211",
-                "cache-2.cache.shop.svc:11211"
-            ]),
+            status(&response).server_list,
+            Some(pods.collect()),
             "{name}"
         );
     }
     let (_, first) = step("statefulset-first-sync");
-    assert!(first["status"].get("serverList").is_none());
-    let set = must(&first, "StatefulSet");
-    assert_eq!(set["spec"]["serviceName"], "cache");
-    assert_eq!(set["spec"]["podManagementPolicy"], "Parallel");
+    assert_eq!(status(&first).server_list, None);
+    let set = typed::<StatefulSet>(&first).spec.expect("spec");
+    assert_eq!(set.service_name.as_deref(), Some("cache"));
+    assert_eq!(set.pod_management_policy.as_deref(), Some("Parallel"));
     assert_eq!(
-        set["spec"]["updateStrategy"],
-        json!({"type": "RollingUpdate"})
+        set.update_strategy,
+        Some(StatefulSetUpdateStrategy {
+            type_: Some("RollingUpdate".to_owned()),
+            rolling_update: None,
+        })
     );
-    assert!(set["spec"].get("volumeClaimTemplates").is_none());
+    assert_eq!(set.volume_claim_templates, None);
 }
 
 #[test]
@@ -194,8 +197,8 @@ fn statefulset_shares_the_deployment_pod_template() {
     let (_, sts) = step("statefulset-first-sync");
     let (_, dep) = step("first-sync");
     assert_eq!(
-        must(&sts, "StatefulSet")["spec"]["template"],
-        must(&dep, "Deployment")["spec"]["template"]
+        typed::<StatefulSet>(&sts).spec.expect("spec").template,
+        typed::<Deployment>(&dep).spec.expect("spec").template
     );
 }
 
@@ -216,11 +219,14 @@ fn statefulsets_not_declared_keep_the_deployment() {
 #[test]
 fn the_hpa_follows_the_workload_and_the_switch_hands_its_size_over() {
     let (_, response) = step("switch-to-statefulset-autoscaling-started");
-    let target = &must(&response, "HorizontalPodAutoscaler")["spec"]["scaleTargetRef"];
-    assert_eq!(target["kind"], "StatefulSet");
-    assert_eq!(must(&response, "StatefulSet")["spec"]["replicas"], 5);
+    let hpa = typed::<HorizontalPodAutoscaler>(&response)
+        .spec
+        .expect("spec");
+    assert_eq!(hpa.scale_target_ref.kind, "StatefulSet");
+    let replicas = |r: &Value| typed::<StatefulSet>(r).spec.expect("spec").replicas;
+    assert_eq!(replicas(&response), Some(5));
     let (_, steady) = step("statefulset-autoscaling-steady");
-    assert_eq!(must(&steady, "StatefulSet")["spec"]["replicas"], 5);
+    assert_eq!(replicas(&steady), Some(5));
 }
 
 /// A workload observed with `(spec replicas, ready, updated, total)`, generation 2 seen or not.
