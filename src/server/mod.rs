@@ -53,7 +53,7 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
 /// Largest read buffer of a connection (hyper's default is ~400 KiB). A request body is read in
 /// pieces of at most this size and collected whole for decoding, so it only bounds what an open
 /// connection keeps between requests, and with it the peak memory of many connections sending
-/// large requests (BENCHMARKS.md). Also the largest request head accepted.
+/// large requests (BENCHMARKS.md).
 pub const READ_BUFFER_LIMIT: usize = 64 * 1024;
 /// Time a client has to finish the TLS handshake.
 pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
