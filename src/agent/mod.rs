@@ -19,14 +19,15 @@
 
 pub mod check;
 pub mod memcached;
+mod metrics;
 pub mod watch;
 
-use std::fmt::Write as _;
+pub use metrics::{Metrics, What};
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use check::Credentials;
 use memcached::Admin;
@@ -69,92 +70,6 @@ pub struct Args {
     /// memcached's process name (`/proc/<pid>/comm`) for SIGHUP.
     #[arg(long, default_value = "memcached")]
     pub process_name: String,
-}
-
-/// What was reloaded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum What {
-    /// The TLS certificate and key.
-    Tls,
-    /// The `-Y` auth file.
-    Auth,
-}
-
-impl What {
-    const ALL: [Self; 2] = [Self::Tls, Self::Auth];
-    fn label(self) -> &'static str {
-        match self {
-            Self::Tls => "tls",
-            Self::Auth => "auth",
-        }
-    }
-}
-
-/// Reload outcomes, served in the Prometheus text format.
-#[derive(Debug, Default)]
-pub struct Metrics {
-    succeeded: [AtomicU64; 2],
-    failed: [AtomicU64; 2],
-    last_success: [AtomicU64; 2],
-}
-
-impl Metrics {
-    fn record(&self, what: What, ok: bool) {
-        let i = what as usize;
-        if ok {
-            self.succeeded[i].fetch_add(1, Ordering::Relaxed);
-            let now = SystemTime::now()
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs());
-            self.last_success[i].store(now, Ordering::Relaxed);
-        } else {
-            self.failed[i].fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    /// Count of successes and failures for `what`.
-    #[must_use]
-    pub fn counts(&self, what: What) -> (u64, u64) {
-        let i = what as usize;
-        (
-            self.succeeded[i].load(Ordering::Relaxed),
-            self.failed[i].load(Ordering::Relaxed),
-        )
-    }
-
-    /// The Prometheus text exposition.
-    #[must_use]
-    pub fn render(&self) -> String {
-        let mut out = String::from(
-            "# HELP memcached_reload_agent_reloads_total Reloads the agent asked memcached for, by material and outcome.\n\
-             # TYPE memcached_reload_agent_reloads_total counter\n",
-        );
-        for what in What::ALL {
-            let (ok, failed) = self.counts(what);
-            let l = what.label();
-            let _ = writeln!(
-                out,
-                "memcached_reload_agent_reloads_total{{what=\"{l}\",outcome=\"success\"}} {ok}"
-            );
-            let _ = writeln!(
-                out,
-                "memcached_reload_agent_reloads_total{{what=\"{l}\",outcome=\"failure\"}} {failed}"
-            );
-        }
-        out.push_str(
-            "# HELP memcached_reload_agent_last_success_timestamp_seconds When memcached last took new material (0: never).\n\
-             # TYPE memcached_reload_agent_last_success_timestamp_seconds gauge\n",
-        );
-        for what in What::ALL {
-            let t = self.last_success[what as usize].load(Ordering::Relaxed);
-            let _ = writeln!(
-                out,
-                "memcached_reload_agent_last_success_timestamp_seconds{{what=\"{}\"}} {t}",
-                what.label()
-            );
-        }
-        out
-    }
 }
 
 /// One watched group and what became of its content.
@@ -212,6 +127,49 @@ impl Watched {
 
     fn refused(&mut self, s: &Snapshot) {
         self.refused = Some(s.digest);
+    }
+
+    /// Records what became of delivering `snapshot`: memcached took it; memcached was not
+    /// reachable yet before the first delivery (it is starting: no failure); or a failure,
+    /// retried with a back-off. Whether memcached took it.
+    fn settle(
+        &mut self,
+        snapshot: &Snapshot,
+        poll: u64,
+        metrics: &Metrics,
+        what: What,
+        result: Result<(), memcached::AdminError>,
+    ) -> bool {
+        let (took, kept) = match what {
+            What::Tls => (
+                "reload succeeded: memcached serves the new certificate to new connections",
+                "reload failed; memcached keeps the previous certificate",
+            ),
+            What::Auth => (
+                "reload succeeded: memcached accepts the new auth file",
+                "reload failed; memcached keeps the previous auth file",
+            ),
+        };
+        let what_label = what.label();
+        match result {
+            Ok(()) => {
+                self.succeeded(snapshot);
+                metrics.record(what, true);
+                tracing::info!(what = what_label, "{took}");
+                true
+            }
+            Err(e) if self.applied.is_none() && e.unreachable() => {
+                tracing::debug!(what = what_label, error = %e, "memcached not reachable yet");
+                false
+            }
+            Err(e) => {
+                self.failed(poll);
+                metrics.record(what, false);
+                let retry_in_polls = self.next_poll - poll;
+                tracing::error!(what = what_label, error = %e, retry_in_polls, "{kept}");
+                false
+            }
+        }
     }
 
     fn failed(&mut self, poll: u64) {
@@ -293,24 +251,9 @@ impl Agent {
                 return;
             }
         };
-        match reload_auth(&self.admin, &self.process_name, &login) {
-            Ok(()) => {
-                watched.succeeded(&snapshot);
-                self.login = Some(login);
-                self.metrics.record(What::Auth, true);
-                tracing::info!(
-                    what = "auth",
-                    "reload succeeded: memcached accepts the new auth file"
-                );
-            }
-            Err(e) if watched.applied.is_none() && e.unreachable() => {
-                tracing::debug!(what = "auth", error = %e, "memcached not reachable yet");
-            }
-            Err(e) => {
-                watched.failed(poll);
-                self.metrics.record(What::Auth, false);
-                tracing::error!(what = "auth", error = %e, retry_in_polls = watched.next_poll - poll, "reload failed; memcached keeps the previous auth file");
-            }
+        let result = reload_auth(&self.admin, &self.process_name, &login);
+        if watched.settle(&snapshot, poll, &self.metrics, What::Auth, result) {
+            self.login = Some(login);
         }
     }
 
@@ -329,24 +272,8 @@ impl Agent {
             tracing::error!(what = "tls", error = %e, "reload failed: new TLS material refused; memcached keeps the previous certificate");
             return;
         }
-        match self.admin.refresh_certs(self.login.as_ref()) {
-            Ok(()) => {
-                watched.succeeded(&snapshot);
-                self.metrics.record(What::Tls, true);
-                tracing::info!(
-                    what = "tls",
-                    "reload succeeded: memcached serves the new certificate to new connections"
-                );
-            }
-            Err(e) if watched.applied.is_none() && e.unreachable() => {
-                tracing::debug!(what = "tls", error = %e, "memcached not reachable yet");
-            }
-            Err(e) => {
-                watched.failed(poll);
-                self.metrics.record(What::Tls, false);
-                tracing::error!(what = "tls", error = %e, retry_in_polls = watched.next_poll - poll, "reload failed; memcached keeps the previous certificate");
-            }
-        }
+        let result = self.admin.refresh_certs(self.login.as_ref());
+        watched.settle(&snapshot, poll, &self.metrics, What::Tls, result);
     }
 }
 
@@ -375,23 +302,6 @@ fn reload_auth(
     }
 }
 
-/// `GET /metrics` (the reload counters) and `GET /healthz`.
-fn metrics_router(metrics: Arc<Metrics>) -> axum::Router {
-    let text = move || {
-        let m = Arc::clone(&metrics);
-        async move {
-            let content_type = (
-                axum::http::header::CONTENT_TYPE,
-                "text/plain; version=0.0.4",
-            );
-            ([content_type], m.render())
-        }
-    };
-    axum::Router::new()
-        .route("/metrics", axum::routing::get(text))
-        .route("/healthz", axum::routing::get(|| async { "ok" }))
-}
-
 /// Runs the agent until SIGTERM/SIGINT.
 ///
 /// # Errors
@@ -412,7 +322,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         let listener = tokio::net::TcpListener::bind(args.metrics_addr)
             .await
             .with_context(|| format!("listening on {}", args.metrics_addr))?;
-        let router = metrics_router(Arc::clone(&metrics));
+        let router = metrics::metrics_router(Arc::clone(&metrics));
         tracing::info!(
             metrics = %args.metrics_addr,
             admin = %args.admin_addr,
@@ -446,130 +356,4 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn metrics_text() {
-        let m = Metrics::default();
-        m.record(What::Tls, true);
-        m.record(What::Auth, false);
-        let text = m.render();
-        assert!(text.contains(
-            "memcached_reload_agent_reloads_total{what=\"tls\",outcome=\"success\"} 1\n"
-        ));
-        assert!(text.contains(
-            "memcached_reload_agent_reloads_total{what=\"auth\",outcome=\"failure\"} 1\n"
-        ));
-        assert!(
-            text.contains(
-                "memcached_reload_agent_last_success_timestamp_seconds{what=\"auth\"} 0\n"
-            )
-        );
-    }
-
-    /// A stand-in for memcached's admin listener that answers `OK` and counts the commands.
-    fn fake_memcached() -> (SocketAddr, Arc<AtomicU64>) {
-        use std::io::{BufRead as _, Write as _};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let seen = Arc::new(AtomicU64::new(0));
-        let counter = Arc::clone(&seen);
-        std::thread::spawn(move || {
-            for stream in listener.incoming().take(16).flatten() {
-                let mut line = String::new();
-                let mut reader = std::io::BufReader::new(&stream);
-                if reader.read_line(&mut line).is_ok() && line == "refresh_certs\r\n" {
-                    counter.fetch_add(1, Ordering::SeqCst);
-                    let _ = (&stream).write_all(b"OK\r\n");
-                }
-            }
-        });
-        (addr, seen)
-    }
-
-    /// The first poll delivers what is mounted; a refused change is never sent and not retried
-    /// until the content changes again.
-    #[test]
-    fn refused_material_is_never_sent_and_not_retried() {
-        let (cert, key) = check::tests::pair("one");
-        let (_, other_key) = check::tests::pair("two");
-        let mut volume = watch::tests::Volume::new(
-            "agent-refuse",
-            &[("tls.crt", cert.as_bytes()), ("tls.key", key.as_bytes())],
-        );
-        let (admin_addr, sent) = fake_memcached();
-        let args = Args {
-            tls_cert: Some(volume.path("tls.crt")),
-            tls_key: Some(volume.path("tls.key")),
-            tls_ca: None,
-            auth_file: None,
-            admin_addr,
-            metrics_addr: "127.0.0.1:0".parse().unwrap(),
-            interval_seconds: 1,
-            timeout_ms: 2000,
-            process_name: "memcached".into(),
-        };
-        let metrics = Arc::new(Metrics::default());
-        let mut agent = Agent::new(&args, Arc::clone(&metrics)).unwrap();
-        agent.poll();
-        assert_eq!(metrics.counts(What::Tls), (1, 0), "first delivery");
-        agent.poll();
-        assert_eq!(
-            sent.load(Ordering::SeqCst),
-            1,
-            "unchanged files: nothing sent"
-        );
-        volume.publish(&[
-            ("tls.crt", cert.as_bytes()),
-            ("tls.key", other_key.as_bytes()),
-        ]);
-        for _ in 0..3 {
-            agent.poll();
-        }
-        assert_eq!(
-            metrics.counts(What::Tls),
-            (1, 1),
-            "refused once, not retried"
-        );
-        assert_eq!(
-            sent.load(Ordering::SeqCst),
-            1,
-            "a foreign key never reaches memcached"
-        );
-        let (third_cert, third_key) = check::tests::pair("three");
-        volume.publish(&[
-            ("tls.crt", third_cert.as_bytes()),
-            ("tls.key", third_key.as_bytes()),
-        ]);
-        agent.poll();
-        assert_eq!(metrics.counts(What::Tls), (2, 1));
-        assert_eq!(sent.load(Ordering::SeqCst), 2);
-    }
-
-    #[test]
-    fn before_the_first_delivery_an_absent_memcached_is_no_failure() {
-        let (cert, key) = check::tests::pair("one");
-        let volume = watch::tests::Volume::new(
-            "agent-absent",
-            &[("tls.crt", cert.as_bytes()), ("tls.key", key.as_bytes())],
-        );
-        let args = Args {
-            tls_cert: Some(volume.path("tls.crt")),
-            tls_key: Some(volume.path("tls.key")),
-            tls_ca: None,
-            auth_file: None,
-            // Nothing listens on the discard port.
-            admin_addr: "127.0.0.1:9".parse().unwrap(),
-            metrics_addr: "127.0.0.1:0".parse().unwrap(),
-            interval_seconds: 1,
-            timeout_ms: 200,
-            process_name: "memcached".into(),
-        };
-        let metrics = Arc::new(Metrics::default());
-        let mut agent = Agent::new(&args, Arc::clone(&metrics)).unwrap();
-        agent.poll();
-        agent.poll();
-        assert_eq!(metrics.counts(What::Tls), (0, 0));
-    }
-}
+mod tests;

@@ -1,0 +1,129 @@
+//! The agent against a fake memcached admin listener.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::*;
+
+#[test]
+fn metrics_text() {
+    let m = Metrics::default();
+    m.record(What::Tls, true);
+    m.record(What::Auth, false);
+    let text = m.render();
+    assert!(
+        text.contains("memcached_reload_agent_reloads_total{what=\"tls\",outcome=\"success\"} 1\n")
+    );
+    assert!(
+        text.contains(
+            "memcached_reload_agent_reloads_total{what=\"auth\",outcome=\"failure\"} 1\n"
+        )
+    );
+    assert!(
+        text.contains("memcached_reload_agent_last_success_timestamp_seconds{what=\"auth\"} 0\n")
+    );
+}
+
+/// A stand-in for memcached's admin listener that answers `OK` and counts the commands.
+fn fake_memcached() -> (SocketAddr, Arc<AtomicU64>) {
+    use std::io::{BufRead as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Arc::new(AtomicU64::new(0));
+    let counter = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(16).flatten() {
+            let mut line = String::new();
+            let mut reader = std::io::BufReader::new(&stream);
+            if reader.read_line(&mut line).is_ok() && line == "refresh_certs\r\n" {
+                counter.fetch_add(1, Ordering::SeqCst);
+                let _ = (&stream).write_all(b"OK\r\n");
+            }
+        }
+    });
+    (addr, seen)
+}
+
+/// The first poll delivers what is mounted; a refused change is never sent and not retried
+/// until the content changes again.
+#[test]
+fn refused_material_is_never_sent_and_not_retried() {
+    let (cert, key) = check::tests::pair("one");
+    let (_, other_key) = check::tests::pair("two");
+    let mut volume = watch::tests::Volume::new(
+        "agent-refuse",
+        &[("tls.crt", cert.as_bytes()), ("tls.key", key.as_bytes())],
+    );
+    let (admin_addr, sent) = fake_memcached();
+    let args = Args {
+        tls_cert: Some(volume.path("tls.crt")),
+        tls_key: Some(volume.path("tls.key")),
+        tls_ca: None,
+        auth_file: None,
+        admin_addr,
+        metrics_addr: "127.0.0.1:0".parse().unwrap(),
+        interval_seconds: 1,
+        timeout_ms: 2000,
+        process_name: "memcached".into(),
+    };
+    let metrics = Arc::new(Metrics::default());
+    let mut agent = Agent::new(&args, Arc::clone(&metrics)).unwrap();
+    agent.poll();
+    assert_eq!(metrics.counts(What::Tls), (1, 0), "first delivery");
+    agent.poll();
+    assert_eq!(
+        sent.load(Ordering::SeqCst),
+        1,
+        "unchanged files: nothing sent"
+    );
+    volume.publish(&[
+        ("tls.crt", cert.as_bytes()),
+        ("tls.key", other_key.as_bytes()),
+    ]);
+    for _ in 0..3 {
+        agent.poll();
+    }
+    assert_eq!(
+        metrics.counts(What::Tls),
+        (1, 1),
+        "refused once, not retried"
+    );
+    assert_eq!(
+        sent.load(Ordering::SeqCst),
+        1,
+        "a foreign key never reaches memcached"
+    );
+    let (third_cert, third_key) = check::tests::pair("three");
+    volume.publish(&[
+        ("tls.crt", third_cert.as_bytes()),
+        ("tls.key", third_key.as_bytes()),
+    ]);
+    agent.poll();
+    assert_eq!(metrics.counts(What::Tls), (2, 1));
+    assert_eq!(sent.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn before_the_first_delivery_an_absent_memcached_is_no_failure() {
+    let (cert, key) = check::tests::pair("one");
+    let volume = watch::tests::Volume::new(
+        "agent-absent",
+        &[("tls.crt", cert.as_bytes()), ("tls.key", key.as_bytes())],
+    );
+    let args = Args {
+        tls_cert: Some(volume.path("tls.crt")),
+        tls_key: Some(volume.path("tls.key")),
+        tls_ca: None,
+        auth_file: None,
+        // Nothing listens on the discard port.
+        admin_addr: "127.0.0.1:9".parse().unwrap(),
+        metrics_addr: "127.0.0.1:0".parse().unwrap(),
+        interval_seconds: 1,
+        timeout_ms: 200,
+        process_name: "memcached".into(),
+    };
+    let metrics = Arc::new(Metrics::default());
+    let mut agent = Agent::new(&args, Arc::clone(&metrics)).unwrap();
+    agent.poll();
+    agent.poll();
+    assert_eq!(metrics.counts(What::Tls), (0, 0));
+}
