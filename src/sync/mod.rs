@@ -1,72 +1,28 @@
 //! `sync`: the one pure function behind `/sync`, `replay` and `render`.
 
-use k8s_openapi::Resource as _;
-use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
-use thiserror::Error;
 
 use crate::api::effective::Effective;
 use crate::api::high_availability::Budget;
-use crate::api::validation::{self, Violation};
+use crate::api::validation;
 use crate::api::{GROUP, KIND, VERSIONS, Workload};
 use crate::children::deployment::{Pods, Rollers};
 use crate::children::{
     ChildKind, deployment, hpa, network_policy, pdb, ports, service, service_monitor, statefulset,
 };
-use crate::hook::{
-    Child, CustomizeRequest, CustomizeResponse, ObservedChild, Parent, ResourceRule, SyncRequest,
-    SyncResponse,
-};
+use crate::hook::{Child, ObservedChild, Parent, SyncRequest, SyncResponse};
 use crate::secrets;
-use crate::status::{self, Inputs, Migration, PdbState, SecretReload, ServerList};
+use crate::status::{self, Inputs, Migration, PdbState, ServerList};
 use crate::workload::{self, Plan};
 
+mod customize;
+mod error;
+mod rotation;
+
 pub use crate::children::deployment::RESTART_TRIGGER;
-
-/// Why a well-formed request gets no 200 answer. Each maps to a 4xx: Metacontroller then
-/// changes nothing and shows the message as a Warning event.
-#[derive(Debug, Error, PartialEq, Eq)]
-pub enum SyncError {
-    /// The parent is not a `memcached.c5c3.io` `Memcached` of a served version.
-    #[error("parent is {kind} {api_version}, expected {KIND} {GROUP}/v1beta1 or {GROUP}/v1alpha1")]
-    WrongParent {
-        /// The parent's `apiVersion`.
-        api_version: String,
-        /// The parent's `kind`.
-        kind: String,
-    },
-    /// A switch between workloads has to answer the old workload as observed, but it came
-    /// without a spec to repeat.
-    #[error("cannot keep the observed {kind} {name} while switching workloads: it has no spec")]
-    CannotKeepWorkload {
-        /// `Deployment` or `StatefulSet`.
-        kind: &'static str,
-        /// Its name.
-        name: String,
-    },
-    /// The spec breaks a rule and the observed children cannot be kept as they are.
-    #[error("invalid spec ({reason}): {}", validation::summary(.violations))]
-    InvalidSpec {
-        /// Why the observed children could not be kept.
-        reason: &'static str,
-        /// Every broken rule.
-        violations: Vec<Violation>,
-    },
-}
-
-impl SyncError {
-    /// The JSON path of the field at fault.
-    #[must_use]
-    pub fn field(&self) -> &str {
-        match self {
-            Self::WrongParent { .. } => "parent.apiVersion",
-            Self::CannotKeepWorkload { .. } => "children",
-            Self::InvalidSpec { violations, .. } => violations
-                .first()
-                .map_or("parent.spec", |v| v.field.as_str()),
-        }
-    }
-}
+pub use customize::customize;
+pub use error::SyncError;
+use rotation::{rotation_cover, rotation_status};
 
 fn check_parent(parent: &Parent) -> Result<(), SyncError> {
     let version_ok = parent
@@ -81,30 +37,6 @@ fn check_parent(parent: &Parent) -> Result<(), SyncError> {
             kind: parent.kind.clone(),
         })
     }
-}
-
-/// The related Secrets Metacontroller should send with each sync: those of the enabled SASL
-/// and TLS blocks, in the parent's namespace.
-///
-/// # Errors
-/// [`SyncError::WrongParent`] for a parent of another kind or group.
-pub fn customize(req: &CustomizeRequest) -> Result<CustomizeResponse, SyncError> {
-    check_parent(&req.parent)?;
-    // A name longer than any Secret's can only come from an invalid spec (the sync answer
-    // reports it): asking Metacontroller to watch it would cost a lookup and find nothing.
-    let mut names = Effective::of(&req.parent.spec).security.secrets();
-    names.retain(|name| !validation::is_too_long(name, crate::api::bounds::SECRET_NAME_LENGTH));
-    let related_resources = if names.is_empty() {
-        Vec::new()
-    } else {
-        vec![ResourceRule {
-            api_version: Secret::API_VERSION,
-            resource: Secret::URL_PATH_SEGMENT,
-            namespace: req.parent.metadata.namespace.clone(),
-            names: names.into_iter().map(str::to_owned).collect(),
-        }]
-    };
-    Ok(CustomizeResponse { related_resources })
 }
 
 /// Formats the request time the way conditions carry it: RFC 3339, whole seconds, UTC.
@@ -281,61 +213,6 @@ fn inputs<'a>(
             crate::children::reload_agent::rotation(e).map(|r| rotation_status(e, r))
         },
     }
-}
-
-/// The `SecretReload` condition: whether Secret changes reach the pods in place, and if not, why.
-fn rotation_status(e: &Effective<'_>, r: crate::children::reload_agent::Rotation) -> SecretReload {
-    use crate::children::reload_agent::Rotation;
-    match r {
-        Rotation::Reload => SecretReload {
-            reloads: true,
-            reason: "InPlace",
-            message: format!(
-                "Changes to the certificate, key and password file are reloaded in place by the reload-agent sidecar; {} rolls the pods",
-                if e.security.tls.is_some_and(|t| t.client_cert) {
-                    "a new ca.crt or a mounted key added to or removed from a Secret"
-                } else {
-                    "a mounted key added to or removed from a Secret"
-                }
-            ),
-        },
-        Rotation::RollingRestart => SecretReload {
-            reloads: false,
-            reason: "RollingRestart",
-            message: "spec.security.secretRotation is RollingRestart: every change to a referenced Secret rolls the pods".to_owned(),
-        },
-        Rotation::TooOld(needs) => SecretReload {
-            reloads: false,
-            reason: "MemcachedTooOld",
-            message: format!(
-                "Image {} runs a memcached older than {needs}, which reloading needs: every change to a referenced Secret rolls the pods",
-                e.image
-            ),
-        },
-    }
-}
-
-/// What the secret-hash annotation covers of `key` in `secret`. Under `secretRotation: Reload`
-/// the reload agent applies new content of the mounted certificate, key and password file, so
-/// only their presence counts; `ca.crt` keeps its content in the hash, because memcached adds a
-/// reloaded CA to the trusted ones and never drops the old one (only a restart does); keys that
-/// are not mounted do not count. `RollingRestart` covers every key, as the reference does.
-fn rotation_cover(e: &Effective<'_>, secret: &str, key: &str) -> secrets::Cover {
-    use secrets::Cover;
-    if !crate::children::reload_agent::applies(e) {
-        return Cover::Content;
-    }
-    if let Some(tls) = e.security.tls.filter(|t| t.secret_name == secret) {
-        match key {
-            "ca.crt" if tls.client_cert => return Cover::Content,
-            "tls.crt" | "tls.key" => return Cover::Presence,
-            _ => {}
-        }
-    }
-    if e.security.sasl_secret == Some(secret) && key == "password-file" {
-        return Cover::Presence;
-    }
-    Cover::Skip
 }
 
 /// The desired children of the `kinds` a valid spec asks for, and what they are. `body` is the
