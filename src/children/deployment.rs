@@ -7,24 +7,22 @@ use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment,
 };
 use k8s_openapi::api::core::v1::{
-    Affinity, Container, ContainerPort, ExecAction, KeyToPath, Lifecycle, LifecycleHandler,
-    NodeAffinity, PodAffinity, PodAffinityTerm, PodAntiAffinity, PodSpec, PodTemplateSpec, Probe,
-    ResourceRequirements, SecretVolumeSource, TCPSocketAction, Volume, VolumeMount,
-    WeightedPodAffinityTerm,
+    Container, ContainerPort, ExecAction, KeyToPath, Lifecycle, LifecycleHandler, PodSpec,
+    PodTemplateSpec, Probe, ResourceRequirements, SecretVolumeSource, TCPSocketAction, Volume,
+    VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::ports::{self, Port, Server};
-use super::{SASL_MOUNT_PATH, TLS_MOUNT_PATH, args, labels, reload_agent};
+use super::{SASL_MOUNT_PATH, TLS_MOUNT_PATH, affinity, args, labels, reload_agent};
 use crate::api::effective::Effective;
 use crate::api::monitoring::Monitoring;
-use crate::api::{AntiAffinityPreset, quantity};
+use crate::api::quantity;
 
 const SASL_VOLUME: &str = "sasl-credentials";
 const TLS_VOLUME: &str = "tls-certificates";
-const HOSTNAME_TOPOLOGY_KEY: &str = "kubernetes.io/hostname";
 
 /// Pod-template annotation that rolls the pods when a referenced Secret changes.
 pub const SECRET_HASH: &str = "memcached.c5c3.io/secret-hash";
@@ -126,97 +124,6 @@ fn resources(
         claims: r.and_then(|r| r.claims.clone()).filter(|c| !c.is_empty()),
     };
     (out != ResourceRequirements::default()).then_some(out)
-}
-
-/// `list` unless it is empty (the API server drops an empty list: a diff on every sync).
-fn non_empty<T: Clone>(list: Option<&Vec<T>>) -> Option<Vec<T>> {
-    list.filter(|l| !l.is_empty()).cloned()
-}
-
-/// The user's node affinity without empty parts.
-fn node_affinity(user: &NodeAffinity) -> Option<NodeAffinity> {
-    let out = NodeAffinity {
-        required_during_scheduling_ignored_during_execution: user
-            .required_during_scheduling_ignored_during_execution
-            .clone()
-            .filter(|r| !r.node_selector_terms.is_empty()),
-        preferred_during_scheduling_ignored_during_execution: non_empty(
-            user.preferred_during_scheduling_ignored_during_execution
-                .as_ref(),
-        ),
-    };
-    (out != NodeAffinity::default()).then_some(out)
-}
-
-/// The user's pod affinity or anti-affinity (`$kind`: two k8s-openapi types with the same
-/// fields) without empty lists; `None` when both lists are empty.
-macro_rules! without_empty_terms {
-    ($kind:ident, $user:expr) => {{
-        let user = $user;
-        let required = non_empty(
-            user.required_during_scheduling_ignored_during_execution
-                .as_ref(),
-        );
-        let preferred = non_empty(
-            user.preferred_during_scheduling_ignored_during_execution
-                .as_ref(),
-        );
-        (required.is_some() || preferred.is_some()).then_some($kind {
-            required_during_scheduling_ignored_during_execution: required,
-            preferred_during_scheduling_ignored_during_execution: preferred,
-        })
-    }};
-}
-
-/// The pod's affinity: the user's node and pod affinity as given, and the user's pod
-/// anti-affinity when there is one (even `{}`, which means none), else the preset's.
-fn affinity(
-    name: &str,
-    preset: Option<AntiAffinityPreset>,
-    user: Option<&Affinity>,
-) -> Option<Affinity> {
-    let anti = match user.and_then(|a| a.pod_anti_affinity.as_ref()) {
-        Some(own) => without_empty_terms!(PodAntiAffinity, own),
-        None => preset_anti_affinity(name, preset),
-    };
-    let out = Affinity {
-        node_affinity: user
-            .and_then(|a| a.node_affinity.as_ref())
-            .and_then(node_affinity),
-        pod_affinity: user
-            .and_then(|a| a.pod_affinity.as_ref())
-            .and_then(|own| without_empty_terms!(PodAffinity, own)),
-        pod_anti_affinity: anti,
-    };
-    (out != Affinity::default()).then_some(out)
-}
-
-/// The anti-affinity of `highAvailability.antiAffinityPreset`: `soft` prefers, `hard` requires
-/// one pod per node (docs/behaviour.md).
-fn preset_anti_affinity(name: &str, preset: Option<AntiAffinityPreset>) -> Option<PodAntiAffinity> {
-    let term = || PodAffinityTerm {
-        topology_key: HOSTNAME_TOPOLOGY_KEY.to_owned(),
-        label_selector: Some(LabelSelector {
-            match_labels: Some(labels::anti_affinity(name)),
-            match_expressions: None,
-        }),
-        ..PodAffinityTerm::default()
-    };
-    Some(match preset? {
-        AntiAffinityPreset::Soft => PodAntiAffinity {
-            preferred_during_scheduling_ignored_during_execution: Some(vec![
-                WeightedPodAffinityTerm {
-                    weight: 100,
-                    pod_affinity_term: term(),
-                },
-            ]),
-            required_during_scheduling_ignored_during_execution: None,
-        },
-        AntiAffinityPreset::Hard => PodAntiAffinity {
-            preferred_during_scheduling_ignored_during_execution: None,
-            required_during_scheduling_ignored_during_execution: Some(vec![term()]),
-        },
-    })
 }
 
 fn secret_volume(volume: &str, secret: &str, keys: &[&str]) -> Volume {
@@ -396,7 +303,7 @@ pub fn pod_template(pods: Pods<'_>) -> PodTemplateSpec {
             ..ObjectMeta::default()
         }),
         spec: Some(PodSpec {
-            affinity: affinity(name, e.high_availability.anti_affinity, e.pod.affinity),
+            affinity: affinity::affinity(name, e.high_availability.anti_affinity, e.pod.affinity),
             node_selector: e.pod.node_selector.cloned(),
             tolerations: e.pod.tolerations.map(<[_]>::to_vec),
             priority_class_name: e.pod.priority_class_name.map(str::to_owned),
