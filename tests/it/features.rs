@@ -1,15 +1,33 @@
 //! Monitoring, SASL/TLS, NetworkPolicy and autoscaling: the exporter sidecar, the ServiceMonitor,
 //! secret volumes and memcached flags, the NetworkPolicy and the HPA (docs/behaviour.md).
 
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::core::v1::{Container, Service, ServicePort};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde_json::{Value, json};
 
 use crate::common::{
-    child, condition, container, memcached, must, pod_spec, render, request_json, status,
-    sync_value,
+    child, condition, container, decoded, map, memcached, must, pod_spec, render, request_json,
+    status, sync_value, typed,
 };
 
 fn pod(r: &Value) -> &Value {
     &must(r, "Deployment")["spec"]["template"]["spec"]
+}
+
+/// The ports of a response's Service.
+fn service_ports(r: &Value) -> Vec<ServicePort> {
+    let spec = typed::<Service>(r).spec.expect("spec");
+    spec.ports.expect("ports")
+}
+
+/// The pod-template annotations of a response's Deployment.
+fn template_annotations(r: &Value) -> Option<BTreeMap<String, String>> {
+    let template = typed::<Deployment>(r).spec.expect("spec").template;
+    template.metadata.expect("metadata").annotations
 }
 
 #[test]
@@ -19,30 +37,31 @@ fn exporter_sidecar_and_metrics_port() {
         json!({"monitoring": {"enabled": true, "exporterResources": {"limits": {"memory": "64Mi"}}},
                           "security": {"containerSecurityContext": csc}}),
     );
-    let containers = pod(&r)["containers"].as_array().expect("containers");
+    let containers = pod_spec(&r).containers;
     assert_eq!(containers.len(), 2);
+    // The whole container: nothing else is written.
     assert_eq!(
         containers[1],
-        json!({"name": "exporter", "image": "prom/memcached-exporter:v0.15.4",
-        "ports": [{"name": "metrics", "containerPort": 9150, "protocol": "TCP"}],
-        "resources": {"limits": {"memory": "64Mi"}}, "securityContext": csc})
+        decoded::<Container>(
+            json!({"name": "exporter", "image": "prom/memcached-exporter:v0.15.4",
+            "ports": [{"name": "metrics", "containerPort": 9150, "protocol": "TCP"}],
+            "resources": {"limits": {"memory": "64Mi"}}, "securityContext": csc})
+        )
     );
-    let ports = &must(&r, "Service")["spec"]["ports"];
+    let ports = service_ports(&r);
     assert_eq!(
         ports[1],
-        json!({"name": "metrics", "port": 9150, "targetPort": "metrics", "protocol": "TCP"})
+        decoded::<ServicePort>(
+            json!({"name": "metrics", "port": 9150, "targetPort": "metrics", "protocol": "TCP"})
+        )
     );
     let custom = render(json!({"monitoring": {"enabled": true, "exporterImage": "exporter:v1"}}));
-    assert_eq!(pod(&custom)["containers"][1]["image"], "exporter:v1");
+    let image = pod_spec(&custom).containers[1].image.clone();
+    assert_eq!(image.as_deref(), Some("exporter:v1"));
     let off = render(json!({"monitoring": {"enabled": false, "serviceMonitor": {}}}));
-    assert_eq!(pod(&off)["containers"].as_array().map(Vec::len), Some(1));
+    assert_eq!(pod_spec(&off).containers.len(), 1);
     assert!(child(&off, "ServiceMonitor").is_none());
-    assert_eq!(
-        must(&off, "Service")["spec"]["ports"]
-            .as_array()
-            .map(Vec::len),
-        Some(1)
-    );
+    assert_eq!(service_ports(&off).len(), 1);
 }
 
 #[test]
@@ -284,17 +303,16 @@ fn secret_hash_and_missing_secrets() {
     request["related"] = json!({"Secret.v1": {"sasl-secret": secret("sasl-secret", json!({"password-file": "cHc="}))}});
     let r = sync_value(&request);
     assert_eq!(
-        must(&r, "Deployment")["spec"]["template"]["metadata"]["annotations"]["memcached.c5c3.io/secret-hash"],
-        "5c079a91d0bde60e232cb94cb2aa76a1543ee9448537f25ba81f555938656bac"
+        template_annotations(&r),
+        Some(map(&[(
+            "memcached.c5c3.io/secret-hash",
+            "5c079a91d0bde60e232cb94cb2aa76a1543ee9448537f25ba81f555938656bac"
+        )]))
     );
     assert_ne!(condition(&r, "Degraded")["reason"], "SecretNotFound");
     request["related"] = json!({});
     let missing = sync_value(&request);
-    assert!(
-        must(&missing, "Deployment")["spec"]["template"]["metadata"]
-            .get("annotations")
-            .is_none()
-    );
+    assert_eq!(template_annotations(&missing), None);
     assert!(
         child(&missing, "Deployment").is_some(),
         "volumes are emitted even when the Secret is missing"
@@ -362,13 +380,22 @@ fn autoscaling() {
     let custom = render(
         json!({"autoscaling": {"enabled": true, "minReplicas": 2, "maxReplicas": 9, "metrics": metrics, "behavior": behavior}}),
     );
-    let hpa = &must(&custom, "HorizontalPodAutoscaler")["spec"];
-    assert_eq!(hpa["minReplicas"], 2);
+    let hpa = typed::<HorizontalPodAutoscaler>(&custom)
+        .spec
+        .expect("spec");
+    assert_eq!(hpa.min_replicas, Some(2));
+    let target = hpa.metrics.expect("metrics")[0]
+        .resource
+        .as_ref()
+        .expect("a resource metric")
+        .target
+        .clone();
     assert_eq!(
-        hpa["metrics"][0]["resource"]["target"]["averageValue"], "1Gi",
+        target.average_value,
+        Some(Quantity("1Gi".to_owned())),
         "canonical quantity"
     );
-    assert_eq!(hpa["behavior"], behavior);
+    assert_eq!(hpa.behavior, Some(decoded(behavior)));
     assert!(
         child(
             &render(json!({"autoscaling": {"enabled": false, "maxReplicas": 3}})),
@@ -393,11 +420,11 @@ fn autoscaling_keeps_the_observed_replicas() {
     );
     let request: Value =
         serde_json::from_slice(&std::fs::read(path).expect("fixture")).expect("json");
-    let observed = request["children"]["Deployment.apps/v1"]["cache"]["spec"]["replicas"].clone();
+    let observed: Deployment = decoded(request["children"]["Deployment.apps/v1"]["cache"].clone());
     let r = sync_value(&request);
     assert_eq!(
-        must(&r, "Deployment")["spec"]["replicas"],
-        observed,
+        typed::<Deployment>(&r).spec.expect("spec").replicas,
+        observed.spec.expect("spec").replicas,
         "no dip to 1 at the hand-over"
     );
 }
