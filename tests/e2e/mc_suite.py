@@ -605,6 +605,47 @@ class Suite:
         self.check("readiness", res, f"StatefulSet {n}/{n} ready: Ready=True, serverList {want} ({took:.1f}s)",
                    json.dumps((self.parent(ns, name) or {}).get("status")))
 
+    def s_workload_switch(self):
+        """Deployment -> StatefulSet: the old Deployment is answered exactly as observed (no write,
+        same generation) until the StatefulSet is ready, then left out, so Metacontroller deletes
+        it. Under server-side apply the hook rebuilds it from the observed labels and spec in the
+        request body; under dynamic apply it repeats the last-applied annotation."""
+        ns = self.ns("switch")
+        name = "cache-switch"
+        cr = {"apiVersion": f"{GROUP}/v1beta1", "kind": "Memcached", "metadata": {"name": name},
+              "spec": {"replicas": 2}}
+        self.create(cr, ns)
+        res, took = self.wait_render(cr, ns)
+        self.check("workload_switch", res, f"created with a Deployment ({took:.1f}s)",
+                   "" if res else self.matches_render(cr, ns))
+        self.set_deployment_status(ns, name, ready=2)
+        dpath = obj_path("apps/v1", "Deployment", ns, name)
+        spath = obj_path("apps/v1", "StatefulSet", ns, name)
+        d0 = self.api.get(dpath)
+        self.patch_spec(ns, name, {"workload": "StatefulSet"})
+        res, took = self.wait("statefulset", lambda: self.api.get(spath) is not None, 30)
+        self.check("workload_switch", res, f"the StatefulSet is created ({took:.1f}s)")
+        time.sleep(3)  # a few more syncs of the switch
+        d1 = self.api.get(dpath)
+        kept = (d1 is not None and d1["metadata"].get("generation") == d0["metadata"].get("generation")
+                and d1["spec"] == d0["spec"] and d1["metadata"].get("labels") == d0["metadata"].get("labels"))
+        self.check("workload_switch", kept,
+                   "the Deployment is kept unchanged (generation, spec, labels) while the StatefulSet is not ready",
+                   json.dumps({"before": d0 and d0["metadata"].get("generation"),
+                               "after": d1 and d1["metadata"].get("generation")}))
+        sts = self.api.get(spath)
+        n = sts["spec"].get("replicas", 1)
+        self.api.merge(spath + "/status", {"status": {
+            "observedGeneration": sts["metadata"].get("generation"), "replicas": n, "readyReplicas": n,
+            "availableReplicas": n, "updatedReplicas": n, "currentReplicas": n,
+            "currentRevision": f"{name}-1", "updateRevision": f"{name}-1"}})
+        res, took = self.wait("old-deleted", lambda: self.api.get(dpath) is None, 30)
+        self.check("workload_switch", res, f"the Deployment is deleted once the StatefulSet is ready ({took:.1f}s)")
+        want = [f"{name}-{i}.{name}.{ns}.svc:11211" for i in range(n)]
+        res, took = self.wait("server-list", lambda: self.parent(ns, name)["status"].get("serverList") == want, 30)
+        self.check("workload_switch", res, f"serverList names the StatefulSet's pods ({took:.1f}s)",
+                   json.dumps((self.parent(ns, name) or {}).get("status")))
+
     def s_updates(self):
         """replicas, image, Service annotations, PDB on/off/int/percent, HPA on/off without a dip."""
         ns = self.ns("updates")
@@ -1034,7 +1075,8 @@ class Suite:
         self.api.delete(f"/api/v1/namespaces/{ns}")
 
     # ---- driver -------------------------------------------------------------------------------------
-    ALL = ["samples", "idempotency", "readiness", "updates", "secret_rotation", "invalid_spec", "drift",
+    ALL = ["samples", "idempotency", "readiness", "workload_switch", "updates", "secret_rotation",
+           "invalid_spec", "drift",
            "delete_gc", "hook_down", "hook_500", "hook_timeout", "hook_restart", "two_replicas",
            "apiserver_restart", "mc_restart", "scale"]
 
