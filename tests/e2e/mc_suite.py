@@ -487,6 +487,18 @@ class Suite:
               "updatedReplicas": updated, "readyReplicas": ready, "availableReplicas": ready}
         self.api.merge(obj_path("apps/v1", "Deployment", ns, name) + "/status", {"status": st})
 
+    def set_statefulset_ready(self, ns, name):
+        """Writes the StatefulSet's /status as a controller would once every pod is ready and
+        updated; returns its replica count."""
+        spath = obj_path("apps/v1", "StatefulSet", ns, name)
+        sts = self.api.get(spath)
+        n = sts["spec"].get("replicas", 1)
+        self.api.merge(spath + "/status", {"status": {
+            "observedGeneration": sts["metadata"].get("generation"), "replicas": n, "readyReplicas": n,
+            "availableReplicas": n, "updatedReplicas": n, "currentReplicas": n,
+            "currentRevision": f"{name}-1", "updateRevision": f"{name}-1"}})
+        return n
+
     def condition(self, ns, name, ctype):
         p = self.parent(ns, name) or {}
         for c in (p.get("status") or {}).get("conditions") or []:
@@ -592,13 +604,7 @@ class Suite:
         self.check("readiness", self.parent(ns, name)["status"].get("readyReplicas") == 3, "status.readyReplicas 3")
         # StatefulSet mode: the StatefulSet's /status drives Ready; serverList names every pod.
         name = "cache-sts"
-        spath = obj_path("apps/v1", "StatefulSet", ns, name)
-        sts = self.api.get(spath)
-        n = sts["spec"].get("replicas", 1)
-        self.api.merge(spath + "/status", {"status": {
-            "observedGeneration": sts["metadata"].get("generation"), "replicas": n, "readyReplicas": n,
-            "availableReplicas": n, "updatedReplicas": n, "currentReplicas": n,
-            "currentRevision": f"{name}-1", "updateRevision": f"{name}-1"}})
+        n = self.set_statefulset_ready(ns, name)
         want = [f"{name}-{i}.{name}.{ns}.svc:11211" for i in range(n)]
         res, took = self.wait("sts-ready", lambda: (self.condition(ns, name, "Ready") or {}).get("status") == "True"
                               and self.parent(ns, name)["status"].get("serverList") == want, 30)
@@ -633,12 +639,7 @@ class Suite:
                    "the Deployment is kept unchanged (generation, spec, labels) while the StatefulSet is not ready",
                    json.dumps({"before": d0 and d0["metadata"].get("generation"),
                                "after": d1 and d1["metadata"].get("generation")}))
-        sts = self.api.get(spath)
-        n = sts["spec"].get("replicas", 1)
-        self.api.merge(spath + "/status", {"status": {
-            "observedGeneration": sts["metadata"].get("generation"), "replicas": n, "readyReplicas": n,
-            "availableReplicas": n, "updatedReplicas": n, "currentReplicas": n,
-            "currentRevision": f"{name}-1", "updateRevision": f"{name}-1"}})
+        n = self.set_statefulset_ready(ns, name)
         res, took = self.wait("old-deleted", lambda: self.api.get(dpath) is None, 30)
         self.check("workload_switch", res, f"the Deployment is deleted once the StatefulSet is ready ({took:.1f}s)")
         want = [f"{name}-{i}.{name}.{ns}.svc:11211" for i in range(n)]
