@@ -1,9 +1,13 @@
-//! The agent's reload counters, served in the Prometheus text format on `GET /metrics`.
+//! The agent's reload counters on `GET /metrics`, with prometheus-client.
 
-use std::fmt::Write as _;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
 
 /// What was reloaded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,69 +28,101 @@ impl What {
     }
 }
 
-/// Reload outcomes, served in the Prometheus text format.
-#[derive(Debug, Default)]
+/// Reload outcomes, served in the OpenMetrics text format (prometheus-client, as the hook's own
+/// `/metrics`). Every series exists from the start, at 0.
+#[derive(Debug)]
 pub struct Metrics {
-    succeeded: [AtomicU64; 2],
-    failed: [AtomicU64; 2],
-    last_success: [AtomicU64; 2],
+    registry: Registry,
+    reloads: Family<ReloadLabels, Counter>,
+    last_success: Family<MaterialLabels, Gauge>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReloadLabels {
+    what: &'static str,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MaterialLabels {
+    what: &'static str,
+}
+
+const RELOADS: (&str, &str) = (
+    "memcached_reload_agent_reloads",
+    "Reloads the agent asked memcached for, by material and outcome",
+);
+const LAST_SUCCESS: (&str, &str) = (
+    "memcached_reload_agent_last_success_timestamp_seconds",
+    "When memcached last took new material (0: never)",
+);
+/// The content type of the exposition.
+const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::default();
+        let reloads = Family::<ReloadLabels, Counter>::default();
+        let last_success = Family::<MaterialLabels, Gauge>::default();
+        registry.register(RELOADS.0, RELOADS.1, reloads.clone());
+        registry.register(LAST_SUCCESS.0, LAST_SUCCESS.1, last_success.clone());
+        for what in What::ALL {
+            for ok in [true, false] {
+                drop(reloads.get_or_create(&ReloadLabels::of(what, ok)));
+            }
+            drop(last_success.get_or_create(&MaterialLabels { what: what.label() }));
+        }
+        Self {
+            registry,
+            reloads,
+            last_success,
+        }
+    }
+}
+
+impl ReloadLabels {
+    fn of(what: What, ok: bool) -> Self {
+        let outcome = if ok { "success" } else { "failure" };
+        Self {
+            what: what.label(),
+            outcome,
+        }
+    }
 }
 
 impl Metrics {
     pub(super) fn record(&self, what: What, ok: bool) {
-        let i = what as usize;
+        self.reloads
+            .get_or_create(&ReloadLabels::of(what, ok))
+            .inc();
         if ok {
-            self.succeeded[i].fetch_add(1, Ordering::Relaxed);
             let now = SystemTime::now()
                 .duration_since(SystemTime::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs());
-            self.last_success[i].store(now, Ordering::Relaxed);
-        } else {
-            self.failed[i].fetch_add(1, Ordering::Relaxed);
+            let labels = MaterialLabels { what: what.label() };
+            self.last_success
+                .get_or_create(&labels)
+                .set(i64::try_from(now).unwrap_or(i64::MAX));
         }
     }
 
     /// Count of successes and failures for `what`.
     #[must_use]
     pub fn counts(&self, what: What) -> (u64, u64) {
-        let i = what as usize;
-        (
-            self.succeeded[i].load(Ordering::Relaxed),
-            self.failed[i].load(Ordering::Relaxed),
-        )
+        let count = |ok| {
+            self.reloads
+                .get_or_create(&ReloadLabels::of(what, ok))
+                .get()
+        };
+        (count(true), count(false))
     }
 
-    /// The Prometheus text exposition.
+    /// The OpenMetrics text exposition.
     #[must_use]
     pub fn render(&self) -> String {
-        let mut out = String::from(
-            "# HELP memcached_reload_agent_reloads_total Reloads the agent asked memcached for, by material and outcome.\n\
-             # TYPE memcached_reload_agent_reloads_total counter\n",
-        );
-        for what in What::ALL {
-            let (ok, failed) = self.counts(what);
-            let l = what.label();
-            let _ = writeln!(
-                out,
-                "memcached_reload_agent_reloads_total{{what=\"{l}\",outcome=\"success\"}} {ok}"
-            );
-            let _ = writeln!(
-                out,
-                "memcached_reload_agent_reloads_total{{what=\"{l}\",outcome=\"failure\"}} {failed}"
-            );
-        }
-        out.push_str(
-            "# HELP memcached_reload_agent_last_success_timestamp_seconds When memcached last took new material (0: never).\n\
-             # TYPE memcached_reload_agent_last_success_timestamp_seconds gauge\n",
-        );
-        for what in What::ALL {
-            let t = self.last_success[what as usize].load(Ordering::Relaxed);
-            let _ = writeln!(
-                out,
-                "memcached_reload_agent_last_success_timestamp_seconds{{what=\"{}\"}} {t}",
-                what.label()
-            );
-        }
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         out
     }
 }
@@ -96,10 +132,7 @@ pub(super) fn metrics_router(metrics: Arc<Metrics>) -> axum::Router {
     let text = move || {
         let m = Arc::clone(&metrics);
         async move {
-            let content_type = (
-                axum::http::header::CONTENT_TYPE,
-                "text/plain; version=0.0.4",
-            );
+            let content_type = (axum::http::header::CONTENT_TYPE, CONTENT_TYPE);
             ([content_type], m.render())
         }
     };
