@@ -9,6 +9,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use crate::server::metrics::CONTENT_TYPE;
+
 /// What was reloaded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum What {
@@ -56,8 +58,6 @@ const LAST_SUCCESS: (&str, &str) = (
     "memcached_reload_agent_last_success_timestamp_seconds",
     "When memcached last took new material (0: never)",
 );
-/// The content type of the exposition.
-const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 impl Default for Metrics {
     fn default() -> Self {

@@ -65,7 +65,8 @@ const OPEN: (&str, &str) = (
     "Connections the server has open now",
 );
 /// The content type of the OpenMetrics text format.
-const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// The content type of an OpenMetrics text exposition (the hook's and the reload agent's).
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// What a `/sync` call ended as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
