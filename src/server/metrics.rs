@@ -64,7 +64,6 @@ const OPEN: (&str, &str) = (
     "memcached_hook_open_connections",
     "Connections the server has open now",
 );
-/// The content type of the OpenMetrics text format.
 /// The content type of an OpenMetrics text exposition (the hook's and the reload agent's).
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
