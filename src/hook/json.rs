@@ -11,7 +11,7 @@
 //! answer. It gives up on: any malformed JSON, trailing data, a number with a fraction or an
 //! exponent or out of the 64-bit range where the hook reads it (and `-0`), a surrogate `\u`
 //! escape where the hook reads the string, nesting deeper than [`MAX_DEPTH`] (serde_json's limit
-//! is 128), an enum written as an object, bytes, and any error of the hook's own types (a
+//! is 128), an enum written as an object, bytes, 128-bit integers, and any error of the hook's own types (a
 //! duplicate key, a wrong type, a value out of range). What it accepts, serde_json accepts with
 //! the same value: `tests` below and `tests/it/properties.rs` compare the two on every fixture
 //! and on generated and mangled requests.
@@ -457,6 +457,18 @@ macro_rules! accept_via {
     };
 }
 
+/// Deserializer methods left to serde_json.
+macro_rules! bail {
+    ($($method:ident$(($($arg:ident: $ty:ty),*))?;)*) => {
+        $(
+            fn $method<V: Visitor<'de>>(self, $($($arg: $ty,)*)? _: V) -> Result<V::Value> {
+                $($(let _ = $arg;)*)?
+                Err(Bail)
+            }
+        )*
+    };
+}
+
 impl<'de> Deserializer<'de> for &mut Json<'de> {
     type Error = Bail;
 
@@ -497,10 +509,13 @@ impl<'de> Deserializer<'de> for &mut Json<'de> {
     }
 
     accept_via! { deserialize_u64:
-        deserialize_i8; deserialize_i16; deserialize_i32; deserialize_i64; deserialize_i128;
-        deserialize_u8; deserialize_u16; deserialize_u32; deserialize_u128;
+        deserialize_i8; deserialize_i16; deserialize_i32; deserialize_i64;
+        deserialize_u8; deserialize_u16; deserialize_u32;
         deserialize_f32; deserialize_f64;
     }
+
+    // serde_json reads these numbers past 64 bits and calls `visit_i128`/`visit_u128`.
+    bail! { deserialize_i128; deserialize_u128; }
 
     fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
         match self.peek()? {
@@ -657,17 +672,6 @@ impl<'de> MapAccess<'de> for Entries<'_, 'de> {
 /// An object's key. Read as text; anything else (a number or a bool parsed out of a key, which
 /// serde_json does) is left to serde_json.
 struct Key<'de>(Text<'de>);
-
-macro_rules! bail {
-    ($($method:ident$(($($arg:ident: $ty:ty),*))?;)*) => {
-        $(
-            fn $method<V: Visitor<'de>>(self, $($($arg: $ty,)*)? _: V) -> Result<V::Value> {
-                $($(let _ = $arg;)*)?
-                Err(Bail)
-            }
-        )*
-    };
-}
 
 impl<'de> Deserializer<'de> for Key<'de> {
     type Error = Bail;
