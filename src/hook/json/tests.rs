@@ -178,9 +178,13 @@ fn the_sixty_four_bit_scan_finds_the_first_special_byte_at_every_offset() {
             if at + 1 < bytes.len() {
                 bytes[at + 1] = special;
             }
-            assert_eq!(super::string_end(&bytes, 0), at, "{special:#x} at {at}");
+            assert_eq!(
+                super::reader::string_end(&bytes, 0),
+                at,
+                "{special:#x} at {at}"
+            );
         }
     }
-    assert_eq!(super::string_end(b"no special byte", 0), 15);
-    assert_eq!(super::string_end("é€😀\"".as_bytes(), 0), 9);
+    assert_eq!(super::reader::string_end(b"no special byte", 0), 15);
+    assert_eq!(super::reader::string_end("é€😀\"".as_bytes(), 0), 9);
 }
