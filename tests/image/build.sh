@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the container image for real, without Docker: buildah (Debian's package) puts the static
 # binary of tests/manifests/static-build.sh (the Dockerfile's own cargo command) on an empty base,
-# with the Dockerfile's USER, ENTRYPOINT, EXPOSE and LABELs. Then inspects it and, where podman
+# with the Dockerfile's USER, ENTRYPOINT, ENV, EXPOSE and LABELs. Then inspects it and, where podman
 # can start containers, runs it and calls /healthz and /sync.
 #
 #   bash tests/image/build.sh                 # build, inspect, run
@@ -13,7 +13,7 @@
 #   binary   the static binary: the one the manifests phase built, or built now by static-build.sh
 #   build    buildah: scratch + /memcached-hook (root-owned, 0755) + config; committed into a
 #            throw-away storage under $WORK (vfs driver: no overlay mounts needed)
-#   inspect  image.py check on the OCI layout: numeric non-root user, entrypoint, labels (the
+#   inspect  image.py check on the OCI layout: numeric non-root user, entrypoint, env, labels (the
 #            Dockerfile's plus revision and created), port, one layer holding exactly the binary,
 #            byte-identical to the static build, size
 #   run      podman run (runc, host network on 127.0.0.1 only): GET /healthz, POST /sync with
@@ -67,9 +67,11 @@ binary() {
 }
 
 build() {
-    local labels=() line user entry ctr revision created epoch
+    local labels=() envs=() line user entry ctr revision created epoch
     while IFS= read -r line; do labels+=(--label "$line"); done \
         < <(python3 "$HERE/image.py" labels --dockerfile "$ROOT/Dockerfile" --version "$VERSION")
+    while IFS= read -r line; do envs+=(--env "$line"); done \
+        < <(python3 "$HERE/image.py" env --dockerfile "$ROOT/Dockerfile")
     { read -r user; read -r entry; } < <(python3 "$HERE/image.py" user-entrypoint --dockerfile "$ROOT/Dockerfile")
     # Reproducible: the commit's time stamps the image and its files.
     revision=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)
@@ -80,7 +82,7 @@ build() {
     ctr=$(buildah "${STORE[@]}" from --quiet scratch) || return 1
     buildah "${STORE[@]}" copy --quiet --chown 0:0 --chmod 0755 "$ctr" "$WORK/ctx/memcached-hook" /memcached-hook >/dev/null &&
         buildah "${STORE[@]}" config --user "$user" --entrypoint "$entry" --cmd '' --port 8080/tcp \
-            --os linux --arch amd64 "${labels[@]}" \
+            --os linux --arch amd64 "${envs[@]}" "${labels[@]}" \
             --label "org.opencontainers.image.revision=$revision" \
             --label "org.opencontainers.image.created=$created" "$ctr" &&
         buildah "${STORE[@]}" commit --quiet --format oci --timestamp "$epoch" --rm "$ctr" "$IMAGE" >"$WORK/image-id" ||
@@ -126,6 +128,13 @@ run() {
     uid=$(awk '/^Uid:/ { print $2 ":" $3 }' "/proc/$pid/status")
     echo "container process $pid runs as uid $uid"
     [[ $uid == 65532:65532 ]] || { echo "want uid 65532"; return 1; }
+    # The image's ENV reaches the process (the allocator setting, Dockerfile).
+    local want got
+    while IFS= read -r want; do
+        got=$(tr '\0' '\n' <"/proc/$pid/environ" | grep -Fx -- "$want" || true)
+        echo "container process environment: ${got:-missing $want}"
+        [[ -n $got ]] || return 1
+    done < <(python3 "$HERE/image.py" env --dockerfile "$ROOT/Dockerfile")
     code=$(curl -sS --max-time 5 -o "$WORK/sync.json" -w '%{http_code}' \
         -d @"$ROOT/tests/fixtures/sync/steady-state.json" "http://127.0.0.1:$port/sync")
     echo "POST /sync (steady-state.json): HTTP $code, $(python3 -c '

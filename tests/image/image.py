@@ -4,8 +4,11 @@
       the final stage's LABELs (ARG defaults and --version substituted), one key=value a line
   image.py user-entrypoint --dockerfile Dockerfile
       the final stage's USER and ENTRYPOINT (JSON), two lines
+  image.py env --dockerfile Dockerfile
+      the final stage's ENV variables, one key=value a line
   image.py check --oci-dir DIR --binary BIN --dockerfile Dockerfile --version V --max-mib N
-      inspects the built image (an OCI image layout): user, entrypoint, labels, exposed port,
+      inspects the built image (an OCI image layout): user, entrypoint, environment, labels,
+      exposed port,
       exactly one layer holding exactly the static binary, byte-identical to BIN, and the size
 """
 
@@ -42,6 +45,17 @@ def labels(dockerfile, version):
     return out
 
 
+def env(dockerfile):
+    out = {}
+    for line in final_stage(dockerfile):
+        word, _, rest = line.partition(" ")
+        if word.upper() == "ENV":
+            for item in shlex.split(rest):
+                k, v = item.split("=", 1)
+                out[k] = v
+    return out
+
+
 def user_entrypoint(dockerfile):
     user = entry = None
     for line in final_stage(dockerfile):
@@ -73,6 +87,11 @@ def check(a):
         problems.append(f"user {cfg.get('User')!r}: want the Dockerfile's numeric non-root {user!r}")
     if cfg.get("Entrypoint") != entry or cfg.get("Cmd"):
         problems.append(f"entrypoint {cfg.get('Entrypoint')} / cmd {cfg.get('Cmd')}: want {entry} and no cmd")
+    got_env = dict(item.split("=", 1) for item in cfg.get("Env") or [])
+    for k, v in env(a.dockerfile).items():
+        print(f"env {k}={got_env.get(k)}")
+        if got_env.get(k) != v:
+            problems.append(f"env {k}: {got_env.get(k)!r}, want {v!r} (Dockerfile)")
     if sorted(cfg.get("ExposedPorts") or {}) != ["8080/tcp"]:
         problems.append("exposed ports: want 8080/tcp")
     if (config.get("os"), config.get("architecture")) != ("linux", "amd64"):
@@ -114,7 +133,7 @@ def check(a):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["labels", "user-entrypoint", "check"])
+    ap.add_argument("what", choices=["labels", "user-entrypoint", "env", "check"])
     ap.add_argument("--dockerfile", required=True)
     ap.add_argument("--version", default="")
     ap.add_argument("--oci-dir")
@@ -123,6 +142,10 @@ def main():
     a = ap.parse_args()
     if a.what == "labels":
         for k, v in labels(a.dockerfile, a.version).items():
+            print(f"{k}={v}")
+        return 0
+    if a.what == "env":
+        for k, v in env(a.dockerfile).items():
             print(f"{k}={v}")
         return 0
     if a.what == "user-entrypoint":
