@@ -19,6 +19,9 @@
 # request's user-space instructions in the server: HTTP parsing, routing, layers, ETag, log line,
 # decode, sync, encode, answer. The kernel's share (TCP receive and send) is not counted;
 # bench/load.sh measures it as CPU time.
+#
+# Everything measured runs with the image's environment (the Dockerfile's ENV: glibc's allocator
+# setting), as deployed; IMAGE_ENV=0 measures with glibc's defaults instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,6 +44,14 @@ PERF="$CARGO_TARGET_DIR/release/examples/perf"
 HOOK_BIN="$CARGO_TARGET_DIR/release/memcached-hook"
 ECHO_BIN="$CARGO_TARGET_DIR/release/examples/echo"
 
+# The Dockerfile's ENV lines, for everything measured (not for the request client).
+RUN_ENV=()
+if [[ "${IMAGE_ENV:-1}" == 1 ]]; then
+    while IFS= read -r line; do RUN_ENV+=("$line"); done \
+        < <(python3 tests/image/image.py env --dockerfile Dockerfile)
+fi
+echo "environment: ${RUN_ENV[*]:-(glibc defaults)}"
+
 REAL=tests/fixtures/sync/steady-state.json
 # The realistic request padded to several sizes (bench/gen-large.py), for the linearity check.
 SIZES=(50000 100000 200000 400000)
@@ -52,7 +63,7 @@ done
 
 # instructions FILE MODE N: total instructions of one `perf MODE FILE N` run.
 instructions() {
-    valgrind --tool=callgrind --callgrind-out-file=/dev/null "$PERF" "$2" "$1" "$3" 2>&1 \
+    env "${RUN_ENV[@]}" valgrind --tool=callgrind --callgrind-out-file=/dev/null "$PERF" "$2" "$1" "$3" 2>&1 \
         | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
 }
 
@@ -112,7 +123,7 @@ for bytes in "${!HOOK[@]}"; do echo "$bytes ${HOOK[$bytes]}"; done | sort -n | a
 if [[ "${PROFILE:-0}" == 1 ]]; then
     for file in "$REAL" "$OUT/padded-200000.json"; do
         name=$(basename "$file" .json)
-        valgrind --tool=callgrind --callgrind-out-file="$OUT/callgrind.$name.out" \
+        env "${RUN_ENV[@]}" valgrind --tool=callgrind --callgrind-out-file="$OUT/callgrind.$name.out" \
             "$PERF" hook "$file" 20 >/dev/null 2>&1
         echo
         echo "== where one sync's instructions go ($name, 20 calls + set-up; inclusive) =="
@@ -132,11 +143,11 @@ server_run() {
     log="$OUT/callgrind-server-$kind.log"
     rm -f "$log"
     if [[ $kind == hook ]]; then
-        RUST_LOG=info valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+        env "${RUN_ENV[@]}" RUST_LOG=info valgrind --tool=callgrind --callgrind-out-file=/dev/null \
             "$HOOK_BIN" serve --addr "$addr" --log-format json >/dev/null 2>"$log" &
         ready="memcached-hook serving"
     else
-        valgrind --tool=callgrind --callgrind-out-file=/dev/null "$ECHO_BIN" "$addr" >/dev/null 2>"$log" &
+        env "${RUN_ENV[@]}" valgrind --tool=callgrind --callgrind-out-file=/dev/null "$ECHO_BIN" "$addr" >/dev/null 2>"$log" &
         ready="echo serving on"
     fi
     pid=$!

@@ -11,7 +11,8 @@
 #              the limit gets 413
 # Settings (environment): PHASES (default: all four), DURATION (sustained seconds, 30),
 # CONNECTIONS (sustained, 16), SLOW_CONNECTIONS (slowloris, 600), HOOK_BIN (skip the build and
-# use this binary), PROFILE (cargo profile to build, release).
+# use this binary), PROFILE (cargo profile to build, release), IMAGE_ENV (1: the server runs with
+# the image's environment, the Dockerfile's ENV lines, as deployed; 0: without).
 # Prints `load: N passed, M failed` and exits non-zero when a phase fails.
 set -uo pipefail
 
@@ -34,6 +35,14 @@ if [ -z "${HOOK_BIN:-}" ]; then
     HOOK_BIN=$CARGO_TARGET_DIR/$dir/memcached-hook
 fi
 [ -x "$HOOK_BIN" ] || { echo "no binary at $HOOK_BIN"; exit 1; }
+
+# The Dockerfile's ENV lines (glibc's allocator setting): the server runs as in the image.
+SERVER_ENV=()
+if [ "${IMAGE_ENV:-1}" = 1 ]; then
+    while IFS= read -r line; do SERVER_ENV+=("$line"); done \
+        < <(python3 "$ROOT/tests/image/image.py" env --dockerfile "$ROOT/Dockerfile")
+fi
+echo "server environment: ${SERVER_ENV[*]:-(none)}"
 
 WORK=$(mktemp -d)
 SERVER_PID=
@@ -65,7 +74,7 @@ PY
 # start_server NAME: starts the hook on a free port; sets PORT and SERVER_PID.
 start_server() {
     PORT=$(free_port)
-    RUST_LOG=${RUST_LOG:-info} "$HOOK_BIN" serve --addr "127.0.0.1:$PORT" --log-format json \
+    env "${SERVER_ENV[@]}" RUST_LOG="${RUST_LOG:-info}" "$HOOK_BIN" serve --addr "127.0.0.1:$PORT" --log-format json \
         >"$WORK/$1.log" 2>&1 &
     SERVER_PID=$!
     for _ in $(seq 1 100); do
