@@ -45,12 +45,9 @@ HOOK_BIN="$CARGO_TARGET_DIR/release/memcached-hook"
 ECHO_BIN="$CARGO_TARGET_DIR/release/examples/echo"
 
 # The Dockerfile's ENV lines, for everything measured (not for the request client).
-RUN_ENV=()
-if [[ "${IMAGE_ENV:-1}" == 1 ]]; then
-    while IFS= read -r line; do RUN_ENV+=("$line"); done \
-        < <(python3 tests/image/image.py env --dockerfile Dockerfile)
-fi
-echo "environment: ${RUN_ENV[*]:-(glibc defaults)}"
+# shellcheck source=tests/lib/image-env.sh
+source tests/lib/image-env.sh
+echo "environment: ${IMAGE_ENV_VARS[*]:-(glibc defaults)}"
 
 REAL=tests/fixtures/sync/steady-state.json
 # The realistic request padded to several sizes (bench/gen-large.py), for the linearity check.
@@ -63,7 +60,7 @@ done
 
 # instructions FILE MODE N: total instructions of one `perf MODE FILE N` run.
 instructions() {
-    env "${RUN_ENV[@]}" valgrind --tool=callgrind --callgrind-out-file=/dev/null "$PERF" "$2" "$1" "$3" 2>&1 \
+    env "${IMAGE_ENV_VARS[@]}" valgrind --tool=callgrind --callgrind-out-file=/dev/null "$PERF" "$2" "$1" "$3" 2>&1 \
         | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
 }
 
@@ -123,7 +120,7 @@ for bytes in "${!HOOK[@]}"; do echo "$bytes ${HOOK[$bytes]}"; done | sort -n | a
 if [[ "${PROFILE:-0}" == 1 ]]; then
     for file in "$REAL" "$OUT/padded-200000.json"; do
         name=$(basename "$file" .json)
-        env "${RUN_ENV[@]}" valgrind --tool=callgrind --callgrind-out-file="$OUT/callgrind.$name.out" \
+        env "${IMAGE_ENV_VARS[@]}" valgrind --tool=callgrind --callgrind-out-file="$OUT/callgrind.$name.out" \
             "$PERF" hook "$file" 20 >/dev/null 2>&1
         echo
         echo "== where one sync's instructions go ($name, 20 calls + set-up; inclusive) =="
@@ -143,11 +140,11 @@ server_run() {
     log="$OUT/callgrind-server-$kind.log"
     rm -f "$log"
     if [[ $kind == hook ]]; then
-        env "${RUN_ENV[@]}" RUST_LOG=info valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+        env "${IMAGE_ENV_VARS[@]}" RUST_LOG=info valgrind --tool=callgrind --callgrind-out-file=/dev/null \
             "$HOOK_BIN" serve --addr "$addr" --log-format json >/dev/null 2>"$log" &
         ready="memcached-hook serving"
     else
-        env "${RUN_ENV[@]}" valgrind --tool=callgrind --callgrind-out-file=/dev/null "$ECHO_BIN" "$addr" >/dev/null 2>"$log" &
+        env "${IMAGE_ENV_VARS[@]}" valgrind --tool=callgrind --callgrind-out-file=/dev/null "$ECHO_BIN" "$addr" >/dev/null 2>"$log" &
         ready="echo serving on"
     fi
     pid=$!

@@ -57,11 +57,8 @@ ECHO="$CARGO_TARGET_DIR/release/examples/echo"
 READY="$CARGO_TARGET_DIR/release/examples/ready"
 
 # The Dockerfile's ENV lines, for the servers (not for wrk).
-SERVER_ENV=()
-if [[ "${IMAGE_ENV:-1}" == 1 ]]; then
-    while IFS= read -r line; do SERVER_ENV+=("$line"); done \
-        < <(python3 tests/image/image.py env --dockerfile Dockerfile)
-fi
+# shellcheck source=tests/lib/image-env.sh
+source tests/lib/image-env.sh
 
 REAL=tests/fixtures/sync/steady-state.json
 LARGE="$OUT/large.json"
@@ -106,7 +103,7 @@ trap cleanup EXIT
 start() {
     local name=$1 addr=$2
     shift 2
-    /usr/bin/time -v -o "$OUT/time-$name.txt" env "${SERVER_ENV[@]}" "$@" >"$OUT/$name.log" 2>&1 &
+    /usr/bin/time -v -o "$OUT/time-$name.txt" env "${IMAGE_ENV_VARS[@]}" "$@" >"$OUT/$name.log" 2>&1 &
     TIME_PID=$!
     for _ in $(seq 1 500); do
         SERVER_PID=$(ps -o pid= --ppid "$TIME_PID" | tr -d ' ' || true)
@@ -161,7 +158,7 @@ to_ms() {
 {
     echo "machine: $(nproc) CPUs, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
     echo "wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s per run; servers: release build"
-    echo "server environment: ${SERVER_ENV[*]:-(glibc defaults)}"
+    echo "server environment: ${IMAGE_ENV_VARS[*]:-(glibc defaults)}"
     echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$OUT/load.txt"
 busy=$(awk '{ print ($1 > 0.5) }' /proc/loadavg)
@@ -234,7 +231,7 @@ addr="127.0.0.1:$(free_port)"
 {
     echo
     echo "== start to ready (spawn to first 200 from GET /readyz) =="
-    "$READY" "$addr" "$READY_RUNS" -- env "${SERVER_ENV[@]}" "$HOOK" serve --addr "$addr" | tail -1
+    "$READY" "$addr" "$READY_RUNS" -- env "${IMAGE_ENV_VARS[@]}" "$HOOK" serve --addr "$addr" | tail -1
     echo "(target <= 50 ms)"
 } | tee -a "$OUT/load.txt"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/load.txt"

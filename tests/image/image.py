@@ -8,8 +8,8 @@
       the final stage's ENV variables, one key=value a line
   image.py check --oci-dir DIR --binary BIN --dockerfile Dockerfile --version V --max-mib N
       inspects the built image (an OCI image layout): user, entrypoint, environment, labels,
-      exposed port,
-      exactly one layer holding exactly the static binary, byte-identical to BIN, and the size
+      exposed port, exactly one layer holding exactly the static binary, byte-identical to BIN,
+      and the size
 """
 
 import argparse

@@ -37,12 +37,9 @@ fi
 [ -x "$HOOK_BIN" ] || { echo "no binary at $HOOK_BIN"; exit 1; }
 
 # The Dockerfile's ENV lines (glibc's allocator setting): the server runs as in the image.
-SERVER_ENV=()
-if [ "${IMAGE_ENV:-1}" = 1 ]; then
-    while IFS= read -r line; do SERVER_ENV+=("$line"); done \
-        < <(python3 "$ROOT/tests/image/image.py" env --dockerfile "$ROOT/Dockerfile")
-fi
-echo "server environment: ${SERVER_ENV[*]:-(none)}"
+# shellcheck source=tests/lib/image-env.sh
+source "$ROOT/tests/lib/image-env.sh"
+echo "server environment: ${IMAGE_ENV_VARS[*]:-(none)}"
 
 WORK=$(mktemp -d)
 SERVER_PID=
@@ -74,7 +71,7 @@ PY
 # start_server NAME: starts the hook on a free port; sets PORT and SERVER_PID.
 start_server() {
     PORT=$(free_port)
-    env "${SERVER_ENV[@]}" RUST_LOG="${RUST_LOG:-info}" "$HOOK_BIN" serve --addr "127.0.0.1:$PORT" --log-format json \
+    env "${IMAGE_ENV_VARS[@]}" RUST_LOG="${RUST_LOG:-info}" "$HOOK_BIN" serve --addr "127.0.0.1:$PORT" --log-format json \
         >"$WORK/$1.log" 2>&1 &
     SERVER_PID=$!
     for _ in $(seq 1 100); do
