@@ -213,6 +213,110 @@ fn errors_name_the_file_and_the_field_and_exit_non_zero() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// Writes `files` into a fresh directory and runs the binary there with `args`.
+fn run_in(files: &[(&str, &str)], args: &[&str]) -> (bool, String, String) {
+    let dir = std::env::temp_dir().join(format!(
+        "memcached-hook-cli-{}-{}",
+        std::process::id(),
+        args.join("-").replace(['/', '.'], "_")
+    ));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    for (name, text) in files {
+        std::fs::write(dir.join(name), text).expect("write");
+    }
+    let out = Command::new(BIN)
+        .args(args)
+        .current_dir(&dir)
+        .output()
+        .expect("binary runs");
+    std::fs::remove_dir_all(&dir).ok();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const HEAD: &str = "apiVersion: memcached.c5c3.io/v1beta1\nkind: Memcached\nmetadata:\n  name: c\n";
+
+#[test]
+fn render_refuses_an_unknown_field_with_the_closest_known_name() {
+    let typo = format!("{HEAD}spec:\n  replica: 3\n");
+    let (ok, out, err) = run_in(&[("typo.yaml", &typo)], &["render", "typo.yaml"]);
+    assert!(!ok && out.is_empty(), "{out}");
+    insta::assert_snapshot!(err, @r#"error: typo.yaml, document 1: Memcached "c" is invalid: spec.replica: unknown field "replica"; did you mean "replicas"?"#);
+}
+
+#[test]
+fn replay_ignores_unknown_fields_like_sync() {
+    let fixture =
+        std::fs::read_to_string(Path::new(ROOT).join("tests/fixtures/sync/first-sync.json"))
+            .expect("fixture");
+    let mut request: Value = serde_json::from_str(&fixture).expect("json");
+    request["parent"]["spec"]["replica"] = Value::from(3);
+    let request = request.to_string();
+    let (ok, out, err) = run_in(&[("request.json", &request)], &["replay", "request.json"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("\"children\""), "{out}");
+}
+
+#[test]
+fn render_errors_name_the_document_the_field_and_the_problem_in_kubernetes_terms() {
+    let two = format!(
+        "{HEAD}---\n{}spec:\n  replicas: many\n  tolerations:\n  - operater: Exists\n",
+        HEAD.replace("Memcached", "Memcache")
+    );
+    let (ok, _, err) = run_in(&[("two.yaml", &two)], &["render", "two.yaml"]);
+    assert!(!ok);
+    insta::assert_snapshot!(err, @r#"
+error: two.yaml, document 2: Memcached "c" is invalid:
+* kind: Unsupported value: "Memcache": supported values: "Memcached"
+* spec.replicas: Invalid value: "many": must be of type integer
+* spec.tolerations[0].operater: unknown field "operater"; did you mean "operator"?
+"#);
+    let float = format!("{HEAD}---\n{HEAD}spec:\n  replicas: 3.5\n");
+    let (ok, _, err) = run_in(&[("float.yaml", &float)], &["render", "float.yaml"]);
+    assert!(!ok);
+    insta::assert_snapshot!(err, @r#"error: float.yaml, document 2: Memcached "c" is invalid: spec.replicas: Invalid value: 3.5: must be of type integer"#);
+    let rule = format!("{HEAD}spec:\n  replicas: 100\n  memcached:\n    maxMemoryMB: 8\n");
+    let (ok, _, err) = run_in(&[("rule.yaml", &rule)], &["render", "rule.yaml"]);
+    assert!(!ok);
+    insta::assert_snapshot!(err, @r#"
+error: rule.yaml, document 1: Memcached "c" is invalid:
+* spec.replicas: Invalid value: 100: should be less than or equal to 64
+* spec.memcached.maxMemoryMB: Invalid value: 8: should be greater than or equal to 16
+"#);
+}
+
+#[test]
+fn replay_names_a_wrong_kind_and_a_wrong_type_as_the_api_server_would() {
+    let fixture =
+        std::fs::read_to_string(Path::new(ROOT).join("tests/fixtures/sync/first-sync.json"))
+            .expect("fixture");
+    let mut request: Value = serde_json::from_str(&fixture).expect("json");
+    request["parent"]["spec"]["replicas"] = Value::from("three");
+    let (ok, _, err) = run_in(&[("r.json", &request.to_string())], &["replay", "r.json"]);
+    assert!(!ok);
+    insta::assert_snapshot!(err, @r#"error: r.json: Memcached "cache" is invalid: parent.spec.replicas: Invalid value: "three": must be of type integer"#);
+    request["parent"]["spec"]["replicas"] = Value::from(3);
+    request["parent"]["kind"] = Value::from("Memcache");
+    let (ok, _, err) = run_in(&[("r.json", &request.to_string())], &["replay", "r.json"]);
+    assert!(!ok);
+    insta::assert_snapshot!(err, @r#"error: r.json: Memcached "cache" is invalid: parent.kind: Unsupported value: "Memcache": supported values: "Memcached""#);
+}
+
+#[test]
+fn render_and_replay_stop_reading_an_endless_input_at_the_bound() {
+    for command in ["render", "replay"] {
+        let (ok, _, err) = run(&[command, "/dev/zero"]);
+        assert!(!ok, "{command}");
+        assert!(
+            err.contains("/dev/zero: larger than 16777216 bytes"),
+            "{command}: {err}"
+        );
+    }
+}
+
 /// Runs `serve` with `args` and `env`, expecting it to refuse them before it listens; a server
 /// that starts anyway (on loopback only) is killed by its PID after 5 s and the test fails.
 fn serve_refused(args: &[&str], env: &[(&str, &str)]) -> String {
