@@ -545,7 +545,7 @@ fn reload_agent_sidecar() {
     assert_eq!(
         typed_agent.image.as_deref(),
         Some(concat!(
-            "ghcr.io/c5c3/memcached-hook:",
+            "registry.example.com/memcached-hook:",
             env!("CARGO_PKG_VERSION")
         ))
     );
