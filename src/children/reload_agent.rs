@@ -1,4 +1,4 @@
-//! The reload-agent sidecar (issue 15): `memcached-hook reload-agent` from the hook's own image,
+//! The reload-agent sidecar: `memcached-hook reload-agent` from the hook's own image,
 //! as a native sidecar (an init container with `restartPolicy: Always`, Kubernetes >= 1.29). It
 //! watches the mounted SASL/TLS files and reloads them into memcached in place
 //! (`src/agent/`), so a rotated Secret does not empty the cache.

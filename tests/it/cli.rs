@@ -247,12 +247,15 @@ fn render_refuses_an_unknown_field_with_the_closest_known_name() {
     insta::assert_snapshot!(err, @r#"error: typo.yaml, document 1: Memcached "c" is invalid: spec.replica: unknown field "replica"; did you mean "replicas"?"#);
 }
 
+/// The saved first sync of a Memcached, to change before a replay.
+fn first_sync_request() -> Value {
+    let path = Path::new(ROOT).join("tests/fixtures/sync/first-sync.json");
+    serde_json::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("json")
+}
+
 #[test]
 fn replay_ignores_unknown_fields_like_sync() {
-    let fixture =
-        std::fs::read_to_string(Path::new(ROOT).join("tests/fixtures/sync/first-sync.json"))
-            .expect("fixture");
-    let mut request: Value = serde_json::from_str(&fixture).expect("json");
+    let mut request = first_sync_request();
     request["parent"]["spec"]["replica"] = Value::from(3);
     let request = request.to_string();
     let (ok, out, err) = run_in(&[("request.json", &request)], &["replay", "request.json"]);
@@ -290,10 +293,7 @@ error: rule.yaml, document 1: Memcached "c" is invalid:
 
 #[test]
 fn replay_names_a_wrong_kind_and_a_wrong_type_as_the_api_server_would() {
-    let fixture =
-        std::fs::read_to_string(Path::new(ROOT).join("tests/fixtures/sync/first-sync.json"))
-            .expect("fixture");
-    let mut request: Value = serde_json::from_str(&fixture).expect("json");
+    let mut request = first_sync_request();
     request["parent"]["spec"]["replicas"] = Value::from("three");
     let (ok, _, err) = run_in(&[("r.json", &request.to_string())], &["replay", "r.json"]);
     assert!(!ok);
