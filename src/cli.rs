@@ -18,6 +18,7 @@ use memcached_hook::server::{self, Config};
 
 mod fields;
 mod input;
+mod probe;
 mod render;
 
 /// Metacontroller sync hook for Memcached.
@@ -61,6 +62,8 @@ enum Command {
     Crd,
     /// Sidecar in a memcached pod: reload rotated TLS and auth files into the running memcached.
     ReloadAgent(memcached_hook::agent::Args),
+    /// GET a URL and require a 200 answer, e.g. a hook's /readyz (the image has no curl).
+    Probe(probe::ProbeArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -175,6 +178,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         ),
         Command::Render { file } => print(&render::render(&file, &options)?),
         Command::Crd => print(&memcached_hook::api::crd_yaml().context("encoding the CRD")?),
+        Command::Probe(args) => print(&probe::probe(&args)?),
         Command::ReloadAgent(args) => {
             init_logging(LogFormat::Auto);
             memcached_hook::agent::run(&args)

@@ -39,8 +39,12 @@ def default(objs):
     assert pod["serviceAccountName"] == "memcached-hook"
     test = one(objs, "Pod", "memcached-hook-test-readyz")
     assert is_test(test), test["metadata"]
-    args = test["spec"]["containers"][0]["args"]
-    assert args[-1] == "http://memcached-hook.memcached-system.svc:8080/readyz", args
+    container = test["spec"]["containers"][0]
+    hook = one(objs, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == hook["image"], (container["image"], hook["image"])
+    assert container["command"] == ["/memcached-hook"], container["command"]
+    args = container["args"]
+    assert args[0] == "probe" and args[-1] == "http://memcached-hook.memcached-system.svc:8080/readyz", args
     # The test pod is no hook pod: the Service does not route to it.
     assert test["metadata"]["labels"]["app.kubernetes.io/component"] != "sync-hook"
     policy = one(objs, "NetworkPolicy", "memcached-hook-test")
@@ -88,7 +92,17 @@ def release_name(objs):
     return "release cache: objects named cache-memcached-hook"
 
 
-CHECKS = {"default": default, "single-replica": single_replica, "openshift": openshift,
+def tls_auth(objs):
+    test = one(objs, "Pod")["spec"]
+    args = test["containers"][0]["args"]
+    assert "--ca-file=/etc/memcached-hook/tls/ca.crt" in args, args
+    assert args[-1] == "https://memcached-hook.memcached-system.svc:8080/readyz", args
+    volume = test["volumes"][0]["secret"]
+    assert volume["secretName"] == "memcached-hook-tls" and volume["items"] == [{"key": "ca.crt", "path": "ca.crt"}]
+    return "helm test over HTTPS, the certificate checked against the Secret's ca.crt"
+
+
+CHECKS = {"default": default, "tls-auth": tls_auth, "single-replica": single_replica, "openshift": openshift,
           "names": names, "release-cache": release_name}
 
 

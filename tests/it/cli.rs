@@ -317,6 +317,85 @@ fn render_and_replay_stop_reading_an_endless_input_at_the_bound() {
     }
 }
 
+/// A `serve` on a free loopback port, killed (by its PID) when dropped.
+struct Server {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Server {
+    fn start(args: &[&str]) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port")
+            .port();
+        let child = Command::new(BIN)
+            .arg("serve")
+            .args(["--addr", &format!("127.0.0.1:{port}")])
+            .args(args)
+            .current_dir(ROOT)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("binary runs");
+        Self { child, port }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn probe_gets_readyz_over_http_and_fails_on_another_answer() {
+    let server = Server::start(&[]);
+    let url = format!("http://127.0.0.1:{}", server.port);
+    let (ok, out, err) = run(&["probe", &format!("{url}/readyz"), "--attempts", "10"]);
+    assert!(ok, "{err}");
+    assert_eq!(out, format!("GET {url}/readyz: HTTP/1.1 200 OK\n"));
+    let (ok, _, err) = run(&["probe", &format!("{url}/missing")]);
+    assert!(!ok);
+    assert!(err.contains("answered HTTP/1.1 404"), "{err}");
+    drop(server);
+    let (ok, _, err) = run(&["probe", &format!("{url}/readyz")]);
+    assert!(!ok && err.contains("connecting to 127.0.0.1"), "{err}");
+}
+
+#[test]
+fn probe_checks_the_server_certificate_against_its_ca_file() {
+    let pki = crate::secure::Pki::new("probe test CA");
+    let (cert, key) = pki.leaf(&["localhost", "127.0.0.1"]);
+    let other = crate::secure::Pki::new("another CA");
+    let dir = std::env::temp_dir().join(format!("memcached-hook-probe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).expect("write");
+        path.to_str().expect("utf-8").to_owned()
+    };
+    let (cert, key) = (file("tls.crt", &cert), file("tls.key", &key));
+    let (ca, other_ca) = (
+        file("ca.crt", &pki.ca_pem),
+        file("other.crt", &other.ca_pem),
+    );
+    let server = Server::start(&["--tls-cert-file", &cert, "--tls-key-file", &key]);
+    let url = format!("https://localhost:{}/readyz", server.port);
+    let (ok, out, err) = run(&["probe", &url, "--ca-file", &ca, "--attempts", "10"]);
+    assert!(ok && out.contains("200 OK"), "{out}{err}");
+    let (ok, _, err) = run(&["probe", &url, "--ca-file", &other_ca]);
+    assert!(
+        !ok && err.contains("TLS handshake") && err.contains("invalid peer certificate"),
+        "{err}"
+    );
+    let (ok, _, err) = run(&["probe", &url]);
+    assert!(!ok && err.contains("https needs --ca-file"), "{err}");
+    drop(server);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// Runs `serve` with `args` and `env`, expecting it to refuse them before it listens; a server
 /// that starts anyway (on loopback only) is killed by its PID after 5 s and the test fails.
 fn serve_refused(args: &[&str], env: &[(&str, &str)]) -> String {
