@@ -36,8 +36,11 @@ pub struct ProbeArgs {
 
 /// The parts of the URL a request needs.
 struct Target {
+    /// The host without IPv6 brackets, to connect to and to check the certificate for.
     host: String,
     port: u16,
+    /// `host:port` as the URL writes it, for the Host header.
+    authority: String,
     path: String,
     tls: Option<Arc<rustls::ClientConfig>>,
 }
@@ -59,12 +62,14 @@ impl Target {
             (false, Some(_)) => bail!("{url}: --ca-file is for https URLs"),
             (false, None) => None,
         };
+        let port = url.port_u16().unwrap_or(if https { 443 } else { 80 });
         Ok(Self {
             host: host
                 .trim_start_matches('[')
                 .trim_end_matches(']')
                 .to_owned(),
-            port: url.port_u16().unwrap_or(if https { 443 } else { 80 }),
+            port,
+            authority: format!("{host}:{port}"),
             path: url
                 .path_and_query()
                 .map_or_else(|| "/".to_owned(), ToString::to_string),
@@ -156,8 +161,8 @@ fn get(target: &Target, timeout: Duration) -> anyhow::Result<String> {
 /// Sends the request and reads up to the end of the status line.
 fn exchange(mut stream: impl Read + Write, target: &Target) -> anyhow::Result<String> {
     let request = format!(
-        "GET {} HTTP/1.1\r\nHost: {}:{}\r\nUser-Agent: memcached-hook-probe\r\nConnection: close\r\n\r\n",
-        target.path, target.host, target.port
+        "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: memcached-hook-probe\r\nConnection: close\r\n\r\n",
+        target.path, target.authority
     );
     stream.write_all(request.as_bytes()).context("sending")?;
     let mut answer = Vec::new();

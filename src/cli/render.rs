@@ -75,7 +75,11 @@ pub fn render(path: &Path, options: &memcached_hook::Options) -> anyhow::Result<
     let text = String::from_utf8(read_bounded(path, INPUT_LIMIT)?)
         .with_context(|| format!("{file}: not UTF-8 text"))?;
     let documents: Vec<Value> = serde_saphyr::from_str_multiple(&text).map_err(|e| {
-        let message = e.to_string().replace("<input>", &file.to_string());
+        // The parser's advice to its caller is not the user's business.
+        let message = e
+            .to_string()
+            .replace("<input>", &file.to_string())
+            .replace(", set DuplicateKeyPolicy in Options if acceptable", "");
         anyhow!("{file}: not YAML: {message}")
     })?;
     let documents: Vec<_> = documents.into_iter().filter(|d| !d.is_null()).collect();
@@ -86,6 +90,11 @@ pub fn render(path: &Path, options: &memcached_hook::Options) -> anyhow::Result<
     let mut out = String::new();
     for (index, parent) in documents.into_iter().enumerate() {
         let label = format!("{file}, document {}", index + 1);
+        if !parent.is_object() {
+            bail!(
+                "{label}: not a {KIND} object (a mapping with apiVersion, kind, metadata and spec)"
+            );
+        }
         let problems: Vec<String> = fields::check(&parent, &schema, UnknownFields::Refuse, "")
             .iter()
             .map(ToString::to_string)

@@ -281,6 +281,17 @@ error: two.yaml, document 2: Memcached "c" is invalid:
     let (ok, _, err) = run_in(&[("float.yaml", &float)], &["render", "float.yaml"]);
     assert!(!ok);
     insta::assert_snapshot!(err, @r#"error: float.yaml, document 2: Memcached "c" is invalid: spec.replicas: Invalid value: 3.5: must be of type integer"#);
+    let (ok, _, err) = run_in(&[("list.yaml", "- a\n")], &["render", "list.yaml"]);
+    assert!(!ok);
+    insta::assert_snapshot!(err, @"error: list.yaml, document 1: not a Memcached object (a mapping with apiVersion, kind, metadata and spec)");
+    let twice = format!("{HEAD}spec: {{}}\nspec: {{}}\n");
+    let (ok, _, err) = run_in(&[("twice.yaml", &twice)], &["render", "twice.yaml"]);
+    assert!(!ok);
+    assert!(
+        err.contains("twice.yaml: not YAML")
+            && err.contains("line 6 column 1: duplicate mapping key: spec\n"),
+        "{err}"
+    );
     let rule = format!("{HEAD}spec:\n  replicas: 100\n  memcached:\n    maxMemoryMB: 8\n");
     let (ok, _, err) = run_in(&[("rule.yaml", &rule)], &["render", "rule.yaml"]);
     assert!(!ok);
