@@ -285,7 +285,7 @@ fn serve(args: &ServeArgs, options: memcached_hook::Options) -> anyhow::Result<(
 /// CRD's schema refuses, each field at fault in Kubernetes' terms; otherwise the JSON path and
 /// position of the problem in the file.
 fn decode_request(path: &Path, bytes: &[u8]) -> anyhow::Result<SyncRequest> {
-    memcached_hook::hook::decode(bytes).map_err(|e| match render::parent_problems(bytes) {
+    memcached_hook::hook::decode(bytes).map_err(|e| match fields::parent_problems(bytes) {
         Some(problems) => anyhow!("{}: {problems}", path.display()),
         None => anyhow!("{}: {}: {}", path.display(), e.path(), e.inner()),
     })
@@ -300,7 +300,7 @@ fn run_sync(
 ) -> anyhow::Result<SyncResponse> {
     memcached_hook::sync_with(request, body, now, options).map_err(|e| {
         let schema = matches!(e, SyncError::WrongParent { .. })
-            .then(|| body.and_then(render::parent_problems))
+            .then(|| body.and_then(fields::parent_problems))
             .flatten();
         match schema {
             Some(problems) => anyhow!("{}: {problems}", path.display()),

@@ -3,7 +3,6 @@
 //! fields, types, `apiVersion` and `kind`). Errors name the file, the document and the field
 //! as written in the file.
 
-use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::{Context as _, anyhow, bail};
@@ -13,49 +12,8 @@ use memcached_hook::api::KIND;
 use memcached_hook::children::ChildKind;
 use serde_json::Value;
 
-use super::fields::{self, UnknownFields};
+use super::fields::{self, UnknownFields, invalid, schema};
 use super::input::{INPUT_LIMIT, read_bounded};
-
-/// The CRD's schema of the stored version (`v1beta1`; `v1alpha1` has the same).
-pub fn schema() -> Value {
-    let crd = serde_json::to_value(memcached_hook::api::crd()).unwrap_or_default();
-    crd["spec"]["versions"]
-        .as_array()
-        .and_then(|versions| versions.iter().find(|v| v["storage"] == true))
-        .map(|v| v["schema"]["openAPIV3Schema"].clone())
-        .unwrap_or_default()
-}
-
-/// `Memcached "name" is invalid: ...`, the API server's way of listing field errors.
-pub fn invalid(name: Option<&str>, problems: &[String]) -> String {
-    let mut out = match name {
-        Some(name) => format!("{KIND} {name:?} is invalid:"),
-        None => format!("{KIND} is invalid:"),
-    };
-    match problems {
-        [one] => {
-            let _ = write!(out, " {one}");
-        }
-        many => many.iter().for_each(|p| {
-            let _ = write!(out, "\n* {p}");
-        }),
-    }
-    out
-}
-
-/// Why the parent of a sync request that the hook refused is wrong, in the terms of the CRD
-/// (types, `apiVersion`, `kind`); `None` when the schema finds nothing, or there is no parent.
-/// Unknown fields are ignored, as `/sync` ignores them.
-pub fn parent_problems(body: &[u8]) -> Option<String> {
-    let request: Value = serde_json::from_slice(body).ok()?;
-    let parent = request.get("parent")?;
-    let problems: Vec<String> = fields::check(parent, &schema(), UnknownFields::Ignore, "parent")
-        .iter()
-        .map(ToString::to_string)
-        .collect();
-    let name = parent["metadata"]["name"].as_str();
-    (!problems.is_empty()).then(|| invalid(name, &problems))
-}
 
 /// Every child kind the hook can emit, as a CompositeController would declare them.
 fn all_children_controller() -> Value {

@@ -3,8 +3,6 @@
 use super::*;
 use serde_json::json;
 
-use crate::cli::render::schema;
-
 fn problems(object: &Value, unknown: UnknownFields) -> Vec<String> {
     check(object, &schema(), unknown, "")
         .iter()
