@@ -689,6 +689,10 @@ def scenario_secure(t: Test):
                 "tls": {"enabled": True, "certificateSecretRef": {"name": "mtls-cert"}, "enableClientCert": True,
                         "allowPlaintext": False},
                 "secretRotation": "Reload"}}),
+            # The control of the plaintext probe: allowPlaintext opens a plaintext port.
+            "open": Memcached(ns, "open", {**img, "security": {
+                "tls": {"enabled": True, "certificateSecretRef": {"name": "tls-cert"}, "allowPlaintext": True},
+                "secretRotation": "Reload"}}),
         }
         start = time.monotonic()
         for mc in mcs.values():
@@ -714,18 +718,22 @@ def scenario_secure(t: Test):
         code, out = ns.memcached(f"mtls.{ns.name}", ["set k 0 0 2", "v1", "get k"], tls=CLIENT_ARGS)
         t.check("mtls: a client with a certificate sets and gets", "VALUE k 0 2" in out, out)
         # Strict TLS: every TCP listener on the pod IP, plaintext `version` gets no VERSION.
-        for name in ("tls", "mtls"):
+        for name in ("tls", "mtls", "open"):
             pod = mcs[name].ready_pods()[0]
             ip = pod["status"]["podIP"]
             socks = listeners(pod, ns)
             public = [port for addr, port in socks if not addr.startswith("127.")]
             plaintext = []
-            for port in public:
+            for port in sorted(set(public)):
                 if port == 9151:  # the reload agent's metrics (HTTP), checked below
                     continue
                 code, out = ns.memcached(ip, ["version"], port=port)
                 if "VERSION" in out:
                     plaintext.append(port)
+            if name == "open":
+                t.check(f"open (allowPlaintext): the probe finds the plaintext port (listeners {socks})",
+                        plaintext != [], f"plaintext on {plaintext}")
+                continue
             t.check(f"{name}: no pod IP port answers plaintext memcached (listeners {socks})",
                     public and not plaintext, f"plaintext on {plaintext}")
             code, out = ns.http_get(ip, 9151, "/metrics")
