@@ -556,7 +556,7 @@ def scenario_drain(t: Test):
     """The eviction API (what `kubectl drain` calls) honours the PDB the hook renders: one
     eviction at a time while the replacement is not Ready; with the shipped
     unhealthyPodEvictionPolicy (unset: IfHealthyBudget) a not-Ready pod is evicted while the
-    budget holds, a Ready one is refused."""
+    budget holds, a Ready one is refused. A rolling update keeps the budget too."""
     ns = Namespace("pods-drain")
     try:
         mc = Memcached(ns, "cache", {"replicas": 3, "image": MEMCACHED_IMAGE,
@@ -604,7 +604,23 @@ def scenario_drain(t: Test):
         t.check("with one pod not Ready: evicting a Ready pod is refused", not okay and "disruption budget" in msg, msg)
         okay, msg = evict(ns, sick)
         t.check("with one pod not Ready: evicting that pod is allowed (the drain does not hang on it)", okay, msg)
-        wait_until("3 Ready pods again", lambda: len(mc.ready_pods()) == 3, timeout=90)
+        mc.wait_ready(3, timeout=90)
+        # Rolling update of the Deployment (a new -m): Ready pods never below minAvailable.
+        spec = mc.obj["spec"]
+        spec["memcached"] = {"maxMemoryMB": 80}
+        mc.update(spec)
+        watch = ReadyWatch(mc)
+        start = time.monotonic()
+        mc.sync()
+        try:
+            mc.wait_ready(3, timeout=180)
+        finally:
+            lowest = watch.done()
+        t.time("rolling update of 3 pods", time.monotonic() - start)
+        t.check(f"Deployment rolling update: Ready pods never below minAvailable 2 (lowest {lowest}, "
+                f"{watch.samples} samples)", lowest is not None and lowest >= 2 and watch.samples > 5)
+        t.check("after the update every pod runs -m 80",
+                all("80" in p["spec"]["containers"][0]["args"] for p in mc.pods()))
     finally:
         ns.close()
 
