@@ -51,8 +51,13 @@ node_host_state() {
   ip route show | sort
   echo "# mounts"
   awk '{ print $5 }' /proc/self/mountinfo | sort
-  echo "# cgroups (libpod's excluded: other tests on the machine run podman)"
-  find /sys/fs/cgroup -mindepth 1 -maxdepth 3 -type d 2>/dev/null | grep -v libpod | sort
+  # Every top-level cgroup of each hierarchy, and below them what containerd and the kubelet make
+  # (k8s.io, kubepods); the rest belongs to other programs of the machine, which come and go.
+  echo "# cgroups"
+  {
+    find /sys/fs/cgroup -mindepth 1 -maxdepth 2 -type d 2>/dev/null
+    find /sys/fs/cgroup -mindepth 3 -maxdepth 5 -type d \( -path '*/k8s.io*' -o -path '*/kubepods*' \) 2>/dev/null
+  } | grep -v libpod | sort -u
   echo "# paths"
   local p
   for p in "${NODE_HOST_DIRS[@]}" /etc/cni /var/lib/containerd /opt/containerd /etc/kubernetes /run/netns; do
