@@ -29,6 +29,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 import uuid
@@ -430,7 +431,6 @@ class ReadyWatch:
     """Counts the Ready pods of a Memcached every 0.3 s in a thread; min is the lowest seen."""
 
     def __init__(self, mc):
-        import threading
         self.mc, self.min, self.samples, self.stop = mc, None, 0, threading.Event()
         self.thread = threading.Thread(target=self.loop, daemon=True)
         self.thread.start()
@@ -536,20 +536,23 @@ def scenario_statefulset(t: Test):
         ns.close()
 
 
-def crashloop(mc, pod_name, timeout=60):
-    """Kills the pod's memcached until the kubelet holds it in CrashLoopBackOff (not Ready)."""
+def crashloop(mc, *pod_names, timeout=90):
+    """Kills the pods' memcached until the kubelet holds each in CrashLoopBackOff at the same
+    time (not Ready); returns those pods."""
     def waiting():
-        pod = next(p for p in mc.pods() if p["metadata"]["name"] == pod_name)
-        for cs in pod["status"].get("containerStatuses", []):
-            if cs["name"] == "memcached" and cs.get("state", {}).get("waiting", {}).get("reason") == "CrashLoopBackOff":
-                return pod
-            if cs["name"] == "memcached" and cs.get("state", {}).get("running"):
+        pods = [p for p in mc.pods() if p["metadata"]["name"] in pod_names]
+        looping = []
+        for pod in pods:
+            cs = next(c for c in pod["status"].get("containerStatuses", []) if c["name"] == "memcached")
+            if cs.get("state", {}).get("waiting", {}).get("reason") == "CrashLoopBackOff":
+                looping.append(pod)
+            elif cs.get("state", {}).get("running"):
                 try:
                     kill_container(pod)
                 except Failed:
                     pass
-        return None
-    return wait_until(f"{pod_name} in CrashLoopBackOff", waiting, timeout=timeout, interval=0.5)
+        return looping if len(looping) == len(pod_names) else None
+    return wait_until(f"{', '.join(pod_names)} in CrashLoopBackOff", waiting, timeout=timeout, interval=0.5)
 
 
 def scenario_drain(t: Test):
@@ -605,6 +608,14 @@ def scenario_drain(t: Test):
         okay, msg = evict(ns, sick)
         t.check("with one pod not Ready: evicting that pod is allowed (the drain does not hang on it)", okay, msg)
         mc.wait_ready(3, timeout=90)
+        # Two pods not Ready: 1 healthy < minAvailable 2. Under IfHealthyBudget the not-Ready
+        # pods cannot be evicted either: a drain waits until they are Ready again.
+        names = sorted(p["metadata"]["name"] for p in mc.pods())
+        crashloop(mc, names[0], names[1])
+        okay, msg = evict(ns, names[0])
+        t.check("with two of three pods not Ready: evicting a not-Ready pod is refused (IfHealthyBudget: "
+                "the drain waits for them)", not okay and "disruption budget" in msg, msg)
+        mc.wait_ready(3, timeout=120)
         # Rolling update of the Deployment (a new -m): Ready pods never below minAvailable.
         spec = mc.obj["spec"]
         spec["memcached"] = {"maxMemoryMB": 80}
@@ -672,7 +683,7 @@ def auth(password, user="app"):
 AUTH = auth("s3cret")
 
 
-def listeners(pod, ns):
+def listeners(pod):
     """The TCP listeners in a pod's network namespace, as (address, port) pairs (read from the
     host through the memcached container's PID)."""
     cid = next(cs["containerID"].split("://", 1)[1] for cs in pod["status"]["containerStatuses"]
@@ -737,7 +748,7 @@ def scenario_secure(t: Test):
         for name in ("tls", "mtls", "open"):
             pod = mcs[name].ready_pods()[0]
             ip = pod["status"]["podIP"]
-            socks = listeners(pod, ns)
+            socks = listeners(pod)
             public = [port for addr, port in socks if not addr.startswith("127.")]
             plaintext = []
             for port in sorted(set(public)):
@@ -828,7 +839,12 @@ def scenario_rotation(t: Test):
         wait_until("a new pod after the rotation", lambda: any(
             p["metadata"]["uid"] != uid for p in mc.ready_pods()) and len(mc.pods()) == 1, timeout=120)
         t.time("RollingRestart: Secret update to a new Ready pod", time.monotonic() - start)
-        code, out = ns.memcached(host, [*auth("th1rdpw"), "version"], tls=CLIENT_ARGS)
+        # The Service name follows the new pod once the EndpointSlice and CoreDNS have it.
+        try:
+            out = wait_until("the new pod answers through the Service name", lambda: (lambda o: "VERSION" in o and o)(
+                ns.memcached(host, [*auth("th1rdpw"), "version"], tls=CLIENT_ARGS)[1]), timeout=30, interval=1)
+        except Failed as e:
+            out = str(e)
         t.check("RollingRestart: the pod rolled and takes the new password", "VERSION" in out, out)
     finally:
         ns.close()
