@@ -49,8 +49,11 @@ node_host_state() {
   ip -o addr show | awk '{ print $2, $3, $4 }' | sort
   echo "# routes"
   ip route show | sort
+  # Network namespaces of other tests (tests/peers) come and go under /run/netns; containerd's would
+  # be named cni-*, and the node keeps its own under the state dir.
   echo "# mounts"
-  awk '{ print $5 }' /proc/self/mountinfo | sort
+  awk '{ print $5 }' /proc/self/mountinfo | grep -Ev '^/run/netns(/|$)' | sort
+  find /run/netns -maxdepth 1 -name 'cni-*' 2>/dev/null | sort
   # Every top-level cgroup of each hierarchy, and below them what containerd and the kubelet make
   # (k8s.io, kubepods); the rest belongs to other programs of the machine, which come and go.
   echo "# cgroups"
@@ -60,7 +63,7 @@ node_host_state() {
   } | grep -v libpod | sort -u
   echo "# paths"
   local p
-  for p in "${NODE_HOST_DIRS[@]}" /etc/cni /var/lib/containerd /opt/containerd /etc/kubernetes /run/netns; do
+  for p in "${NODE_HOST_DIRS[@]}" /etc/cni /var/lib/containerd /opt/containerd /etc/kubernetes; do
     if [[ -e "${p}" ]]; then echo "${p}"; fi
   done
   return 0
@@ -302,6 +305,9 @@ node_drain_pods() {
   alive kubelet || return 0
   local kc deadline
   kc="$(kubectl_bin)"
+  # Controllers first (a run stopped half-way leaves them), so that no pod is made again.
+  "${kc}" --kubeconfig="${S}/kubeconfig" delete deployments,statefulsets,replicasets,daemonsets,jobs \
+    --all --all-namespaces --wait=false >>"${S}/logs/kubectl.log" 2>&1 || true
   "${kc}" --kubeconfig="${S}/kubeconfig" delete pods --all --all-namespaces --grace-period=1 \
     --wait=false >>"${S}/logs/kubectl.log" 2>&1 || true
   deadline=$((SECONDS + 60))

@@ -71,6 +71,7 @@ finish() {
   local rc=$?
   trap - EXIT INT TERM
   [[ -n "${watchdog_pid:-}" ]] && kill "${watchdog_pid}" 2>/dev/null
+  [[ -n "${pods_pid:-}" ]] && kill "${pods_pid}" 2>/dev/null
   down
   if ((rc != 0)) && ((failed == 0)); then bad "run aborted (exit ${rc}; 143: PODS_RUN_TIMEOUT reached or terminated)"; fi
   echo
@@ -141,7 +142,12 @@ timed up
 
 # ---- scenarios -----------------------------------------------------------------------------
 export PODS_HOOK="${HOOK}"
-python3 "${HERE}/pods.py" "$@" | tee "${WORK}/scenarios.log"
+# In the background, so that a TERM (PODS_RUN_TIMEOUT, Ctrl-C) reaches the traps at once: `wait`
+# returns on a signal, a foreground command would first run to its end.
+python3 "${HERE}/pods.py" "$@" > >(tee "${WORK}/scenarios.log") 2>&1 &
+pods_pid=$!
+wait "${pods_pid}"
+pods_pid=""
 p=$(sed -n 's/^scenarios: \([0-9]*\) passed.*/\1/p' "${WORK}/scenarios.log")
 passed=$((passed + ${p:-0}))
 n=$(sed -n 's/^scenarios: [0-9]* passed, \([0-9]*\) failed/\1/p' "${WORK}/scenarios.log")
