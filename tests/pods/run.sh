@@ -17,6 +17,7 @@
 #   MEMCACHED_HOOK_BIN  the hook binary for render/replay (default: cargo build, debug)
 #   PODS_RUN_TIMEOUT    bound of the whole run in seconds (default 3600)
 #   PODS_KEEP=1         keep the work dir (cluster logs, sync requests) even when all pass
+#   PODS_KEEP_NAMESPACES=1  leave each scenario's namespace in place (for a look before `down`)
 # Needs root (containerd, mounts, a bridge). Prints `pods: N passed, M failed`.
 set -uo pipefail
 
