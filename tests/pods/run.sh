@@ -17,7 +17,8 @@
 #   MEMCACHED_HOOK_BIN  the hook binary for render/replay (default: cargo build, debug)
 #   PODS_RUN_TIMEOUT    bound of the whole run in seconds (default 3600)
 #   PODS_KEEP=1         keep the work dir (cluster logs, sync requests) even when all pass
-#   PODS_KEEP_NAMESPACES=1  leave each scenario's namespace in place (for a look before `down`)
+#   PODS_KEEP_NAMESPACES=1  pods.py leaves each scenario's namespace (useful when pods.py is run by
+#                       hand against `cluster.sh up` with E2E_NODE=1)
 # Needs root (containerd, mounts, a bridge). Prints `pods: N passed, M failed`.
 set -uo pipefail
 
