@@ -780,7 +780,8 @@ def served_serial(ns, host, port=11211):
 def scenario_rotation(t: Test):
     """Secret rotation under Reload in a real pod: the kubelet refreshes the volume, the reload
     agent applies it; same pod UID, same memcached process (keys kept), new clients see the new
-    certificate, the old password is refused. Under RollingRestart the pods roll."""
+    certificate, the old password is refused. A new CA rolls the pod. Under RollingRestart the
+    pods roll."""
     ns = Namespace("pods-rotation")
     try:
         c = certs(ns.name, "cache", 11)
@@ -826,6 +827,21 @@ def scenario_rotation(t: Test):
         t.check("the old password is refused", "VALUE before" not in out and "ERROR" in out, out)
         code, out = ns.http_get(after[0]["status"]["podIP"], 9151, "/metrics")
         t.check("the reload agent counts the reloads", "reload" in out, out[:800])
+        # A new CA: memcached never stops trusting a CA it loaded, so the hook rolls the pod.
+        c3 = certs(ns.name, "cache", 13)
+        uid = after[0]["metadata"]["uid"]
+        start = time.monotonic()
+        ns.secret("client-tls", {"tls.crt": c3["client.crt"], "tls.key": c3["client.key"], "ca.crt": c3["ca.crt"]})
+        ns.secret("cache-tls", {"tls.crt": c3["tls.crt"], "tls.key": c3["tls.key"], "ca.crt": c3["ca.crt"]})
+        mc.sync()
+        wait_until("a new pod after the CA rotation", lambda: any(
+            p["metadata"]["uid"] != uid for p in mc.ready_pods()) and len(mc.pods()) == 1, timeout=120)
+        t.time("new CA: Secret update to a new Ready pod", time.monotonic() - start)
+        wait_until("the client pod sees the new CA", lambda: ns.sh("cat /secrets/client-tls/ca.crt")[1].strip()
+                   == c3["ca.crt"].strip(), timeout=90, interval=2)
+        serial = wait_until("the new CA's certificate served", lambda: (lambda v: v == "0D" and v)(
+            served_serial(ns, host)), timeout=60, interval=2)
+        t.check("new CA: the pod rolled (new UID) and serves the certificate of the new CA", serial == "0D")
         # RollingRestart: the next rotation rolls the pod.
         spec["security"]["secretRotation"] = "RollingRestart"
         mc.update(spec)
