@@ -286,9 +286,10 @@ def scenario_drain(t: Test):
 
 
 def scenario_secure(t: Test):
-    """SASL, TLS and mTLS pods become Ready and serve a client pod through the Service; under
-    strict TLS no port of a pod IP answers plaintext memcached; the reload agent's metrics are
-    scraped from the client pod."""
+    """SASL, TLS and mTLS pods become Ready and serve a client pod through the Service; a SASL
+    password rotated in place (SIGHUP across the shared process namespace); under strict TLS no
+    port of a pod IP answers plaintext memcached; the reload agent's metrics are scraped from the
+    client pod."""
     ns = Namespace("pods-secure")
     try:
         c = certs(ns.name, "tls", 1)
@@ -327,6 +328,23 @@ def scenario_secure(t: Test):
         t.check("sasl: a client without credentials is refused", "VALUE" not in out and "ERROR" in out, out)
         code, out = ns.memcached(f"sasl.{ns.name}", [*AUTH, "set k 0 0 2", "v1", "get k"])
         t.check("sasl: a client with the password sets and gets", "VALUE k 0 2" in out, out)
+        # SASL alone under Reload: the agent sends SIGHUP to memcached across the shared process
+        # namespace; the same memcached then takes the new password and refuses the old one.
+        pod = mcs["sasl"].ready_pods()[0]
+        t.check("sasl: the pod shares its process namespace (the agent signals memcached)",
+                pod["spec"].get("shareProcessNamespace") is True)
+        start = time.monotonic()
+        ns.secret("sasl", {"password-file": "app:n3wpass\n"})
+        mcs["sasl"].sync()
+        host = f"sasl.{ns.name}"
+        wait_until("sasl: the new password accepted", lambda: "VALUE k 0 2" in ns.memcached(
+            host, [*auth("n3wpass"), "get k"])[1], timeout=90, interval=2)
+        t.time("SASL alone: Secret update to the new password accepted", time.monotonic() - start)
+        code, out = ns.memcached(host, [*AUTH, "get k"])
+        t.check("sasl: after the rotation the old password is refused", "VALUE" not in out and "ERROR" in out, out)
+        after = mcs["sasl"].pods()
+        t.check("sasl: same pod, memcached not restarted, the key kept",
+                [p["metadata"]["uid"] for p in after] == [pod["metadata"]["uid"]] and restarts(after[0]) == 0)
         # TLS through the Service name, the certificate checked against the CA.
         code, out = ns.memcached(f"tls.{ns.name}", ["set k 0 0 2", "v1", "get k"], tls=CA_ARGS)
         t.check("tls: set and get over TLS through the Service name (certificate verified)",
