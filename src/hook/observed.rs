@@ -289,8 +289,32 @@ pub struct RelatedObject {
     /// e.g. `Secret`.
     pub kind: String,
     /// Name and namespace.
-    pub metadata: ChildMeta,
+    pub metadata: RelatedMeta,
     /// Base64-encoded data of a Secret.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "secret_data")]
     pub data: Option<BTreeMap<String, String>>,
+}
+
+/// A related object's metadata: its name and namespace, nothing else (a Secret's annotations,
+/// which may hold its content, are not looked at).
+#[derive(Debug, Default, Deserialize)]
+pub struct RelatedMeta {
+    /// Object name.
+    pub name: String,
+    /// Object namespace.
+    #[serde(default)]
+    pub namespace: Option<String>,
+}
+
+/// What a Secret's `data` of the wrong shape is told.
+pub const SECRET_DATA_ERROR: &str =
+    "a Secret's data must be an object of base64 strings, each key once (its content is not shown)";
+
+/// A Secret's `data`, whose errors never repeat what it holds: serde's would quote a value of
+/// the wrong type (`invalid type: string "c2VjcmV0"`), in the answer and in the log.
+fn secret_data<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<BTreeMap<String, String>>, D::Error> {
+    Option::<BTreeMap<String, String>>::deserialize(deserializer)
+        .map_err(|_| serde::de::Error::custom(SECRET_DATA_ERROR))
 }

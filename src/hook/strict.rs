@@ -97,9 +97,19 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Strict<D> {
         deserialize_tuple(len: usize);
         deserialize_tuple_struct(name: &'static str, len: usize);
         deserialize_map();
-        deserialize_struct(name: &'static str, fields: &'static [&'static str]);
         deserialize_enum(name: &'static str, variants: &'static [&'static str]);
         deserialize_identifier();
+    }
+
+    /// A struct must be an object ([`super::shape`]), with unique keys.
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, D::Error> {
+        let visitor = super::shape::ObjectOnly(Strict(visitor));
+        self.0.deserialize_struct(name, fields, visitor)
     }
 
     /// Skipped content is never read: it is not checked either.

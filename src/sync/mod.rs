@@ -4,11 +4,12 @@ use k8s_openapi::jiff::Timestamp;
 
 use crate::api::effective::Effective;
 use crate::api::high_availability::Budget;
-use crate::api::validation;
+use crate::api::validation::{self, Violation};
 use crate::api::{GROUP, KIND, VERSIONS, Workload};
 use crate::children::deployment::{Pods, Rollers};
 use crate::children::{
-    ChildKind, deployment, hpa, network_policy, pdb, ports, service, service_monitor, statefulset,
+    ChildKind, accept, deployment, hpa, network_policy, pdb, ports, service, service_monitor,
+    statefulset,
 };
 use crate::hook::{Child, ObservedChild, Parent, SyncRequest, SyncResponse};
 use crate::secrets;
@@ -106,7 +107,8 @@ pub fn sync(req: &SyncRequest, now: Timestamp) -> Result<SyncResponse, SyncError
 /// Computes the desired children and the status for one sync request at time `now`.
 ///
 /// # Errors
-/// [`SyncError::WrongParent`] for a parent of another kind or group; [`SyncError::InvalidSpec`]
+/// [`SyncError::WrongParent`] for a parent of another kind or group; [`SyncError::NoNamespace`]
+/// for one without a namespace; [`SyncError::InvalidSpec`]
 /// for an invalid spec whose observed children cannot be kept (none observed, or one without
 /// Metacontroller's last-applied annotation).
 /// For an invalid spec whose observed children carry no last-applied annotation (server-side
@@ -121,7 +123,14 @@ pub fn sync_with(
     let parent = &req.parent;
     check_parent(parent)?;
     let name = parent.metadata.name.as_str();
-    let namespace = parent.metadata.namespace.as_deref().unwrap_or_default();
+    // A Memcached is namespaced: the API server always sends its namespace. Without one, the
+    // server list and the ServiceMonitor would name no namespace.
+    let namespace = parent
+        .metadata
+        .namespace
+        .as_deref()
+        .filter(|ns| !ns.is_empty())
+        .ok_or(SyncError::NoNamespace)?;
     let e = Effective::of(&parent.spec);
     let needed = needed_kinds(&e);
     let declared = |kind: &ChildKind| req.controller.declares(kind.api_version(), kind.resource());
@@ -131,32 +140,22 @@ pub fn sync_with(
         .filter(|k| !declared(k))
         .map(|k| (k.qualified_resource(), k.needed_by()))
         .collect();
-    let violations = validation::validate_effective(name, &parent.spec, &e);
-    let (children, outcome) = if violations.is_empty() {
+    let mut violations = validation::validate_effective(name, &parent.spec, &e);
+    let mut built = None;
+    if violations.is_empty() {
         let declared: Vec<ChildKind> = emitted(&needed, &plan)
             .into_iter()
             .filter(|k| declared(k))
             .collect();
-        desired((req, body), &e, &plan, &declared, options)?
-    } else {
-        let kept = kept_children(req, namespace)
-            .or_else(|| body.and_then(crate::hook::applied::kept_children));
-        let Some(children) = kept else {
-            let reason = if req.children.is_empty() {
-                NOTHING_TO_KEEP
-            } else {
-                CHILD_WITHOUT_LAST_APPLIED
-            };
-            return Err(SyncError::InvalidSpec { reason, violations });
-        };
-        let invalid_spec = Some(validation::summary(&violations));
-        (
-            children,
-            Outcome {
-                invalid_spec,
-                ..Outcome::default()
-            },
-        )
+        let (children, outcome) = desired((req, body), &e, &plan, &declared, options)?;
+        // A child the cluster would refuse makes the spec invalid: a 200 means children the
+        // API server and Metacontroller accept.
+        violations = accept::check(&children);
+        built = Some((children, outcome));
+    }
+    let (children, outcome) = match built {
+        Some(built) if violations.is_empty() => built,
+        _ => keep_observed(req, body, namespace, violations)?,
     };
     let outcome = Outcome {
         missing_kinds,
@@ -165,6 +164,34 @@ pub fn sync_with(
     let inputs = inputs(req, &e, &plan, outcome);
     let status = status::build(&inputs, &parent.status.conditions, &condition_time(now));
     Ok(SyncResponse { children, status })
+}
+
+/// The observed children kept as they are for a spec that breaks `violations`, or why they
+/// cannot be.
+fn keep_observed(
+    req: &SyncRequest,
+    body: Option<&[u8]>,
+    namespace: &str,
+    violations: Vec<Violation>,
+) -> Result<(Vec<Child>, Outcome), SyncError> {
+    let kept = kept_children(req, namespace)
+        .or_else(|| body.and_then(crate::hook::applied::kept_children));
+    let Some(children) = kept else {
+        let reason = if req.children.is_empty() {
+            NOTHING_TO_KEEP
+        } else {
+            CHILD_WITHOUT_LAST_APPLIED
+        };
+        return Err(SyncError::InvalidSpec { reason, violations });
+    };
+    let invalid_spec = Some(validation::summary(&violations));
+    Ok((
+        children,
+        Outcome {
+            invalid_spec,
+            ..Outcome::default()
+        },
+    ))
 }
 
 /// The status inputs of a sync that built `outcome`.

@@ -248,9 +248,9 @@ impl<'de> Deserializer<'de> for &mut Json<'de> {
         _: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value> {
+        // An array is refused where a struct is read (`super::shape`): serde_json says so.
         match self.peek()? {
             b'{' => self.visit_map(visitor),
-            b'[' => self.visit_seq(visitor),
             _ => Err(Bail),
         }
     }
