@@ -11,20 +11,14 @@
 
 use std::fmt;
 
-use serde::de::{self, Deserializer, EnumAccess, MapAccess, Visitor};
+use serde::de::{Deserializer, MapAccess, Visitor};
 
-/// A struct's visitor that takes an object only.
+use super::strict::forward_deserialize;
+
+/// A struct's visitor that takes an object only. serde_json offers a struct only a sequence
+/// (`[`) or an object (`{`) and reports anything else itself, so `visit_map` is all that is
+/// forwarded; `visit_seq` is serde's default, `invalid type: sequence, expected ...`.
 pub struct ObjectOnly<V>(pub V);
-
-macro_rules! forward_visit {
-    ($($method:ident($ty:ty);)*) => {
-        $(
-            fn $method<E: de::Error>(self, v: $ty) -> Result<Self::Value, E> {
-                self.0.$method(v)
-            }
-        )*
-    };
-}
 
 impl<'de, V: Visitor<'de>> Visitor<'de> for ObjectOnly<V> {
     type Value = V::Value;
@@ -33,48 +27,8 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for ObjectOnly<V> {
         self.0.expecting(f)
     }
 
-    // `visit_seq` is left to serde's default: `invalid type: sequence, expected ...`.
-
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
         self.0.visit_map(map)
-    }
-
-    forward_visit! {
-        visit_bool(bool);
-        visit_i64(i64);
-        visit_i128(i128);
-        visit_u64(u64);
-        visit_u128(u128);
-        visit_f64(f64);
-        visit_str(&str);
-        visit_borrowed_str(&'de str);
-        visit_string(String);
-        visit_bytes(&[u8]);
-        visit_borrowed_bytes(&'de [u8]);
-        visit_byte_buf(Vec<u8>);
-    }
-
-    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-        self.0.visit_none()
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        self.0.visit_unit()
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        self.0.visit_some(deserializer)
-    }
-
-    fn visit_newtype_struct<D: Deserializer<'de>>(
-        self,
-        deserializer: D,
-    ) -> Result<Self::Value, D::Error> {
-        self.0.visit_newtype_struct(deserializer)
-    }
-
-    fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<Self::Value, A::Error> {
-        self.0.visit_enum(data)
     }
 }
 
@@ -82,50 +36,13 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for ObjectOnly<V> {
 /// is not wrapped: the request's fields are [`super::strict`]'s).
 pub struct TopLevel<D>(pub D);
 
-macro_rules! forward_deserialize {
-    ($($method:ident($($arg:ident: $ty:ty),*);)*) => {
-        $(
-            fn $method<V: Visitor<'de>>(self, $($arg: $ty,)* visitor: V) -> Result<V::Value, D::Error> {
-                self.0.$method($($arg,)* visitor)
-            }
-        )*
-    };
-}
-
 impl<'de, D: Deserializer<'de>> Deserializer<'de> for TopLevel<D> {
     type Error = D::Error;
 
-    forward_deserialize! {
-        deserialize_any();
-        deserialize_bool();
-        deserialize_i8();
-        deserialize_i16();
-        deserialize_i32();
-        deserialize_i64();
-        deserialize_i128();
-        deserialize_u8();
-        deserialize_u16();
-        deserialize_u32();
-        deserialize_u64();
-        deserialize_u128();
-        deserialize_f32();
-        deserialize_f64();
-        deserialize_char();
-        deserialize_str();
-        deserialize_string();
-        deserialize_bytes();
-        deserialize_byte_buf();
-        deserialize_option();
-        deserialize_unit();
-        deserialize_unit_struct(name: &'static str);
-        deserialize_newtype_struct(name: &'static str);
-        deserialize_seq();
-        deserialize_tuple(len: usize);
-        deserialize_tuple_struct(name: &'static str, len: usize);
-        deserialize_map();
-        deserialize_enum(name: &'static str, variants: &'static [&'static str]);
-        deserialize_identifier();
-        deserialize_ignored_any();
+    forward_deserialize!(std::convert::identity);
+
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
+        self.0.deserialize_ignored_any(visitor)
     }
 
     fn deserialize_struct<V: Visitor<'de>>(

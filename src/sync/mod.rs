@@ -4,7 +4,7 @@ use k8s_openapi::jiff::Timestamp;
 
 use crate::api::effective::Effective;
 use crate::api::high_availability::Budget;
-use crate::api::validation::{self, Violation};
+use crate::api::validation;
 use crate::api::{GROUP, KIND, VERSIONS, Workload};
 use crate::children::deployment::{Pods, Rollers};
 use crate::children::{
@@ -18,11 +18,13 @@ use crate::workload::{self, Plan};
 
 mod customize;
 mod error;
+mod keep;
 mod rotation;
 
 pub use crate::children::deployment::RESTART_TRIGGER;
 pub use customize::customize;
 pub use error::SyncError;
+use keep::keep_observed;
 use rotation::{rotation_cover, rotation_status};
 
 fn check_parent(parent: &Parent) -> Result<(), SyncError> {
@@ -48,19 +50,6 @@ pub fn condition_time(now: Timestamp) -> String {
         .to_string()
 }
 
-/// Observed children as this hook last desired them, when every one of them carries it and it
-/// names that very child (a hand-edited annotation naming another object would make
-/// Metacontroller delete the observed child and create a stranger).
-fn kept_children(req: &SyncRequest, namespace: &str) -> Option<Vec<Child>> {
-    if req.children.is_empty() {
-        return None;
-    }
-    req.children
-        .iter()
-        .map(|child| workload::last_applied(child, namespace).map(Child::Kept))
-        .collect()
-}
-
 /// What a sync built, all the status needs to know about it.
 #[derive(Default)]
 struct Outcome {
@@ -73,11 +62,6 @@ struct Outcome {
     /// The summary of an invalid spec whose observed children were kept.
     invalid_spec: Option<String>,
 }
-
-/// Why an invalid spec cannot keep the observed children.
-const NOTHING_TO_KEEP: &str = "no observed children to keep";
-/// Why an invalid spec cannot keep the observed children.
-const CHILD_WITHOUT_LAST_APPLIED: &str = "an observed child has no last-applied configuration or server-side apply record of its own to keep";
 
 /// How the hook itself is configured, beyond what a request carries.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -164,34 +148,6 @@ pub fn sync_with(
     let inputs = inputs(req, &e, &plan, outcome);
     let status = status::build(&inputs, &parent.status.conditions, &condition_time(now));
     Ok(SyncResponse { children, status })
-}
-
-/// The observed children kept as they are for a spec that breaks `violations`, or why they
-/// cannot be.
-fn keep_observed(
-    req: &SyncRequest,
-    body: Option<&[u8]>,
-    namespace: &str,
-    violations: Vec<Violation>,
-) -> Result<(Vec<Child>, Outcome), SyncError> {
-    let kept = kept_children(req, namespace)
-        .or_else(|| body.and_then(crate::hook::applied::kept_children));
-    let Some(children) = kept else {
-        let reason = if req.children.is_empty() {
-            NOTHING_TO_KEEP
-        } else {
-            CHILD_WITHOUT_LAST_APPLIED
-        };
-        return Err(SyncError::InvalidSpec { reason, violations });
-    };
-    let invalid_spec = Some(validation::summary(&violations));
-    Ok((
-        children,
-        Outcome {
-            invalid_spec,
-            ..Outcome::default()
-        },
-    ))
 }
 
 /// The status inputs of a sync that built `outcome`.

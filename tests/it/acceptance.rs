@@ -2,12 +2,11 @@
 //! (an object as an array, bytes that are not UTF-8, a Secret's data of the wrong type) is
 //! refused without repeating a Secret's content.
 
-use axum::body::Body;
-use axum::http::{Method, Request, StatusCode, header};
-use http_body_util::BodyExt as _;
-use memcached_hook::server::{Config, router};
+use axum::http::StatusCode;
+use memcached_hook::server::Config;
 use serde_json::{Value, json};
-use tower::ServiceExt as _;
+
+use crate::http::{call, post};
 
 fn steady_state() -> Vec<u8> {
     std::fs::read(concat!(
@@ -19,23 +18,8 @@ fn steady_state() -> Vec<u8> {
 
 /// `POST /sync`: the status and the body as text.
 async fn sync(body: Vec<u8>) -> (StatusCode, String) {
-    let request = Request::builder()
-        .method(Method::POST)
-        .uri("/sync")
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(Body::from(body))
-        .expect("request");
-    let response = router(&Config::default())
-        .oneshot(request)
-        .await
-        .expect("infallible");
-    let status = response.status();
-    let bytes = response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes();
+    let request = post("/sync", Some("application/json"), body);
+    let (status, _, bytes) = call(&Config::default(), request).await;
     (status, String::from_utf8_lossy(&bytes).into_owned())
 }
 
@@ -73,11 +57,14 @@ async fn children_the_cluster_would_refuse_keep_the_observed_ones() {
     assert_eq!(answer["children"], kept["children"]);
 }
 
+/// A field's path and the edit that gives it as an array.
+type Edit = (&'static str, fn(&mut Value));
+
 #[tokio::test]
 async fn an_object_given_as_an_array_is_not_read_by_position() {
     let (status, answer) = sync(edited(|r| r["parent"]["spec"] = json!({"replicas": 5}))).await;
     assert_eq!(status, StatusCode::OK, "{answer}");
-    let edits: [(&str, fn(&mut Value)); 3] = [
+    let edits: [Edit; 3] = [
         ("parent.spec", |r| r["parent"]["spec"] = json!([5])),
         ("parent.spec.highAvailability", |r| {
             r["parent"]["spec"]["highAvailability"] = json!([null, {"enabled": true}]);

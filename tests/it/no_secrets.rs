@@ -88,6 +88,45 @@ impl Drop for Server {
     }
 }
 
+impl Server {
+    /// `serve` on `addr` with `args`, logging JSON at `trace` into files in `dir`; returns once
+    /// it listens.
+    fn start(dir: &std::path::Path, addr: SocketAddr, args: &[&std::ffi::OsStr]) -> Self {
+        let child = Command::new(BIN)
+            .args(["serve", "--addr", &addr.to_string(), "--log-format", "json"])
+            .args(args)
+            .env("RUST_LOG", "trace")
+            // Files, not pipes: a full pipe would stall a server that logs at trace level.
+            .stdout(Stdio::from(
+                std::fs::File::create(dir.join("stdout")).expect("log file"),
+            ))
+            .stderr(Stdio::from(
+                std::fs::File::create(dir.join("stderr")).expect("log file"),
+            ))
+            .spawn()
+            .expect("the binary starts");
+        let server = Self(Some(child));
+        eventually("the server to listen", || TcpStream::connect(addr).is_ok());
+        server
+    }
+
+    /// SIGTERM, so the log is complete; the server must exit 0. Returns the whole log.
+    fn stop(mut self, dir: &std::path::Path) -> String {
+        let mut child = self.0.take().expect("running");
+        let killed = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(killed.success());
+        let exit = child.wait().expect("the server exits");
+        assert!(exit.success(), "exit status {exit:?}");
+        let read = |name: &str| {
+            String::from_utf8_lossy(&std::fs::read(dir.join(name)).expect("log")).into_owned()
+        };
+        read("stderr") + &read("stdout")
+    }
+}
+
 #[test]
 fn no_credential_reaches_a_log_line_an_answer_or_a_metric() {
     let dir = std::env::temp_dir().join(format!("memcached-hook-secrets-{}", std::process::id()));
@@ -98,27 +137,20 @@ fn no_credential_reaches_a_log_line_an_answer_or_a_metric() {
     std::fs::write(&password, PASSWORD).expect("write");
 
     let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
-    let child = Command::new(BIN)
-        .args(["serve", "--addr", &addr.to_string(), "--log-format", "json"])
-        .args(["--reload-interval-seconds", "1"])
-        .arg("--auth-token-file")
-        .arg(&token)
-        .arg("--auth-basic-username-file")
-        .arg(&user)
-        .arg("--auth-basic-password-file")
-        .arg(&password)
-        .env("RUST_LOG", "trace")
-        // Files, not pipes: a full pipe would stall a server that logs at trace level.
-        .stdout(Stdio::from(
-            std::fs::File::create(dir.join("stdout")).expect("log file"),
-        ))
-        .stderr(Stdio::from(
-            std::fs::File::create(dir.join("stderr")).expect("log file"),
-        ))
-        .spawn()
-        .expect("the binary starts");
-    let mut server = Server(Some(child));
-    eventually("the server to listen", || TcpStream::connect(addr).is_ok());
+    let server = Server::start(
+        &dir,
+        addr,
+        &[
+            "--reload-interval-seconds".as_ref(),
+            "1".as_ref(),
+            "--auth-token-file".as_ref(),
+            token.as_os_str(),
+            "--auth-basic-username-file".as_ref(),
+            user.as_os_str(),
+            "--auth-basic-password-file".as_ref(),
+            password.as_os_str(),
+        ],
+    );
 
     let mut answers = Vec::new();
     let mut call = |method: &str, path: &str, auth: Option<&str>, want: &str| {
@@ -153,20 +185,7 @@ fn no_credential_reaches_a_log_line_an_answer_or_a_metric() {
     call("POST", "/sync", Some(&format!("Bearer {ROTATED}")), "200");
     call("GET", "/metrics", None, "200");
 
-    // SIGTERM, so the log is complete; the server exits 0.
-    let child = server.0.take().expect("running");
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
-    let mut child = child;
-    let exit = child.wait().expect("the server exits");
-    assert!(exit.success(), "exit status {exit:?}");
-    let read = |name: &str| {
-        String::from_utf8_lossy(&std::fs::read(dir.join(name)).expect("log")).into_owned()
-    };
-    let log = read("stderr") + &read("stdout");
+    let log = server.stop(&dir);
     // The log is real: it saw the requests, the rotation and the broken file.
     assert!(log.contains("memcached-hook serving"), "{log}");
     assert!(log.contains("reloaded"), "{log}");
@@ -224,19 +243,7 @@ fn a_secrets_data_reaches_no_log_line_and_no_answer_whatever_its_shape() {
     let dir = std::env::temp_dir().join(format!("memcached-hook-data-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
-    let child = Command::new(BIN)
-        .args(["serve", "--addr", &addr.to_string(), "--log-format", "json"])
-        .env("RUST_LOG", "trace")
-        .stdout(Stdio::from(
-            std::fs::File::create(dir.join("stdout")).expect("log file"),
-        ))
-        .stderr(Stdio::from(
-            std::fs::File::create(dir.join("stderr")).expect("log file"),
-        ))
-        .spawn()
-        .expect("the binary starts");
-    let mut server = Server(Some(child));
-    eventually("the server to listen", || TcpStream::connect(addr).is_ok());
+    let server = Server::start(&dir, addr, &[]);
 
     let base: serde_json::Value =
         serde_json::from_slice(&std::fs::read(FIXTURE).expect("fixture")).expect("json");
@@ -261,18 +268,7 @@ fn a_secrets_data_reaches_no_log_line_and_no_answer_whatever_its_shape() {
         assert_eq!(status(&answer), want, "{data}: {answer}");
         answers.push(answer);
     }
-    let child = server.0.take().expect("running");
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
-    let mut child = child;
-    assert!(child.wait().expect("the server exits").success());
-    let read = |name: &str| {
-        String::from_utf8_lossy(&std::fs::read(dir.join(name)).expect("log")).into_owned()
-    };
-    let log = read("stderr") + &read("stdout");
+    let log = server.stop(&dir);
     // The log is real: it saw the refusals.
     assert!(log.contains("its content is not shown"), "{log}");
     for needle in [CONTENT, encoded.as_str(), "SECRET"] {
