@@ -23,8 +23,8 @@ pub use customize::{
     CustomizeResponse, ResourceRule,
 };
 pub use observed::{
-    ChildMeta, ChildStatus, Observed, ObservedChild, RawString, RelatedMeta, RelatedObject,
-    SECRET_DATA_ERROR,
+    ChildMeta, ChildStatus, Observed, ObservedChild, RELATED_ERROR, RawString, RelatedMeta,
+    RelatedObject,
 };
 pub use response::{Child, SyncResponse};
 
