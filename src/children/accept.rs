@@ -9,7 +9,9 @@
 //!   annotation (Metacontroller's own);
 //! - the annotations as stored: the child's own plus Metacontroller's copy of the whole child in
 //!   its last-applied annotation, as Go encodes it, within the API server's 256 KiB;
-//! - every container's image: present, no surrounding whitespace, no control character.
+//! - every container's image: present, no surrounding whitespace, no control character;
+//! - in what is copied from Kubernetes types the CRD cannot check further: label selectors,
+//!   node selector requirements, topology keys and tolerations ([`selectors`]).
 //!
 //! A violation makes the sync an invalid spec: the observed children are kept.
 
@@ -52,6 +54,9 @@ pub fn check(children: &[Child]) -> Vec<Violation> {
         }
         if let Some(template) = template {
             check_template(&mut out, template, &at("spec.template"));
+        }
+        if let Child::NetworkPolicy(policy) = child {
+            selectors::network_policy(&mut out, &format!("{kind}/{name}"), policy);
         }
     }
     out
@@ -154,6 +159,9 @@ fn check_template(out: &mut Vec<Violation>, template: &PodTemplateSpec, field: &
         }
     }
     let spec = template.spec.as_ref();
+    if let Some(spec) = spec {
+        selectors::pod_spec(out, &format!("{field}.spec"), spec);
+    }
     let containers = spec.into_iter().flat_map(|s| {
         let init = s.init_containers.iter().flatten();
         s.containers.iter().chain(init)
@@ -169,5 +177,6 @@ fn check_template(out: &mut Vec<Violation>, template: &PodTemplateSpec, field: &
     }
 }
 
+mod selectors;
 #[cfg(test)]
 mod tests;

@@ -265,23 +265,13 @@ fn resources() -> BoxedStrategy<Value> {
         .boxed()
 }
 
-fn labels() -> BoxedStrategy<Value> {
-    btree_map(
-        "[a-z]([a-z0-9.-]{0,10}[a-z0-9])?(/[a-z]{1,8})?",
-        "[A-Za-z0-9]([A-Za-z0-9._-]{0,10})?",
-        0..4,
-    )
-    .prop_map(|m| json!(m))
-    .boxed()
-}
-
 /// A label or annotation key the API server accepts and the hook does not keep for itself.
 fn qualified_key() -> BoxedStrategy<String> {
     "(([a-z0-9]{1,6}\\.){0,2}[a-z]{1,6}/)?[A-Za-z0-9]([A-Za-z0-9._-]{0,8}[A-Za-z0-9])?".boxed()
 }
 
 /// A label map the API server accepts (`nodeSelector`, `podLabels`, `service.labels`,
-/// `serviceMonitor.additionalLabels`).
+/// `serviceMonitor.additionalLabels`, the `matchLabels` of selectors).
 fn label_map() -> BoxedStrategy<Value> {
     btree_map(
         qualified_key(),
@@ -392,7 +382,7 @@ fn topology_spread() -> BoxedStrategy<Value> {
             "kubernetes.io/hostname",
         ]),
         select(vec!["DoNotSchedule", "ScheduleAnyway"]),
-        field(labels().prop_map(|l| json!({"matchLabels": l}))),
+        field(label_map().prop_map(|l| json!({"matchLabels": l}))),
     )
         .prop_map(|(skew, key, when, selector)| {
             object([
@@ -488,8 +478,8 @@ fn secret_ref() -> BoxedStrategy<Value> {
 
 fn network_peer() -> BoxedStrategy<Value> {
     prop_oneof![
-        labels().prop_map(|l| json!({"podSelector": {"matchLabels": l}})),
-        labels().prop_map(|l| json!({"namespaceSelector": {"matchLabels": l}})),
+        label_map().prop_map(|l| json!({"podSelector": {"matchLabels": l}})),
+        label_map().prop_map(|l| json!({"namespaceSelector": {"matchLabels": l}})),
         (0u8..=255, 8u8..=32)
             .prop_map(|(a, bits)| json!({"ipBlock": {"cidr": format!("10.{a}.0.0/{bits}")}})),
     ]

@@ -211,3 +211,55 @@ fn every_fixture_that_syncs_gives_children_the_cluster_accepts() {
     }
     assert!(checked > 50, "{checked}");
 }
+
+#[test]
+fn selectors_tolerations_and_topology_keys_copied_verbatim_are_checked() {
+    let options = Options::default();
+    let cases = [
+        (
+            json!({"tolerations": [{"key": "bad key!", "operator": "Exists"}]}),
+            "Deployment/cache.spec.template.spec.tolerations[0].key: Invalid value: \"bad key!\"",
+        ),
+        (
+            json!({"tolerations": [{"key": "dedicated", "operator": "Exists", "value": "cache"}]}),
+            "Deployment/cache.spec.template.spec.tolerations[0].operator",
+        ),
+        (
+            json!({"tolerations": [{"key": "dedicated", "effect": "Sometimes"}]}),
+            "Deployment/cache.spec.template.spec.tolerations[0].effect",
+        ),
+        (
+            json!({"highAvailability": {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "a b"}}}]}}),
+            "Deployment/cache.spec.template.spec.topologySpreadConstraints[0].labelSelector.matchLabels.app",
+        ),
+        (
+            json!({"highAvailability": {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "", "whenUnsatisfiable": "DoNotSchedule"}]}}),
+            "Deployment/cache.spec.template.spec.topologySpreadConstraints[0].topologyKey: Required value",
+        ),
+        (
+            json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "Near"}]}]}}}}),
+            "Deployment/cache.spec.template.spec.affinity.nodeAffinity.terms[0].matchExpressions[0].operator",
+        ),
+        (
+            json!({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "zone", "labelSelector": {"matchExpressions": [{"key": "app", "operator": "In"}]}}]}}}),
+            "Deployment/cache.spec.template.spec.affinity.podAffinity.terms[0].labelSelector.matchExpressions[0].values: Required value",
+        ),
+        (
+            json!({"security": {"networkPolicy": {"enabled": true, "allowedSources": [{"podSelector": {"matchLabels": {"role/x/y": "client"}}}]}}}),
+            "NetworkPolicy/cache.spec.ingress[0].from[0].podSelector.matchLabels: Invalid value: \"role/x/y\"",
+        ),
+    ];
+    for (spec, want) in cases {
+        let body = request(|r| {
+            for (key, value) in spec.as_object().expect("object") {
+                r["parent"]["spec"][key] = value.clone();
+            }
+        });
+        let message = sync(&body, &options).map(|_| ()).expect_err(want);
+        assert!(message.contains(want), "{spec}:\n{message}");
+    }
+    let fine = request(|r| {
+        r["parent"]["spec"]["tolerations"] = json!([{"key": "dedicated", "operator": "Equal", "value": "cache", "effect": "NoSchedule"}]);
+    });
+    assert!(sync(&fine, &options).is_ok());
+}
