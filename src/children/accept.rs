@@ -22,6 +22,7 @@ use crate::api::STATEFULSET_NAME_LENGTH;
 use crate::api::apiserver::{self, ANNOTATIONS_TOTAL, CONTROLLER_UID, LAST_APPLIED};
 use crate::api::validation::{Violation, quoted};
 use crate::hook::Child;
+use path::Path;
 
 /// Room left for what Metacontroller adds to its copy of a child (the `controller-uid` label,
 /// the namespace) and for the annotations the cluster adds (the Deployment controller's
@@ -38,9 +39,9 @@ pub fn check(children: &[Child]) -> Vec<Violation> {
             continue;
         };
         let name = meta.name.as_deref().unwrap_or_default();
-        let at = |path: &str| format!("{kind}/{name}.{path}");
-        check_name(&mut out, kind, name, &at("metadata.name"));
-        check_meta(&mut out, meta, &at("metadata"));
+        let at = Path::child(kind, name);
+        check_name(&mut out, kind, name, &at);
+        check_meta(&mut out, meta, &at.at("metadata"));
         let stored = stored_annotations(child, meta);
         if stored > ANNOTATIONS_TOTAL {
             out.push(Violation {
@@ -49,14 +50,14 @@ pub fn check(children: &[Child]) -> Vec<Violation> {
                      {stored} with Metacontroller's last-applied-configuration copy of the \
                      {kind} (Go's JSON encoding writes <, > and & as 6 bytes each)"
                 ),
-                ..Violation::too_long(at("metadata.annotations"), ANNOTATIONS_TOTAL)
+                ..Violation::too_long(at.at("metadata.annotations").to_string(), ANNOTATIONS_TOTAL)
             });
         }
         if let Some(template) = template {
-            check_template(&mut out, template, &at("spec.template"));
+            check_template(&mut out, template, &at.at("spec.template"));
         }
         if let Child::NetworkPolicy(policy) = child {
-            selectors::network_policy(&mut out, &format!("{kind}/{name}"), policy);
+            selectors::network_policy(&mut out, &at, policy);
         }
     }
     out
@@ -92,7 +93,7 @@ fn stored_annotations(child: &Child, meta: &ObjectMeta) -> usize {
     own + LAST_APPLIED.len() + apiserver::go_json_len(child) + CLUSTER_RESERVE
 }
 
-fn check_name(out: &mut Vec<Violation>, kind: &str, name: &str, field: &str) {
+fn check_name(out: &mut Vec<Violation>, kind: &str, name: &str, at: &Path<'_>) {
     let detail = match kind {
         "Service" if !apiserver::is_dns1035_label(name) => "must be a DNS-1035 label",
         _ if !apiserver::is_dns_subdomain(name) => "must be a DNS-1123 subdomain",
@@ -102,11 +103,12 @@ fn check_name(out: &mut Vec<Violation>, kind: &str, name: &str, field: &str) {
         }
         _ => return,
     };
+    let field = at.at("metadata.name").to_string();
     out.push(Violation::invalid(field, quoted(name), detail));
 }
 
 /// Label keys and values and annotation keys, with Metacontroller's own keys refused.
-fn check_meta(out: &mut Vec<Violation>, meta: &ObjectMeta, field: &str) {
+fn check_meta(out: &mut Vec<Violation>, meta: &ObjectMeta, at: &Path<'_>) {
     for (key, value) in meta.labels.iter().flatten() {
         let detail = if key == CONTROLLER_UID {
             "may not be set: Metacontroller's generated selector owns it"
@@ -117,11 +119,8 @@ fn check_meta(out: &mut Vec<Violation>, meta: &ObjectMeta, field: &str) {
         } else {
             continue;
         };
-        out.push(Violation::invalid(
-            format!("{field}.labels"),
-            quoted(key),
-            detail,
-        ));
+        let field = at.at("labels").to_string();
+        out.push(Violation::invalid(field, quoted(key), detail));
     }
     for key in meta.annotations.iter().flatten().map(|(key, _)| key) {
         let detail = if key == LAST_APPLIED {
@@ -131,25 +130,25 @@ fn check_meta(out: &mut Vec<Violation>, meta: &ObjectMeta, field: &str) {
         } else {
             continue;
         };
-        let field = format!("{field}.annotations");
+        let field = at.at("annotations").to_string();
         out.push(Violation::invalid(field, quoted(key), detail));
     }
 }
 
 /// The pods' labels and annotation keys and each container's image. The size of the pods'
 /// annotations needs no check of its own: the workload's last-applied copy holds them all.
-fn check_template(out: &mut Vec<Violation>, template: &PodTemplateSpec, field: &str) {
+fn check_template(out: &mut Vec<Violation>, template: &PodTemplateSpec, at: &Path<'_>) {
     if let Some(meta) = &template.metadata {
         for (key, value) in meta.labels.iter().flatten() {
             if !apiserver::is_qualified_name(key) || !apiserver::is_label_value(value) {
                 let detail = "must be a qualified name with a label value";
-                let field = format!("{field}.metadata.labels");
+                let field = at.at("metadata.labels").to_string();
                 out.push(Violation::invalid(field, quoted(key), detail));
             }
         }
         for key in meta.annotations.iter().flatten().map(|(key, _)| key) {
             if !apiserver::is_qualified_name(key) {
-                let field = format!("{field}.metadata.annotations");
+                let field = at.at("metadata.annotations").to_string();
                 out.push(Violation::invalid(
                     field,
                     quoted(key),
@@ -158,17 +157,14 @@ fn check_template(out: &mut Vec<Violation>, template: &PodTemplateSpec, field: &
             }
         }
     }
-    let spec = template.spec.as_ref();
-    if let Some(spec) = spec {
-        selectors::pod_spec(out, &format!("{field}.spec"), spec);
-    }
-    let containers = spec.into_iter().flat_map(|s| {
-        let init = s.init_containers.iter().flatten();
-        s.containers.iter().chain(init)
-    });
-    for container in containers {
+    let Some(spec) = &template.spec else { return };
+    let at = at.at("spec");
+    selectors::pod_spec(out, &at, spec);
+    let init = spec.init_containers.iter().flatten();
+    let containers = at.at("containers");
+    for container in spec.containers.iter().chain(init) {
         let image = container.image.as_deref().unwrap_or_default();
-        let field = || format!("{field}.spec.containers[{}].image", container.name);
+        let field = || containers.named(&container.name).at("image").to_string();
         if image.is_empty() {
             out.push(Violation::required(field(), "an image is required"));
         } else if let Some(detail) = apiserver::image_error(image) {
@@ -177,6 +173,7 @@ fn check_template(out: &mut Vec<Violation>, template: &PodTemplateSpec, field: &
     }
 }
 
+mod path;
 mod selectors;
 #[cfg(test)]
 mod tests;

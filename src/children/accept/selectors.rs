@@ -4,12 +4,11 @@
 //! tolerations. Mirrors apimachinery's `ValidateLabelSelector` and core's `validateTolerations`,
 //! `validateNodeSelectorTerm` and `validateTopologySpreadConstraints` for these parts.
 
-use k8s_openapi::api::core::v1::{
-    Affinity, NodeSelectorRequirement, PodAffinityTerm, PodSpec, Toleration,
-};
+use k8s_openapi::api::core::v1::{Affinity, NodeAffinity, PodAffinityTerm, PodSpec, Toleration};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
+use super::Path;
 use crate::api::apiserver::{is_label_value, is_qualified_name};
 use crate::api::validation::{Violation, quoted};
 
@@ -19,31 +18,38 @@ const KEY: &str = "must be a qualified name";
 const VALUE: &str = "must be a label value";
 
 /// A label selector: keys qualified names, values label values, operators and their values.
-fn selector(out: &mut Out, field: &str, selector: &LabelSelector) {
+fn selector(out: &mut Out, at: &Path<'_>, selector: &LabelSelector) {
     for (key, value) in selector.match_labels.iter().flatten() {
-        let field = format!("{field}.matchLabels");
+        let labels = at.at("matchLabels");
         if !is_qualified_name(key) {
-            out.push(Violation::invalid(field, quoted(key), KEY));
+            out.push(Violation::invalid(labels.to_string(), quoted(key), KEY));
         } else if !is_label_value(value) {
-            out.push(Violation::invalid(
-                format!("{field}.{key}"),
-                quoted(value),
-                VALUE,
-            ));
+            let field = labels.at(key).to_string();
+            out.push(Violation::invalid(field, quoted(value), VALUE));
         }
     }
+    let expressions = at.at("matchExpressions");
     for (i, r) in selector.match_expressions.iter().flatten().enumerate() {
-        let field = format!("{field}.matchExpressions[{i}]");
         let values = r.values.as_deref().unwrap_or_default();
-        requirement(out, &field, (&r.key, &r.operator, values), false);
+        let req = (r.key.as_str(), r.operator.as_str(), values);
+        requirement(out, &expressions.index(i), req, false);
     }
 }
 
 /// One requirement `(key, operator, values)` of a label selector or, with `node`, of a node
 /// selector term (which also has `Gt` and `Lt`, each with one integer value).
-fn requirement(out: &mut Out, field: &str, (key, op, values): (&str, &str, &[String]), node: bool) {
+fn requirement(
+    out: &mut Out,
+    at: &Path<'_>,
+    (key, op, values): (&str, &str, &[String]),
+    node: bool,
+) {
     if !is_qualified_name(key) {
-        out.push(Violation::invalid(format!("{field}.key"), quoted(key), KEY));
+        out.push(Violation::invalid(
+            at.at("key").to_string(),
+            quoted(key),
+            KEY,
+        ));
     }
     let detail = match op {
         "In" | "NotIn" if values.is_empty() => {
@@ -58,7 +64,7 @@ fn requirement(out: &mut Out, field: &str, (key, op, values): (&str, &str, &[Str
         "In" | "NotIn" | "Exists" | "DoesNotExist" => "",
         "Gt" | "Lt" if node => "",
         other => {
-            let field = format!("{field}.operator");
+            let field = at.at("operator").to_string();
             out.push(Violation::invalid(
                 field,
                 quoted(other),
@@ -68,11 +74,11 @@ fn requirement(out: &mut Out, field: &str, (key, op, values): (&str, &str, &[Str
         }
     };
     if !detail.is_empty() {
-        out.push(Violation::required(format!("{field}.values"), detail));
+        out.push(Violation::required(at.at("values").to_string(), detail));
     }
     if !node && let Some(bad) = values.iter().find(|v| !is_label_value(v)) {
         out.push(Violation::invalid(
-            format!("{field}.values"),
+            at.at("values").to_string(),
             quoted(bad),
             VALUE,
         ));
@@ -80,92 +86,91 @@ fn requirement(out: &mut Out, field: &str, (key, op, values): (&str, &str, &[Str
 }
 
 /// A topology key: required, a qualified name.
-fn topology_key(out: &mut Out, field: &str, key: &str) {
-    let field = format!("{field}.topologyKey");
+fn topology_key(out: &mut Out, at: &Path<'_>, key: &str) {
     if key.is_empty() {
+        let field = at.at("topologyKey").to_string();
         out.push(Violation::required(field, "can not be empty"));
     } else if !is_qualified_name(key) {
+        let field = at.at("topologyKey").to_string();
         out.push(Violation::invalid(field, quoted(key), KEY));
     }
 }
 
-fn pod_affinity_term(out: &mut Out, field: &str, term: &PodAffinityTerm) {
-    topology_key(out, field, &term.topology_key);
+fn pod_affinity_term(out: &mut Out, at: &Path<'_>, term: &PodAffinityTerm) {
+    topology_key(out, at, &term.topology_key);
     for (name, s) in [
         ("labelSelector", &term.label_selector),
         ("namespaceSelector", &term.namespace_selector),
     ] {
         if let Some(s) = s {
-            selector(out, &format!("{field}.{name}"), s);
+            selector(out, &at.at(name), s);
         }
     }
 }
 
-fn node_requirements(out: &mut Out, field: &str, list: Option<&Vec<NodeSelectorRequirement>>) {
-    for (i, r) in list.into_iter().flatten().enumerate() {
-        let values = r.values.as_deref().unwrap_or_default();
-        let field = format!("{field}[{i}]");
-        requirement(out, &field, (&r.key, &r.operator, values), true);
+fn node_affinity(out: &mut Out, at: &Path<'_>, node: &NodeAffinity) {
+    let required = node
+        .required_during_scheduling_ignored_during_execution
+        .iter()
+        .flat_map(|r| r.node_selector_terms.iter());
+    let preferred = node
+        .preferred_during_scheduling_ignored_during_execution
+        .iter()
+        .flatten()
+        .map(|p| &p.preference);
+    let terms = at.at("nodeAffinity.terms");
+    for (i, term) in required.chain(preferred).enumerate() {
+        let term_at = terms.index(i);
+        let expressions = term_at.at("matchExpressions");
+        for (j, r) in term.match_expressions.iter().flatten().enumerate() {
+            let values = r.values.as_deref().unwrap_or_default();
+            let req = (r.key.as_str(), r.operator.as_str(), values);
+            requirement(out, &expressions.index(j), req, true);
+        }
     }
 }
 
-fn affinity(out: &mut Out, field: &str, a: &Affinity) {
+fn affinity(out: &mut Out, at: &Path<'_>, a: &Affinity) {
     if let Some(node) = &a.node_affinity {
-        let required = node
-            .required_during_scheduling_ignored_during_execution
-            .iter()
-            .flat_map(|r| r.node_selector_terms.iter());
-        let preferred = node
-            .preferred_during_scheduling_ignored_during_execution
-            .iter()
-            .flatten()
-            .map(|p| &p.preference);
-        for (i, term) in required.chain(preferred).enumerate() {
-            let field = format!("{field}.nodeAffinity.terms[{i}]");
-            node_requirements(
-                out,
-                &format!("{field}.matchExpressions"),
-                term.match_expressions.as_ref(),
-            );
-        }
+        node_affinity(out, at, node);
     }
-    for (name, terms) in [
+    let pod = a.pod_affinity.as_ref().map(|p| {
+        let required = &p.required_during_scheduling_ignored_during_execution;
         (
-            "podAffinity",
-            a.pod_affinity.as_ref().map(|p| {
-                (
-                    &p.required_during_scheduling_ignored_during_execution,
-                    &p.preferred_during_scheduling_ignored_during_execution,
-                )
-            }),
-        ),
+            required,
+            &p.preferred_during_scheduling_ignored_during_execution,
+        )
+    });
+    let anti = a.pod_anti_affinity.as_ref().map(|p| {
+        let required = &p.required_during_scheduling_ignored_during_execution;
         (
-            "podAntiAffinity",
-            a.pod_anti_affinity.as_ref().map(|p| {
-                (
-                    &p.required_during_scheduling_ignored_during_execution,
-                    &p.preferred_during_scheduling_ignored_during_execution,
-                )
-            }),
-        ),
-    ] {
+            required,
+            &p.preferred_during_scheduling_ignored_during_execution,
+        )
+    });
+    for (name, terms) in [("podAffinity.terms", pod), ("podAntiAffinity.terms", anti)] {
         let Some((required, preferred)) = terms else {
             continue;
         };
         let preferred = preferred.iter().flatten().map(|w| &w.pod_affinity_term);
+        let list = at.at(name);
         for (i, term) in required.iter().flatten().chain(preferred).enumerate() {
-            pod_affinity_term(out, &format!("{field}.{name}.terms[{i}]"), term);
+            pod_affinity_term(out, &list.index(i), term);
         }
     }
 }
 
-fn toleration(out: &mut Out, field: &str, t: &Toleration) {
+fn toleration(out: &mut Out, at: &Path<'_>, t: &Toleration) {
     let key = t.key.as_deref().unwrap_or_default();
     let op = t.operator.as_deref().unwrap_or_default();
     let value = t.value.as_deref().unwrap_or_default();
     let effect = t.effect.as_deref().unwrap_or_default();
     if !key.is_empty() && !is_qualified_name(key) {
-        out.push(Violation::invalid(format!("{field}.key"), quoted(key), KEY));
+        out.push(Violation::invalid(
+            at.at("key").to_string(),
+            quoted(key),
+            KEY,
+        ));
     }
     let op_detail = match op {
         "Exists" if !value.is_empty() => "value must be empty when `operator` is 'Exists'",
@@ -174,66 +179,63 @@ fn toleration(out: &mut Out, field: &str, t: &Toleration) {
         _ => "must be 'Exists' or 'Equal'",
     };
     if !op_detail.is_empty() {
-        out.push(Violation::invalid(
-            format!("{field}.operator"),
-            quoted(op),
-            op_detail,
-        ));
+        let field = at.at("operator").to_string();
+        out.push(Violation::invalid(field, quoted(op), op_detail));
     }
-    if !matches!(effect, "" | "NoSchedule" | "PreferNoSchedule" | "NoExecute") {
-        let detail = "must be 'NoSchedule', 'PreferNoSchedule' or 'NoExecute'";
-        out.push(Violation::invalid(
-            format!("{field}.effect"),
-            quoted(effect),
-            detail,
-        ));
+    let effect_detail = if !matches!(effect, "" | "NoSchedule" | "PreferNoSchedule" | "NoExecute") {
+        "must be 'NoSchedule', 'PreferNoSchedule' or 'NoExecute'"
     } else if t.toleration_seconds.is_some() && effect != "NoExecute" {
-        let detail = "effect must be 'NoExecute' when `tolerationSeconds` is set";
-        out.push(Violation::invalid(
-            format!("{field}.effect"),
-            quoted(effect),
-            detail,
-        ));
-    }
+        "effect must be 'NoExecute' when `tolerationSeconds` is set"
+    } else {
+        return;
+    };
+    let field = at.at("effect").to_string();
+    out.push(Violation::invalid(field, quoted(effect), effect_detail));
 }
 
 /// The pod spec's affinity, topology spread constraints and tolerations.
-pub(super) fn pod_spec(out: &mut Out, field: &str, spec: &PodSpec) {
+pub(super) fn pod_spec(out: &mut Out, at: &Path<'_>, spec: &PodSpec) {
     if let Some(a) = &spec.affinity {
-        affinity(out, &format!("{field}.affinity"), a);
+        affinity(out, &at.at("affinity"), a);
     }
+    let constraints = at.at("topologySpreadConstraints");
     for (i, c) in spec
         .topology_spread_constraints
         .iter()
         .flatten()
         .enumerate()
     {
-        let field = format!("{field}.topologySpreadConstraints[{i}]");
-        topology_key(out, &field, &c.topology_key);
+        let item = constraints.index(i);
+        topology_key(out, &item, &c.topology_key);
         if let Some(s) = &c.label_selector {
-            selector(out, &format!("{field}.labelSelector"), s);
+            selector(out, &item.at("labelSelector"), s);
         }
     }
+    let tolerations = at.at("tolerations");
     for (i, t) in spec.tolerations.iter().flatten().enumerate() {
-        toleration(out, &format!("{field}.tolerations[{i}]"), t);
+        toleration(out, &tolerations.index(i), t);
     }
 }
 
 /// The selectors of a NetworkPolicy's peers and its own pod selector.
-pub(super) fn network_policy(out: &mut Out, field: &str, policy: &NetworkPolicy) {
+pub(super) fn network_policy(out: &mut Out, at: &Path<'_>, policy: &NetworkPolicy) {
     let Some(spec) = &policy.spec else { return };
+    let spec_at = at.at("spec");
     if let Some(pods) = &spec.pod_selector {
-        selector(out, &format!("{field}.spec.podSelector"), pods);
+        selector(out, &spec_at.at("podSelector"), pods);
     }
+    let ingress = spec_at.at("ingress");
     for (i, rule) in spec.ingress.iter().flatten().enumerate() {
+        let rule_at = ingress.index(i);
+        let from = rule_at.at("from");
         for (j, peer) in rule.from.iter().flatten().enumerate() {
-            let field = format!("{field}.spec.ingress[{i}].from[{j}]");
+            let peer_at = from.index(j);
             for (name, s) in [
                 ("podSelector", &peer.pod_selector),
                 ("namespaceSelector", &peer.namespace_selector),
             ] {
                 if let Some(s) = s {
-                    selector(out, &format!("{field}.{name}"), s);
+                    selector(out, &peer_at.at(name), s);
                 }
             }
         }
