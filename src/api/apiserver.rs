@@ -6,9 +6,9 @@
 //! The spec checks (`api::validation`) and the check of every desired child
 //! (`children::accept`) both use these, so a rule lives in one place.
 
-use std::io;
-
 use serde::Serialize;
+
+mod go_json;
 
 /// The longest DNS-1123 or DNS-1035 label.
 pub const DNS_LABEL_LENGTH: usize = 63;
@@ -96,48 +96,13 @@ pub fn annotations_size<'a>(entries: impl IntoIterator<Item = (&'a String, &'a S
     entries.into_iter().map(|(k, v)| k.len() + v.len()).sum()
 }
 
-/// The length of `value` encoded as Metacontroller (Go's `encoding/json`) encodes it: serde_json's
-/// encoding plus Go's longer escapes (`<`, `>` and `&` as `\u003c`, 6 bytes for 1; U+2028 and
-/// U+2029 as `\u2028`, 6 bytes for 3). Both escape quotes, backslashes and control characters
-/// alike. Nothing is allocated.
+/// The length of `value` encoded as Metacontroller (Go's `encoding/json`) encodes it:
+/// serde_json's compact encoding plus Go's longer escapes (`<`, `>` and `&` as `\u003c`, 6 bytes
+/// for 1; U+2028 and U+2029 as `\u2028`, 6 bytes for 3; `\b` and `\f` counted as `\u0008`).
+/// Nothing is allocated; a value serde_json could not encode counts as 0.
 #[must_use]
 pub fn go_json_len<T: Serialize + ?Sized>(value: &T) -> usize {
-    let mut count = GoLength::default();
-    // Writing to a counter cannot fail, and the hook's types always encode.
-    let _ = serde_json::to_writer(&mut count, value);
-    count.bytes
-}
-
-/// Counts encoded bytes, with Go's longer escapes. serde_json writes the text of a string
-/// between two escapes in one piece, and escapes only ASCII, so a character is never split
-/// between two writes.
-#[derive(Default)]
-struct GoLength {
-    bytes: usize,
-}
-
-impl io::Write for GoLength {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        // A branch-free count (vectorized); the lead byte of U+2028 and U+2029 is rare, and
-        // only then are its neighbours looked at.
-        let angle_or_amp: usize = buf
-            .iter()
-            .map(|&b| usize::from(matches!(b, b'<' | b'>' | b'&')))
-            .sum();
-        self.bytes += buf.len() + 5 * angle_or_amp;
-        if buf.contains(&0xE2) {
-            let separators = buf
-                .windows(3)
-                .filter(|w| matches!(w, [0xE2, 0x80, 0xA8 | 0xA9]))
-                .count();
-            self.bytes += 3 * separators;
-        }
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
+    go_json::len(value).unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -211,6 +176,47 @@ mod tests {
         }
     }
 
+    /// The length by encoding with serde_json and adding Go's longer escapes found in the text.
+    fn reference<T: Serialize>(value: &T) -> usize {
+        let text = serde_json::to_string(value).expect("encodes");
+        let angles = text.matches(['<', '>', '&']).count();
+        let separators = text.matches(['\u{2028}', '\u{2029}']).count();
+        text.len() + 5 * angles + 3 * separators
+    }
+
+    #[test]
+    fn the_count_is_serde_jsons_encoding_with_gos_escapes() {
+        use std::collections::BTreeMap;
+        let values = serde_json::json!({
+            "n": [0, -1, 9, 10, -99, 100, i64::MIN, u64::MAX, 1.5, -0.25, true, false, null],
+            "s": ["", "a", "\"\\/", "\n\r\t\u{1}\u{1f}\u{7f}", "é\u{2028}<&>\u{20ac}"],
+            "o": {"": {}, "k": [], "nested": [{"a": [[]]}]}
+        });
+        assert_eq!(go_json_len(&values), reference(&values));
+        let map = BTreeMap::from([(1_u8, "x"), (20, "<")]);
+        assert_eq!(go_json_len(&map), reference(&map));
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/sync");
+        let mut children = 0;
+        for entry in std::fs::read_dir(dir).expect("fixtures") {
+            let body = std::fs::read(entry.expect("entry").path()).expect("read");
+            let Ok(req) = crate::hook::decode::<crate::hook::SyncRequest>(&body) else {
+                continue;
+            };
+            let now = k8s_openapi::jiff::Timestamp::UNIX_EPOCH;
+            let Ok(answer) = crate::sync::sync(&req, now) else {
+                continue;
+            };
+            for child in &answer.children {
+                if !matches!(child, crate::hook::Child::Kept(_)) {
+                    assert_eq!(go_json_len(child), reference(child));
+                    children += 1;
+                }
+            }
+            assert_eq!(go_json_len(&answer.status), reference(&answer.status));
+        }
+        assert!(children > 100, "{children}");
+    }
+
     #[test]
     fn go_escapes_are_counted() {
         assert_eq!(go_json_len("a"), 3);
@@ -218,6 +224,7 @@ mod tests {
         assert_eq!(go_json_len("\u{2028}x\u{2029}"), 2 + 6 + 1 + 6);
         assert_eq!(go_json_len("\u{2027}\u{20ac}"), 2 + 3 + 3);
         assert_eq!(go_json_len("\"\\\n"), 2 + 6);
+        assert_eq!(go_json_len("\u{8}\u{1}"), 2 + 12);
         let long = "<".repeat(100_000);
         assert_eq!(go_json_len(&long), 2 + 600_000);
     }
