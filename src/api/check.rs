@@ -10,8 +10,8 @@ use std::fmt;
 
 use k8s_openapi::api::core::v1::ResourceRequirements;
 
-use super::bounds;
 use super::quantity::Quantity;
+use super::{apiserver, bounds};
 
 /// One broken rule, with the JSON path of the offending field.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -135,6 +135,19 @@ pub fn is_too_long(text: &str, max: usize) -> bool {
 pub(crate) fn length(out: &mut Out, field: &str, value: Option<&str>, max: usize) {
     if value.is_some_and(|v| is_too_long(v, max)) {
         out.push(Violation::too_long(field, max));
+    }
+}
+
+/// An image reference: at most [`bounds::IMAGE_LENGTH`] characters, no leading or trailing
+/// whitespace and no control character (an empty one is each caller's to report).
+pub(crate) fn image(out: &mut Out, field: &str, value: Option<&str>) {
+    length(out, field, value, bounds::IMAGE_LENGTH);
+    if let Some(error) = value.and_then(apiserver::image_error) {
+        out.push(Violation::invalid(
+            field,
+            quoted(value.unwrap_or_default()),
+            error,
+        ));
     }
 }
 

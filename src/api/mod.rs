@@ -3,6 +3,7 @@
 //! block holds its types, its bounds and defaults as constants used by both the schema and the
 //! checks, its effective view and its rules; `effective` and `validation` put them together.
 
+pub mod apiserver;
 pub mod autoscaling;
 pub mod bounds;
 mod check;

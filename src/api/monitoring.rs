@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::bounds;
 use super::check::{self, Out, Violation};
+use super::pod::{self, MapKind};
 
 /// Default exporter image.
 pub const DEFAULT_EXPORTER_IMAGE: &str = "prom/memcached-exporter:v0.15.4";
@@ -44,9 +45,10 @@ pub struct MonitoringSpec {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ServiceMonitorSpec {
-    /// Extra labels on the ServiceMonitor (the standard labels win on conflicts).
+    /// Extra labels on the ServiceMonitor (the standard labels win on conflicts; Metacontroller's
+    /// `controller-uid` cannot be set here).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "bounds::labels_schema")]
+    #[schemars(schema_with = "pod::metacontroller_labels_schema")]
     pub additional_labels: Option<BTreeMap<String, String>>,
     /// Scrape interval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -116,21 +118,14 @@ pub(super) fn validate(out: &mut Out, m: &MonitoringSpec) {
         let detail = "exporterImage must not be empty";
         out.push(Violation::required("spec.monitoring.exporterImage", detail));
     }
-    check::length(
-        out,
-        "spec.monitoring.exporterImage",
-        image,
-        bounds::IMAGE_LENGTH,
-    );
+    check::image(out, "spec.monitoring.exporterImage", image);
     if let Some(sm) = &m.service_monitor {
         let field = |name: &str| format!("spec.monitoring.serviceMonitor.{name}");
         let labels = sm.additional_labels.as_ref();
-        check::map(
-            out,
-            &field("additionalLabels"),
-            labels,
-            bounds::LABEL_VALUE_LENGTH,
-        );
+        let labels_field = field("additionalLabels");
+        check::map(out, &labels_field, labels, bounds::LABEL_VALUE_LENGTH);
+        let (kind, own) = (MapKind::Labels, pod::metacontroller_label);
+        pod::check_entries(out, &labels_field, labels, kind, own);
         for (name, value) in [
             ("interval", &sm.interval),
             ("scrapeTimeout", &sm.scrape_timeout),

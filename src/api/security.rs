@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::bounds;
 use super::check::{self, Out, Violation};
+use super::pod;
 
 /// Entries of `networkPolicy.allowedSources`.
 pub const ALLOWED_SOURCES: usize = 64;
@@ -64,9 +65,13 @@ pub enum SecretRotation {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[schemars(extend("x-kubernetes-map-type" = "atomic"))]
 pub struct SecretRef {
-    /// Name of the Secret.
+    /// Name of the Secret: a DNS subdomain of at most 253 characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = bounds::SECRET_NAME_LENGTH), extend("default" = ""))]
+    #[schemars(
+        length(max = bounds::SECRET_NAME_LENGTH),
+        regex(pattern = pod::SECRET_NAME_PATTERN),
+        extend("default" = "")
+    )]
     pub name: Option<String>,
 }
 
@@ -222,9 +227,12 @@ pub(super) fn validate(out: &mut Out, s: &SecuritySpec) {
         ("sasl.credentialsSecretRef", sasl),
         ("tls.certificateSecretRef", tls),
     ] {
-        let name = secret.and_then(|r| r.name.as_deref());
+        // An empty name is the CRD's default: the cross-field rules require one when enabled.
+        let name = secret
+            .and_then(|r| r.name.as_deref())
+            .filter(|n| !n.is_empty());
         let field = format!("spec.security.{block}.name");
-        check::length(out, &field, name, bounds::SECRET_NAME_LENGTH);
+        pod::check_subdomain(out, &field, name);
     }
     let sources = s
         .network_policy

@@ -25,9 +25,10 @@ pub struct ServiceSpec {
     pub annotations: Option<BTreeMap<String, String>>,
 
     /// Extra labels of the Service; the labels the hook writes (`app.kubernetes.io/name`,
-    /// `instance`, `managed-by`, `version`) cannot be set here.
+    /// `instance`, `managed-by`, `version`) and Metacontroller's `controller-uid` cannot be set
+    /// here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "pod::own_labels_schema")]
+    #[schemars(schema_with = "pod::child_labels_schema")]
     pub labels: Option<BTreeMap<String, String>>,
 }
 
@@ -64,11 +65,13 @@ pub(super) fn validate(out: &mut Out, service: &ServiceSpec) {
         labels,
         bounds::LABEL_VALUE_LENGTH,
     );
-    let (kind, own) = (MapKind::Labels, pod::own_label);
+    let (kind, own) = (MapKind::Labels, pod::child_label);
     pod::check_entries(out, "spec.service.labels", labels, kind, own);
     let annotations = service.annotations.as_ref();
     let field = "spec.service.annotations";
     check::map(out, field, annotations, bounds::ANNOTATION_VALUE_LENGTH);
+    let (kind, own) = (MapKind::Annotations, pod::child_annotation);
+    pod::check_entries(out, field, annotations, kind, own);
     let total: usize = annotations
         .into_iter()
         .flatten()

@@ -15,6 +15,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::apiserver::is_dns1035_label;
 use super::autoscaling::{self, AutoscalingSpec};
 use super::bounds;
 use super::check::{self, Out, Violation, Zero, quoted};
@@ -203,17 +204,15 @@ const NAME_DETAIL: &str = "must be a DNS-1035 label to name the Service: at most
     characters, lower-case letters, digits and '-', starting with a letter and ending with a \
     letter or digit";
 
-/// DNS-1035 label: what a Service name must be.
-fn is_dns1035_label(name: &str) -> bool {
-    let bytes = name.as_bytes();
-    !bytes.is_empty()
-        && bytes.len() <= 63
-        && bytes[0].is_ascii_lowercase()
-        && bytes[bytes.len() - 1].is_ascii_alphanumeric()
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-}
+/// The longest name of a Memcached run by a StatefulSet: the StatefulSet controller labels each
+/// pod `controller-revision-hash=<name>-<hash>`, a hash of up to 10 characters, and a label
+/// value has at most 63.
+pub const STATEFULSET_NAME_LENGTH: usize = 52;
+
+/// The detail of a name too long for a StatefulSet.
+const STATEFULSET_NAME_DETAIL: &str = "must be at most 52 characters with workload StatefulSet: \
+    the StatefulSet controller labels each pod controller-revision-hash=<name>-<10 characters>, \
+    and a label value has at most 63 (no pod would ever be created)";
 
 /// The rules of the parent's name and of the top-level fields.
 pub(super) fn validate(out: &mut Out, name: &str, spec: &MemcachedSpec) {
@@ -223,6 +222,12 @@ pub(super) fn validate(out: &mut Out, name: &str, spec: &MemcachedSpec) {
             quoted(name),
             NAME_DETAIL,
         ));
+    } else if spec.workload == Some(Workload::StatefulSet) && name.len() > STATEFULSET_NAME_LENGTH {
+        out.push(Violation::invalid(
+            "metadata.name",
+            quoted(name),
+            STATEFULSET_NAME_DETAIL,
+        ));
     }
     let replicas = spec.replicas.map(i64::from);
     let bounds = (i64::from(REPLICAS.0), i64::from(REPLICAS.1));
@@ -231,7 +236,7 @@ pub(super) fn validate(out: &mut Out, name: &str, spec: &MemcachedSpec) {
     if image == Some("") {
         out.push(Violation::required("spec.image", "image must not be empty"));
     }
-    check::length(out, "spec.image", image, bounds::IMAGE_LENGTH);
+    check::image(out, "spec.image", image);
     check::resources(out, "spec.resources", spec.resources.as_ref());
 }
 

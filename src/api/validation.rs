@@ -13,6 +13,7 @@ use super::effective::Effective;
 use super::{MemcachedSpec, autoscaling, high_availability, memcached, monitoring, security};
 use super::{pod, service, spec};
 
+pub(crate) use super::check::quoted;
 pub use super::check::{Reason, Violation, is_too_long};
 
 /// Violations a summary spells out; the rest are counted.

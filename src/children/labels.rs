@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
+use crate::api::apiserver::is_label_value;
+
 /// `app.kubernetes.io/name`.
 pub const NAME: &str = "app.kubernetes.io/name";
 /// `app.kubernetes.io/instance`.
@@ -76,19 +78,6 @@ pub fn version(image: &str) -> Option<&str> {
     }
     let (_, tag) = image.rsplit_once(':')?;
     (!tag.is_empty() && is_label_value(tag)).then_some(tag)
-}
-
-/// Kubernetes label-value syntax: empty, or <= 63 characters of `[A-Za-z0-9._-]` starting and
-/// ending with an alphanumeric.
-#[must_use]
-pub fn is_label_value(value: &str) -> bool {
-    let bytes = value.as_bytes();
-    bytes.len() <= 63
-        && bytes.first().is_none_or(u8::is_ascii_alphanumeric)
-        && bytes.last().is_none_or(u8::is_ascii_alphanumeric)
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
 #[cfg(test)]

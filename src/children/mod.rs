@@ -4,6 +4,7 @@
 //! `status`, `resourceVersion` or the `controller-uid` label (Metacontroller adds what it needs),
 //! and never an empty list or map.
 
+pub mod accept;
 mod affinity;
 pub mod args;
 pub mod deployment;

@@ -15,13 +15,17 @@ mod customize;
 pub mod json;
 mod observed;
 mod response;
+mod shape;
 mod strict;
 
 pub use customize::{
     CustomizeController, CustomizeControllerSpec, CustomizeHooks, CustomizeRequest,
     CustomizeResponse, ResourceRule,
 };
-pub use observed::{ChildMeta, ChildStatus, Observed, ObservedChild, RawString, RelatedObject};
+pub use observed::{
+    ChildMeta, ChildStatus, Observed, ObservedChild, RELATED_ERROR, RawString, RelatedMeta,
+    RelatedObject,
+};
 pub use response::{Child, SyncResponse};
 
 use std::fmt;
@@ -46,17 +50,28 @@ pub type DecodeError = serde_path_to_error::Error<serde_json::Error>;
 /// decoded as text by [`json`], a deserializer that skips what the hook does not read several
 /// times faster than serde_json; whatever it does not decode exactly as serde_json would, it
 /// leaves to serde_json (from the text, so that serde_json does not check each string it reads
-/// again). Other bodies are decoded as bytes by serde_json, which accepts invalid UTF-8 inside
-/// what the hook skips, as serde_json always did; all paths give the same values.
+/// again); all paths give the same values.
+///
+/// A body that is not UTF-8 is refused as malformed wherever the invalid bytes are, even inside
+/// content the hook skips: JSON exchanged between systems must be UTF-8 (RFC 8259), Go's
+/// encoder never writes anything else, and the check costs nothing more (the text is checked
+/// anyway).
 ///
 /// # Errors
-/// Malformed JSON, trailing data, or JSON of the wrong shape.
+/// Malformed JSON or UTF-8, trailing data, or JSON of the wrong shape.
 pub fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, DecodeError> {
-    let decoded = match std::str::from_utf8(body) {
-        Ok(text) => json::from_str(text)
-            .or_else(|| decode_untracked(serde_json::Deserializer::from_str(text))),
-        Err(_) => decode_untracked(serde_json::Deserializer::from_slice(body)),
-    };
+    let text = std::str::from_utf8(body).map_err(|e| {
+        let error = std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("not valid UTF-8 (at byte {})", e.valid_up_to()),
+        );
+        serde_path_to_error::Error::new(
+            serde_path_to_error::Track::new().path(),
+            serde_json::Error::io(error),
+        )
+    })?;
+    let decoded =
+        json::from_str(text).or_else(|| decode_untracked(serde_json::Deserializer::from_str(text)));
     match decoded {
         Some(value) => Ok(value),
         None => decode_tracked(body),
@@ -67,7 +82,7 @@ pub fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, DecodeError> {
 fn decode_untracked<'de, R: serde_json::de::Read<'de>, T: DeserializeOwned>(
     mut deserializer: serde_json::Deserializer<R>,
 ) -> Option<T> {
-    let value = T::deserialize(&mut deserializer).ok()?;
+    let value = T::deserialize(shape::TopLevel(&mut deserializer)).ok()?;
     deserializer.end().ok()?;
     Some(value)
 }
@@ -75,7 +90,7 @@ fn decode_untracked<'de, R: serde_json::de::Read<'de>, T: DeserializeOwned>(
 /// [`decode`] with the JSON path of every field tracked.
 fn decode_tracked<T: DeserializeOwned>(body: &[u8]) -> Result<T, DecodeError> {
     let mut deserializer = serde_json::Deserializer::from_slice(body);
-    let value = serde_path_to_error::deserialize(&mut deserializer)?;
+    let value = serde_path_to_error::deserialize(shape::TopLevel(&mut deserializer))?;
     deserializer.end().map_err(|e| {
         serde_path_to_error::Error::new(serde_path_to_error::Track::new().path(), e)
     })?;

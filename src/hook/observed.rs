@@ -281,16 +281,58 @@ pub struct ChildStatus {
 }
 
 /// A related object from the customize hook (a Secret): identity and data.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug)]
 pub struct RelatedObject {
     /// e.g. `v1`.
     pub api_version: String,
     /// e.g. `Secret`.
     pub kind: String,
     /// Name and namespace.
-    pub metadata: ChildMeta,
+    pub metadata: RelatedMeta,
     /// Base64-encoded data of a Secret.
-    #[serde(default)]
     pub data: Option<BTreeMap<String, String>>,
+}
+
+/// A related object's metadata: its name and namespace, nothing else (a Secret's annotations,
+/// which may hold its content, are not looked at).
+#[derive(Debug, Default, Deserialize)]
+pub struct RelatedMeta {
+    /// Object name.
+    pub name: String,
+    /// Object namespace.
+    #[serde(default)]
+    pub namespace: Option<String>,
+}
+
+/// What a related object of the wrong shape is told, whatever is wrong with it.
+pub const RELATED_ERROR: &str = "a related object must be a Secret: an object with apiVersion, kind, metadata.name and data of base64 strings, each key once (its content is not shown)";
+
+/// A related object's errors never repeat what it holds: serde's would quote a value of the
+/// wrong type (`invalid type: string "c2VjcmV0"`), in the answer and in the log. The error's
+/// path still names the object (and the field, when serde got that far).
+impl<'de> Deserialize<'de> for RelatedObject {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Fields {
+            api_version: String,
+            kind: String,
+            metadata: RelatedMeta,
+            #[serde(default)]
+            data: Option<BTreeMap<String, String>>,
+        }
+        let Fields {
+            api_version,
+            kind,
+            metadata,
+            data,
+        } = Fields::deserialize(deserializer)
+            .map_err(|_| serde::de::Error::custom(RELATED_ERROR))?;
+        Ok(Self {
+            api_version,
+            kind,
+            metadata,
+            data,
+        })
+    }
 }

@@ -56,20 +56,12 @@ where
 /// A deserializer, visitor, seed or access whose objects refuse repeated keys.
 pub struct Strict<T>(pub T);
 
+/// Every `Deserializer` method but `deserialize_struct` and `deserialize_ignored_any` (each
+/// wrapper writes those two itself), forwarded to `self.0` with the visitor passed through
+/// `$wrap`: [`Strict`] here, unchanged in [`super::shape::TopLevel`].
 macro_rules! forward_deserialize {
-    ($($method:ident($($arg:ident: $ty:ty),*);)*) => {
-        $(
-            fn $method<V: Visitor<'de>>(self, $($arg: $ty,)* visitor: V) -> Result<V::Value, D::Error> {
-                self.0.$method($($arg,)* Strict(visitor))
-            }
-        )*
-    };
-}
-
-impl<'de, D: Deserializer<'de>> Deserializer<'de> for Strict<D> {
-    type Error = D::Error;
-
-    forward_deserialize! {
+    ($wrap:expr) => {
+        forward_deserialize! { @ $wrap;
         deserialize_any();
         deserialize_bool();
         deserialize_i8();
@@ -97,9 +89,35 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Strict<D> {
         deserialize_tuple(len: usize);
         deserialize_tuple_struct(name: &'static str, len: usize);
         deserialize_map();
-        deserialize_struct(name: &'static str, fields: &'static [&'static str]);
         deserialize_enum(name: &'static str, variants: &'static [&'static str]);
         deserialize_identifier();
+        }
+    };
+    (@ $wrap:expr; $($method:ident($($arg:ident: $ty:ty),*);)*) => {
+        $(
+            fn $method<V: Visitor<'de>>(self, $($arg: $ty,)* visitor: V) -> Result<V::Value, D::Error> {
+                self.0.$method($($arg,)* $wrap(visitor))
+            }
+        )*
+    };
+}
+
+pub(super) use forward_deserialize;
+
+impl<'de, D: Deserializer<'de>> Deserializer<'de> for Strict<D> {
+    type Error = D::Error;
+
+    forward_deserialize!(Strict);
+
+    /// A struct must be an object ([`super::shape`]), with unique keys.
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, D::Error> {
+        let visitor = super::shape::ObjectOnly(Strict(visitor));
+        self.0.deserialize_struct(name, fields, visitor)
     }
 
     /// Skipped content is never read: it is not checked either.

@@ -60,6 +60,17 @@ pub enum AuthError {
     /// A file is empty.
     #[error("credential file {0} is empty")]
     Empty(PathBuf),
+    /// A file holds what no client can send: a control character (other than a tab) inside,
+    /// or, in the token file, a byte beyond ASCII (a header value the hook reads as text).
+    #[error(
+        "credential file {path} holds {what}, which no client can send in an Authorization header"
+    )]
+    Unsendable {
+        /// The file.
+        path: PathBuf,
+        /// What it holds (never the byte's value or position).
+        what: &'static str,
+    },
     /// Only one of the basic-auth files is configured.
     #[error("basic auth needs both a username file and a password file")]
     HalfBasic,
@@ -74,7 +85,27 @@ struct Credentials {
     basic: Option<Vec<u8>>,
 }
 
-fn read_secret(path: &Path) -> Result<Vec<u8>, AuthError> {
+/// Whether a credential is sent as it is (the token, after the scheme) or base64-encoded
+/// (basic auth's user name and password, which may be any UTF-8).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sent {
+    AsHeaderText,
+    Base64,
+}
+
+/// What in `bytes` no client can send, if anything: Metacontroller's Go client refuses a header
+/// with a control character, and the hook reads a header value as visible ASCII.
+fn unsendable(bytes: &[u8], sent: Sent) -> Option<&'static str> {
+    if bytes.iter().any(|b| b.is_ascii_control() && *b != b'\t') {
+        Some("a control character (a newline, a NUL, ...)")
+    } else if sent == Sent::AsHeaderText && !bytes.is_ascii() {
+        Some("a byte beyond ASCII")
+    } else {
+        None
+    }
+}
+
+fn read_secret(path: &Path, sent: Sent) -> Result<Vec<u8>, AuthError> {
     let mut bytes = std::fs::read(path).map_err(|source| AuthError::Read {
         path: path.to_owned(),
         source,
@@ -93,16 +124,26 @@ fn read_secret(path: &Path) -> Result<Vec<u8>, AuthError> {
     if bytes.is_empty() {
         return Err(AuthError::Empty(path.to_owned()));
     }
+    if let Some(what) = unsendable(&bytes, sent) {
+        return Err(AuthError::Unsendable {
+            path: path.to_owned(),
+            what,
+        });
+    }
     Ok(bytes)
 }
 
 fn load(files: &AuthFiles) -> Result<Credentials, AuthError> {
-    let token = files.token.as_deref().map(read_secret).transpose()?;
+    let token = files
+        .token
+        .as_deref()
+        .map(|path| read_secret(path, Sent::AsHeaderText))
+        .transpose()?;
     let basic = match (&files.basic_username, &files.basic_password) {
         (Some(user), Some(password)) => {
-            let mut pair = read_secret(user)?;
+            let mut pair = read_secret(user, Sent::Base64)?;
             pair.push(b':');
-            pair.extend(read_secret(password)?);
+            pair.extend(read_secret(password, Sent::Base64)?);
             Some(pair)
         }
         (None, None) => None,
@@ -219,8 +260,38 @@ mod tests {
             (" \n", None),
         ] {
             std::fs::write(&path, content).expect("write");
-            let got = read_secret(&path).ok();
+            let got = read_secret(&path, Sent::AsHeaderText).ok();
             assert_eq!(got.as_deref(), want.map(str::as_bytes), "{content:?}");
+        }
+        std::fs::remove_dir_all(&dir).expect("cleanup");
+    }
+
+    #[test]
+    fn credentials_no_client_can_send_are_refused() {
+        let dir =
+            std::env::temp_dir().join(format!("memcached-hook-unsendable-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("credential");
+        for (content, sent, refused) in [
+            ("tok\nen\n", Sent::AsHeaderText, true),
+            ("tok\0en", Sent::AsHeaderText, true),
+            ("tok\ren", Sent::Base64, true),
+            ("t\u{f6}ken", Sent::AsHeaderText, true),
+            ("p\u{e4}ssword", Sent::Base64, false),
+            ("tok\ten", Sent::AsHeaderText, false),
+        ] {
+            std::fs::write(&path, content).expect("write");
+            match read_secret(&path, sent) {
+                Err(e @ AuthError::Unsendable { .. }) => {
+                    assert!(refused, "{content:?}: {e}");
+                    let text = e.to_string();
+                    assert!(
+                        text.contains("no client can send") && !text.contains("tok"),
+                        "{text}"
+                    );
+                }
+                other => assert!(!refused && other.is_ok(), "{content:?}"),
+            }
         }
         std::fs::remove_dir_all(&dir).expect("cleanup");
     }

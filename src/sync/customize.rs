@@ -4,8 +4,8 @@ use k8s_openapi::Resource as _;
 use k8s_openapi::api::core::v1::Secret;
 
 use super::{SyncError, check_parent};
+use crate::api::apiserver;
 use crate::api::effective::Effective;
-use crate::api::validation;
 use crate::hook::{CustomizeRequest, CustomizeResponse, ResourceRule};
 
 /// The related Secrets Metacontroller should send with each sync: those of the enabled SASL
@@ -15,10 +15,10 @@ use crate::hook::{CustomizeRequest, CustomizeResponse, ResourceRule};
 /// [`SyncError::WrongParent`] for a parent of another kind or group.
 pub fn customize(req: &CustomizeRequest) -> Result<CustomizeResponse, SyncError> {
     check_parent(&req.parent)?;
-    // A name longer than any Secret's can only come from an invalid spec (the sync answer
-    // reports it): asking Metacontroller to watch it would cost a lookup and find nothing.
+    // A name no Secret can have can only come from an invalid spec (the sync answer reports
+    // it): asking Metacontroller to watch it would cost a lookup and find nothing.
     let mut names = Effective::of(&req.parent.spec).security.secrets();
-    names.retain(|name| !validation::is_too_long(name, crate::api::bounds::SECRET_NAME_LENGTH));
+    names.retain(|name| apiserver::is_dns_subdomain(name));
     let related_resources = if names.is_empty() {
         Vec::new()
     } else {

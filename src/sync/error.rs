@@ -17,6 +17,9 @@ pub enum SyncError {
         /// The parent's `kind`.
         kind: String,
     },
+    /// The parent has no `metadata.namespace` (or an empty one): a Memcached is namespaced.
+    #[error("parent has no metadata.namespace: a {KIND} is namespaced")]
+    NoNamespace,
     /// A switch between workloads has to answer the old workload as observed, but it came
     /// without a spec to repeat.
     #[error("cannot keep the observed {kind} {name} while switching workloads: it has no spec")]
@@ -42,6 +45,7 @@ impl SyncError {
     pub fn field(&self) -> &str {
         match self {
             Self::WrongParent { .. } => "parent.apiVersion",
+            Self::NoNamespace => "parent.metadata.namespace",
             Self::CannotKeepWorkload { .. } => "children",
             Self::InvalidSpec { violations, .. } => violations
                 .first()

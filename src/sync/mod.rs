@@ -8,7 +8,8 @@ use crate::api::validation;
 use crate::api::{GROUP, KIND, VERSIONS, Workload};
 use crate::children::deployment::{Pods, Rollers};
 use crate::children::{
-    ChildKind, deployment, hpa, network_policy, pdb, ports, service, service_monitor, statefulset,
+    ChildKind, accept, deployment, hpa, network_policy, pdb, ports, service, service_monitor,
+    statefulset,
 };
 use crate::hook::{Child, ObservedChild, Parent, SyncRequest, SyncResponse};
 use crate::secrets;
@@ -17,11 +18,13 @@ use crate::workload::{self, Plan};
 
 mod customize;
 mod error;
+mod keep;
 mod rotation;
 
 pub use crate::children::deployment::RESTART_TRIGGER;
 pub use customize::customize;
 pub use error::SyncError;
+use keep::keep_observed;
 use rotation::{rotation_cover, rotation_status};
 
 fn check_parent(parent: &Parent) -> Result<(), SyncError> {
@@ -47,19 +50,6 @@ pub fn condition_time(now: Timestamp) -> String {
         .to_string()
 }
 
-/// Observed children as this hook last desired them, when every one of them carries it and it
-/// names that very child (a hand-edited annotation naming another object would make
-/// Metacontroller delete the observed child and create a stranger).
-fn kept_children(req: &SyncRequest, namespace: &str) -> Option<Vec<Child>> {
-    if req.children.is_empty() {
-        return None;
-    }
-    req.children
-        .iter()
-        .map(|child| workload::last_applied(child, namespace).map(Child::Kept))
-        .collect()
-}
-
 /// What a sync built, all the status needs to know about it.
 #[derive(Default)]
 struct Outcome {
@@ -72,11 +62,6 @@ struct Outcome {
     /// The summary of an invalid spec whose observed children were kept.
     invalid_spec: Option<String>,
 }
-
-/// Why an invalid spec cannot keep the observed children.
-const NOTHING_TO_KEEP: &str = "no observed children to keep";
-/// Why an invalid spec cannot keep the observed children.
-const CHILD_WITHOUT_LAST_APPLIED: &str = "an observed child has no last-applied configuration or server-side apply record of its own to keep";
 
 /// How the hook itself is configured, beyond what a request carries.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -106,7 +91,8 @@ pub fn sync(req: &SyncRequest, now: Timestamp) -> Result<SyncResponse, SyncError
 /// Computes the desired children and the status for one sync request at time `now`.
 ///
 /// # Errors
-/// [`SyncError::WrongParent`] for a parent of another kind or group; [`SyncError::InvalidSpec`]
+/// [`SyncError::WrongParent`] for a parent of another kind or group; [`SyncError::NoNamespace`]
+/// for one without a namespace; [`SyncError::InvalidSpec`]
 /// for an invalid spec whose observed children cannot be kept (none observed, or one without
 /// Metacontroller's last-applied annotation).
 /// For an invalid spec whose observed children carry no last-applied annotation (server-side
@@ -121,7 +107,14 @@ pub fn sync_with(
     let parent = &req.parent;
     check_parent(parent)?;
     let name = parent.metadata.name.as_str();
-    let namespace = parent.metadata.namespace.as_deref().unwrap_or_default();
+    // A Memcached is namespaced: the API server always sends its namespace. Without one, the
+    // server list and the ServiceMonitor would name no namespace.
+    let namespace = parent
+        .metadata
+        .namespace
+        .as_deref()
+        .filter(|ns| !ns.is_empty())
+        .ok_or(SyncError::NoNamespace)?;
     let e = Effective::of(&parent.spec);
     let needed = needed_kinds(&e);
     let declared = |kind: &ChildKind| req.controller.declares(kind.api_version(), kind.resource());
@@ -131,32 +124,22 @@ pub fn sync_with(
         .filter(|k| !declared(k))
         .map(|k| (k.qualified_resource(), k.needed_by()))
         .collect();
-    let violations = validation::validate_effective(name, &parent.spec, &e);
-    let (children, outcome) = if violations.is_empty() {
+    let mut violations = validation::validate_effective(name, &parent.spec, &e);
+    let mut built = None;
+    if violations.is_empty() {
         let declared: Vec<ChildKind> = emitted(&needed, &plan)
             .into_iter()
             .filter(|k| declared(k))
             .collect();
-        desired((req, body), &e, &plan, &declared, options)?
-    } else {
-        let kept = kept_children(req, namespace)
-            .or_else(|| body.and_then(crate::hook::applied::kept_children));
-        let Some(children) = kept else {
-            let reason = if req.children.is_empty() {
-                NOTHING_TO_KEEP
-            } else {
-                CHILD_WITHOUT_LAST_APPLIED
-            };
-            return Err(SyncError::InvalidSpec { reason, violations });
-        };
-        let invalid_spec = Some(validation::summary(&violations));
-        (
-            children,
-            Outcome {
-                invalid_spec,
-                ..Outcome::default()
-            },
-        )
+        let (children, outcome) = desired((req, body), &e, &plan, &declared, options)?;
+        // A child the cluster would refuse makes the spec invalid: a 200 means children the
+        // API server and Metacontroller accept.
+        violations = accept::check(&children);
+        built = Some((children, outcome));
+    }
+    let (children, outcome) = match built {
+        Some(built) if violations.is_empty() => built,
+        _ => keep_observed(req, body, namespace, violations)?,
     };
     let outcome = Outcome {
         missing_kinds,

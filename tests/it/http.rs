@@ -15,7 +15,7 @@ fn fixture(name: &str) -> Vec<u8> {
     .expect("fixture")
 }
 
-async fn call(
+pub(crate) async fn call(
     config: &Config,
     request: Request<Body>,
 ) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
@@ -32,7 +32,7 @@ async fn call(
     (status, headers, body)
 }
 
-fn post(path: &str, content_type: Option<&str>, body: impl Into<Body>) -> Request<Body> {
+pub(crate) fn post(path: &str, content_type: Option<&str>, body: impl Into<Body>) -> Request<Body> {
     let mut builder = Request::builder().method(Method::POST).uri(path);
     if let Some(ct) = content_type {
         builder = builder.header(header::CONTENT_TYPE, ct);

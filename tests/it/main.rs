@@ -3,6 +3,7 @@
 // Clippy's pedantic group is for the library; tests keep their tables and long scenarios.
 #![allow(clippy::pedantic)]
 
+mod acceptance;
 mod bad_input;
 mod cli;
 mod common;

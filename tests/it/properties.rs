@@ -265,32 +265,13 @@ fn resources() -> BoxedStrategy<Value> {
         .boxed()
 }
 
-fn labels() -> BoxedStrategy<Value> {
-    btree_map(
-        "[a-z]([a-z0-9.-]{0,10}[a-z0-9])?(/[a-z]{1,8})?",
-        "[A-Za-z0-9]([A-Za-z0-9._-]{0,10})?",
-        0..4,
-    )
-    .prop_map(|m| json!(m))
-    .boxed()
-}
-
-fn annotations() -> BoxedStrategy<Value> {
-    btree_map(
-        "[a-z]([a-z0-9.-]{0,10}[a-z0-9])?(/[a-z-]{1,12})?",
-        ".{0,24}",
-        0..4,
-    )
-    .prop_map(|m| json!(m))
-    .boxed()
-}
-
 /// A label or annotation key the API server accepts and the hook does not keep for itself.
 fn qualified_key() -> BoxedStrategy<String> {
     "(([a-z0-9]{1,6}\\.){0,2}[a-z]{1,6}/)?[A-Za-z0-9]([A-Za-z0-9._-]{0,8}[A-Za-z0-9])?".boxed()
 }
 
-/// A label map the API server accepts (`nodeSelector`, `podLabels`, `service.labels`).
+/// A label map the API server accepts (`nodeSelector`, `podLabels`, `service.labels`,
+/// `serviceMonitor.additionalLabels`, the `matchLabels` of selectors).
 fn label_map() -> BoxedStrategy<Value> {
     btree_map(
         qualified_key(),
@@ -301,7 +282,7 @@ fn label_map() -> BoxedStrategy<Value> {
     .boxed()
 }
 
-/// `podAnnotations` the API server accepts.
+/// `podAnnotations` and `service.annotations` the API server accepts.
 fn annotation_map() -> BoxedStrategy<Value> {
     btree_map(qualified_key(), ".{0,24}", 0..4)
         .prop_map(|m| json!(m))
@@ -401,7 +382,7 @@ fn topology_spread() -> BoxedStrategy<Value> {
             "kubernetes.io/hostname",
         ]),
         select(vec!["DoNotSchedule", "ScheduleAnyway"]),
-        field(labels().prop_map(|l| json!({"matchLabels": l}))),
+        field(label_map().prop_map(|l| json!({"matchLabels": l}))),
     )
         .prop_map(|(skew, key, when, selector)| {
             object([
@@ -458,7 +439,7 @@ fn high_availability() -> BoxedStrategy<Value> {
 
 fn monitoring() -> BoxedStrategy<Value> {
     let service_monitor = (
-        field(labels()),
+        field(label_map()),
         field(prop_oneof![Just(json!("")), text("[1-9][0-9]?[sm]")]),
         field(prop_oneof![Just(json!("")), text("[1-9][0-9]?s")]),
     )
@@ -497,8 +478,8 @@ fn secret_ref() -> BoxedStrategy<Value> {
 
 fn network_peer() -> BoxedStrategy<Value> {
     prop_oneof![
-        labels().prop_map(|l| json!({"podSelector": {"matchLabels": l}})),
-        labels().prop_map(|l| json!({"namespaceSelector": {"matchLabels": l}})),
+        label_map().prop_map(|l| json!({"podSelector": {"matchLabels": l}})),
+        label_map().prop_map(|l| json!({"namespaceSelector": {"matchLabels": l}})),
         (0u8..=255, 8u8..=32)
             .prop_map(|(a, bits)| json!({"ipBlock": {"cidr": format!("10.{a}.0.0/{bits}")}})),
     ]
@@ -695,7 +676,7 @@ fn valid_spec() -> BoxedStrategy<Value> {
             field(security()),
             field(autoscaling()),
             field(
-                (field(annotations()), field(label_map()))
+                (field(annotation_map()), field(label_map()))
                     .prop_map(|(a, l)| object([("annotations", a), ("labels", l)])),
             ),
         ),

@@ -982,6 +982,12 @@ fn every_rule_is_checked() {
     );
     // Bounds of free-form strings, lists and maps (src/api/spec.rs `bounds`).
     let long = |n: usize| "x".repeat(n);
+    // A DNS subdomain of `n` characters: labels of at most 63.
+    let subdomain = |n: usize| {
+        let mut name = format!("{}.", "p".repeat(63)).repeat(n / 64);
+        name.push_str(&"p".repeat(n % 64));
+        name
+    };
     for (spec, field) in [
         (json!({"image": long(1025)}), "spec.image"),
         (
@@ -1053,12 +1059,7 @@ fn every_rule_is_checked() {
     }
     // At the bounds: valid. Lengths count characters, as the API server does.
     let labels: serde_json::Map<String, Value> = (0..64)
-        .map(|i| {
-            (
-                format!("{}/k{i:02}", "p".repeat(253)),
-                json!("v".repeat(63)),
-            )
-        })
+        .map(|i| (format!("{}/k{i:02}", subdomain(253)), json!("v".repeat(63))))
         .collect();
     assert_eq!(
         violations(
@@ -1067,7 +1068,7 @@ fn every_rule_is_checked() {
                    "maxItemSize": format!("{}1m", "0".repeat(14))},
                    "monitoring": {"exporterImage": "é".repeat(1024),
                                   "serviceMonitor": {"additionalLabels": labels, "interval": long(64)}},
-                   "security": {"sasl": {"credentialsSecretRef": {"name": long(253)}}},
+                   "security": {"sasl": {"credentialsSecretRef": {"name": subdomain(253)}}},
                    "service": {"annotations": {"a": long(64 * 1024), "b": long(64 * 1024 - 2)}}})
         ),
         ok

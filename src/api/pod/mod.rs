@@ -14,10 +14,14 @@ use k8s_openapi::api::core::v1::{Affinity, LocalObjectReference, Toleration};
 mod schema;
 
 pub use schema::{
-    affinity_schema, image_pull_secrets_schema, own_annotations_schema, own_labels_schema,
+    affinity_schema, child_labels_schema, image_pull_secrets_schema, metacontroller_labels_schema,
+    own_annotations_schema, own_labels_schema,
 };
 
 use super::MemcachedSpec;
+use super::apiserver::{
+    CONTROLLER_UID, LAST_APPLIED, is_dns_subdomain, is_label_value, is_qualified_name,
+};
 use super::bounds;
 use super::bounds::{ANNOTATION_VALUE_LENGTH, LABEL_VALUE_LENGTH};
 use super::check::{self, Out, Violation, is_too_long, quoted};
@@ -112,48 +116,6 @@ pub(crate) const AFFINITY_LISTS: [&str; 6] = [
     "/podAntiAffinity/preferredDuringSchedulingIgnoredDuringExecution",
 ];
 
-/// A DNS-1123 label: at most 63 of `[a-z0-9-]`, alphanumeric at both ends.
-fn is_dns_label(text: &str) -> bool {
-    let b = text.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && b[0].is_ascii_alphanumeric()
-        && b[b.len() - 1].is_ascii_alphanumeric()
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-}
-
-/// A DNS-1123 subdomain: dot-separated DNS labels, at most 253 characters.
-#[must_use]
-pub fn is_dns_subdomain(text: &str) -> bool {
-    text.len() <= bounds::SECRET_NAME_LENGTH && text.split('.').all(is_dns_label)
-}
-
-/// Kubernetes' "qualified name", the syntax of label and annotation keys: an optional DNS
-/// subdomain prefix and `/`, then a name of at most 63 of `[A-Za-z0-9._-]` that starts and
-/// ends with an alphanumeric character.
-#[must_use]
-pub fn is_qualified_name(key: &str) -> bool {
-    let (prefix, name) = match key.split_once('/') {
-        Some((prefix, name)) => (Some(prefix), name),
-        None => (None, key),
-    };
-    prefix.is_none_or(is_dns_subdomain) && !name.is_empty() && is_label_value(name)
-}
-
-/// Kubernetes' label-value syntax: empty, or at most 63 of `[A-Za-z0-9._-]` starting and
-/// ending with an alphanumeric character.
-#[must_use]
-pub fn is_label_value(value: &str) -> bool {
-    let bytes = value.as_bytes();
-    bytes.len() <= LABEL_VALUE_LENGTH
-        && bytes.first().is_none_or(u8::is_ascii_alphanumeric)
-        && bytes.last().is_none_or(u8::is_ascii_alphanumeric)
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-}
-
 const KEY_SYNTAX: &str = "must be a qualified name: an optional DNS subdomain prefix and '/', then at most 63 alphanumeric characters, '-', '_' or '.', starting and ending with an alphanumeric character";
 const VALUE_SYNTAX: &str = "must be a label value: empty or at most 63 alphanumeric characters, '-', '_' or '.', starting and ending with an alphanumeric character";
 const SUBDOMAIN_SYNTAX: &str = "must be a DNS-1123 subdomain: lower-case alphanumeric characters, '-' and '.', each dot-separated part starting and ending with an alphanumeric character";
@@ -204,6 +166,35 @@ pub fn own_label(key: &str) -> Option<&'static str> {
     OWN_LABELS.contains(&key).then_some(OWN_LABELS_MESSAGE)
 }
 
+/// Why a child's labels may not set [`CONTROLLER_UID`].
+pub const CONTROLLER_UID_MESSAGE: &str = "may not set controller-uid, the label of Metacontroller's generated selector: Metacontroller adds it to every child itself, and any other value fails every sync";
+/// The CEL rule refusing [`CONTROLLER_UID`] as a key (one map lookup).
+pub const CONTROLLER_UID_RULE: &str = "!('controller-uid' in self)";
+/// A Secret's name: empty (the CRD's default, refused when the block is enabled) or a DNS-1123
+/// subdomain.
+pub const SECRET_NAME_PATTERN: &str =
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$";
+/// Why a child's annotations may not set [`LAST_APPLIED`].
+pub const LAST_APPLIED_MESSAGE: &str = "may not set metacontroller.k8s.io/last-applied-configuration: Metacontroller stores the child there itself";
+
+/// [`CONTROLLER_UID_MESSAGE`] for the label Metacontroller owns (`serviceMonitor.additionalLabels`).
+#[must_use]
+pub fn metacontroller_label(key: &str) -> Option<&'static str> {
+    (key == CONTROLLER_UID).then_some(CONTROLLER_UID_MESSAGE)
+}
+
+/// The labels of a child's metadata the hook or Metacontroller writes (`service.labels`).
+#[must_use]
+pub fn child_label(key: &str) -> Option<&'static str> {
+    own_label(key).or_else(|| metacontroller_label(key))
+}
+
+/// [`LAST_APPLIED_MESSAGE`] for the annotation Metacontroller owns (`service.annotations`).
+#[must_use]
+pub fn child_annotation(key: &str) -> Option<&'static str> {
+    (key == LAST_APPLIED).then_some(LAST_APPLIED_MESSAGE)
+}
+
 /// [`OWN_ANNOTATIONS_MESSAGE`] for a key under the hook's prefix.
 #[must_use]
 pub fn own_annotation(key: &str) -> Option<&'static str> {
@@ -217,7 +208,7 @@ pub fn no_own_key(_: &str) -> Option<&'static str> {
     None
 }
 
-/// A name that must be a DNS-1123 subdomain (`priorityClassName`, a pull Secret's name).
+/// A name that must be a DNS-1123 subdomain (`priorityClassName`, a Secret's name).
 pub fn check_subdomain(out: &mut Out, field: &str, name: Option<&str>) {
     let Some(name) = name else { return };
     if is_too_long(name, bounds::SECRET_NAME_LENGTH) {
@@ -333,45 +324,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn qualified_names() {
-        for ok in [
-            "team",
-            "example.com/team",
-            "a",
-            "A.b-c_d",
-            "sidecar.istio.io/inject",
-        ] {
-            assert!(is_qualified_name(ok), "{ok}");
-        }
-        for bad in [
-            "",
-            "/team",
-            "example.com/",
-            "team/checkout/eu",
-            "Example.com/team",
-            "-team",
-            "team-",
-            "a b",
-            &"n".repeat(64),
-        ] {
-            assert!(!is_qualified_name(bad), "{bad}");
-        }
-    }
-
-    #[test]
-    fn subdomains() {
-        assert!(is_dns_subdomain("cache-critical") && is_dns_subdomain("a.b-c.d"));
-        for bad in [
-            "",
-            "Cache",
-            "cache critical",
-            "a..b",
-            "-a",
-            "a.",
-            &"a".repeat(64),
-        ] {
-            assert!(!is_dns_subdomain(bad), "{bad}");
-        }
+    fn the_secret_name_pattern_is_the_subdomain_pattern_or_empty() {
+        assert_eq!(
+            SECRET_NAME_PATTERN,
+            format!(
+                "^({})?$",
+                &DNS_SUBDOMAIN_PATTERN[1..DNS_SUBDOMAIN_PATTERN.len() - 1]
+            )
+        );
+        assert!(CONTROLLER_UID_RULE.contains(&format!("'{CONTROLLER_UID}'")));
+        assert!(CONTROLLER_UID_MESSAGE.contains(CONTROLLER_UID));
     }
 
     #[test]

@@ -6,8 +6,9 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::json;
 
 use super::{
-    AFFINITY_LISTS, AFFINITY_TERMS, DNS_SUBDOMAIN_PATTERN, IMAGE_PULL_SECRETS,
-    OWN_ANNOTATIONS_MESSAGE, OWN_ANNOTATIONS_RULE, OWN_LABELS_MESSAGE, OWN_LABELS_RULE,
+    AFFINITY_LISTS, AFFINITY_TERMS, CONTROLLER_UID_MESSAGE, CONTROLLER_UID_RULE,
+    DNS_SUBDOMAIN_PATTERN, IMAGE_PULL_SECRETS, OWN_ANNOTATIONS_MESSAGE, OWN_ANNOTATIONS_RULE,
+    OWN_LABELS_MESSAGE, OWN_LABELS_RULE,
 };
 use crate::api::bounds::{self, ANNOTATION_VALUE_LENGTH, LABEL_VALUE_LENGTH};
 
@@ -36,6 +37,23 @@ fn drop_descriptions(value: &mut serde_json::Value) {
 /// A label map that may not set the labels the hook writes (`podLabels`, `service.labels`).
 pub fn own_labels_schema(_: &mut SchemaGenerator) -> Schema {
     bounds::string_map(LABEL_VALUE_LENGTH, &[(OWN_LABELS_RULE, OWN_LABELS_MESSAGE)])
+}
+
+/// A child's label map: neither the hook's labels nor Metacontroller's `controller-uid`
+/// (`service.labels`).
+pub fn child_labels_schema(_: &mut SchemaGenerator) -> Schema {
+    let rules = [
+        (OWN_LABELS_RULE, OWN_LABELS_MESSAGE),
+        (CONTROLLER_UID_RULE, CONTROLLER_UID_MESSAGE),
+    ];
+    bounds::string_map(LABEL_VALUE_LENGTH, &rules)
+}
+
+/// A child's extra labels that may not set Metacontroller's `controller-uid`
+/// (`serviceMonitor.additionalLabels`; the hook's labels win there).
+pub fn metacontroller_labels_schema(_: &mut SchemaGenerator) -> Schema {
+    let rules = [(CONTROLLER_UID_RULE, CONTROLLER_UID_MESSAGE)];
+    bounds::string_map(LABEL_VALUE_LENGTH, &rules)
 }
 
 /// An annotation map that may not set keys under the hook's prefix (`podAnnotations`).

@@ -11,9 +11,9 @@
 //! answer. It gives up on: any malformed JSON, trailing data, a number with a fraction or an
 //! exponent or out of the 64-bit range where the hook reads it (and `-0`), a surrogate `\u`
 //! escape where the hook reads the string, nesting deeper than 100 levels (serde_json's limit
-//! is 128), an enum written as an object, bytes, 128-bit integers, and any error of the hook's
-//! own types (a duplicate key, a wrong type, a value out of range). What it accepts, serde_json
-//! accepts with the same value: `tests` below, `tests/it/properties.rs` and the fuzz target
+//! is 128), an array where a struct is read (refused, `super::shape`), an enum written as an
+//! object, bytes, 128-bit integers, and any error of the hook's own types (a duplicate key, a
+//! wrong type, a value out of range). What it accepts, serde_json accepts with the same value: `tests` below, `tests/it/properties.rs` and the fuzz target
 //! compare the two on every fixture and on generated and mangled requests.
 //!
 //! Skipped values are validated as serde_json validates what it skips: strings (no control
@@ -248,9 +248,9 @@ impl<'de> Deserializer<'de> for &mut Json<'de> {
         _: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value> {
+        // An array is refused where a struct is read (`super::shape`): serde_json says so.
         match self.peek()? {
             b'{' => self.visit_map(visitor),
-            b'[' => self.visit_seq(visitor),
             _ => Err(Bail),
         }
     }
