@@ -7,7 +7,7 @@ use memcached_hook::server::{Config, router};
 use serde_json::{Value, json};
 use tower::ServiceExt as _;
 
-fn fixture(name: &str) -> Vec<u8> {
+pub(crate) fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(format!(
         "{}/tests/fixtures/sync/{name}.json",
         env!("CARGO_MANIFEST_DIR")
@@ -32,7 +32,7 @@ async fn call(
     (status, headers, body)
 }
 
-fn post(path: &str, content_type: Option<&str>, body: impl Into<Body>) -> Request<Body> {
+pub(crate) fn post(path: &str, content_type: Option<&str>, body: impl Into<Body>) -> Request<Body> {
     let mut builder = Request::builder().method(Method::POST).uri(path);
     if let Some(ct) = content_type {
         builder = builder.header(header::CONTENT_TYPE, ct);

@@ -4,6 +4,7 @@
 #![allow(clippy::pedantic)]
 
 mod bad_input;
+mod bounded;
 mod cli;
 mod common;
 mod features;
