@@ -106,17 +106,9 @@ finish() {
 trap finish EXIT
 trap 'exit 143' TERM
 trap 'exit 130' INT
-main_pid=$$
-(
-  deadline=$((SECONDS + RUN_LIMIT))
-  while ((SECONDS < deadline)); do
-    sleep 1
-    kill -0 "${main_pid}" 2>/dev/null || exit 0
-  done
-  echo "[e2e] E2E_RUN_TIMEOUT=${RUN_LIMIT}s reached; stopping" >&2
-  kill -TERM "${main_pid}"
-) &
-watchdog_pid=$!
+# shellcheck source=../lib/watchdog.sh
+source "${ROOT}/tests/lib/watchdog.sh"
+start_watchdog "${RUN_LIMIT}" "[e2e] E2E_RUN_TIMEOUT=${RUN_LIMIT}s"
 
 # ---- tools ---------------------------------------------------------------------------------------
 log "building the hook (CARGO_TARGET_DIR=${CARGO_TARGET_DIR})"
