@@ -97,3 +97,78 @@ pub fn run(args: &ExporterArgs) -> anyhow::Result<()> {
             .context("serving /metrics")
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::{BufRead as _, BufReader, Write as _};
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// A stand-in for memcached: `STORED` for the login, `stats_reply` for `stats`, `maxconns`
+    /// for `stats settings`. Records the auth tokens it was sent.
+    fn fake(stats_reply: &'static str) -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let tokens = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&tokens);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().take(4).flatten() {
+                let mut reader = BufReader::new(&stream);
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
+                    let reply = match line.as_str() {
+                        l if l.starts_with("set auth") => {
+                            let mut token = String::new();
+                            let _ = reader.read_line(&mut token);
+                            seen.lock().unwrap().push(token.trim_end().to_owned());
+                            "STORED\r\n"
+                        }
+                        "stats\r\n" => stats_reply,
+                        "stats settings\r\n" => "STAT maxconns 1024\r\nEND\r\n",
+                        _ => "ERROR\r\n",
+                    };
+                    let _ = (&stream).write_all(reply.as_bytes());
+                    line.clear();
+                }
+            }
+        });
+        (addr, tokens)
+    }
+
+    fn admin(addr: SocketAddr) -> Admin {
+        Admin {
+            addr,
+            timeout: Duration::from_secs(2),
+        }
+    }
+
+    #[test]
+    fn logs_in_with_the_first_entry_of_the_auth_file_read_at_each_scrape() {
+        let (addr, tokens) = fake("STAT curr_connections 3\r\nSTAT get_hits 5\r\nEND\r\n");
+        let dir = std::env::temp_dir().join(format!("stats-exporter-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("password-file");
+        std::fs::write(&file, "app:first\nother:x\n").unwrap();
+        let stats = scrape(&admin(addr), Some(&file)).expect("stats");
+        assert_eq!(stats.general["curr_connections"], "3");
+        assert_eq!(stats.settings["maxconns"], "1024");
+        std::fs::write(&file, "app:second\n").unwrap();
+        assert!(scrape(&admin(addr), Some(&file)).is_some());
+        assert_eq!(*tokens.lock().unwrap(), ["app first", "app second"]);
+        std::fs::remove_file(&file).unwrap();
+        assert!(
+            scrape(&admin(addr), Some(&file)).is_none(),
+            "no auth file: up 0"
+        );
+        std::fs::remove_dir(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_refused_stats_is_no_stats() {
+        let (addr, _) = fake("CLIENT_ERROR unauthenticated\r\n");
+        assert!(scrape(&admin(addr), None).is_none());
+        let text = stats::exposition(scrape(&admin(addr), None).as_ref());
+        assert!(text.contains("memcached_up 0\n"), "{text}");
+    }
+}
