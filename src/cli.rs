@@ -62,6 +62,9 @@ enum Command {
     Crd,
     /// Sidecar in a memcached pod: reload rotated TLS and auth files into the running memcached.
     ReloadAgent(memcached_hook::agent::Args),
+    /// Sidecar in a memcached pod with SASL: serve memcached's stats under the Prometheus
+    /// memcached exporter's series names, logged in with the mounted auth file.
+    StatsExporter(memcached_hook::agent::exporter::ExporterArgs),
     /// GET a URL and require a 200 answer, e.g. a hook's /readyz (the image has no curl).
     Probe(probe::ProbeArgs),
 }
@@ -182,6 +185,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::ReloadAgent(args) => {
             init_logging(LogFormat::Auto);
             memcached_hook::agent::run(&args)
+        }
+        Command::StatsExporter(args) => {
+            init_logging(LogFormat::Auto);
+            memcached_hook::agent::exporter::run(&args)
         }
     }
 }

@@ -2,7 +2,8 @@
 //! (after ASCII authentication when `-Y` is on), and SIGHUP for the auth file (memcached has no
 //! command for that; it needs `shareProcessNamespace: true` and the same user as memcached).
 
-use std::io::{Read as _, Write as _};
+use std::collections::BTreeMap;
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
@@ -10,6 +11,8 @@ use super::check::Credentials;
 
 /// Longest reply line read (memcached's `refresh_certs` error carries a path and an SSL error).
 const MAX_LINE: usize = 8192;
+/// Most lines read from one `stats` reply (memcached 1.6 sends about a hundred).
+const MAX_STAT_LINES: usize = 1024;
 /// Most `/proc` entries looked at when searching for memcached.
 const MAX_PROCESSES: usize = 65_536;
 
@@ -69,30 +72,59 @@ pub struct Admin {
 }
 
 struct Connection {
-    stream: TcpStream,
+    stream: BufReader<TcpStream>,
 }
 
 impl Connection {
     fn line(&mut self) -> Result<String, AdminError> {
         let mut out = Vec::new();
-        let mut byte = [0u8; 1];
-        while !out.ends_with(b"\r\n") {
-            if out.len() >= MAX_LINE {
-                return Err(AdminError::Refused("an over-long reply".into()));
-            }
-            if self.stream.read(&mut byte)? == 0 {
-                return Err(AdminError::Io(std::io::ErrorKind::UnexpectedEof.into()));
-            }
-            out.push(byte[0]);
+        let limit = u64::try_from(MAX_LINE).unwrap_or(u64::MAX);
+        (&mut self.stream).take(limit).read_until(b'\n', &mut out)?;
+        if out.is_empty() {
+            return Err(AdminError::Io(std::io::ErrorKind::UnexpectedEof.into()));
+        }
+        if !out.ends_with(b"\r\n") {
+            return Err(AdminError::Refused(
+                "an over-long or unterminated reply".into(),
+            ));
         }
         out.truncate(out.len() - 2);
         Ok(String::from_utf8_lossy(&out).into_owned())
     }
 
     fn command(&mut self, request: &[u8]) -> Result<String, AdminError> {
-        self.stream.write_all(request)?;
+        self.stream.get_mut().write_all(request)?;
         self.line()
     }
+
+    /// `request` (`stats`, `stats settings`): its `STAT <name> <value>` lines up to `END`.
+    fn stats(&mut self, request: &[u8]) -> Result<BTreeMap<String, String>, AdminError> {
+        let mut out = BTreeMap::new();
+        let mut line = self.command(request)?;
+        for _ in 0..MAX_STAT_LINES {
+            if line == "END" {
+                return Ok(out);
+            }
+            let Some((name, value)) = line.strip_prefix("STAT ").and_then(|s| s.split_once(' '))
+            else {
+                return Err(AdminError::Refused(line));
+            };
+            out.insert(name.to_owned(), value.to_owned());
+            line = self.line()?;
+        }
+        Err(AdminError::Refused(format!(
+            "more than {MAX_STAT_LINES} lines of stats"
+        )))
+    }
+}
+
+/// What `stats` and `stats settings` answered.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// `stats`: counters and gauges of the running server.
+    pub general: BTreeMap<String, String>,
+    /// `stats settings`: the options it runs with (`maxconns` is `-c`).
+    pub settings: BTreeMap<String, String>,
 }
 
 impl Admin {
@@ -105,7 +137,9 @@ impl Admin {
         })?;
         stream.set_read_timeout(Some(self.timeout))?;
         stream.set_write_timeout(Some(self.timeout))?;
-        let mut connection = Connection { stream };
+        let mut connection = Connection {
+            stream: BufReader::new(stream),
+        };
         if let Some(c) = login {
             // ASCII auth: a `set` whose value is "<user> <password>" (the key is ignored).
             let token = format!("{} {}", c.user, c.password);
@@ -128,6 +162,18 @@ impl Admin {
             Err(AdminError::Login(_)) => Ok(false),
             Err(e) => Err(e),
         }
+    }
+
+    /// `stats` and `stats settings`, logged in with `login` when memcached runs with `-Y`.
+    ///
+    /// # Errors
+    /// memcached unreachable, the login refused, or a reply that is not a list of stats.
+    pub fn stats(&self, login: Option<&Credentials>) -> Result<Stats, AdminError> {
+        let mut connection = self.connect(login)?;
+        Ok(Stats {
+            general: connection.stats(b"stats\r\n")?,
+            settings: connection.stats(b"stats settings\r\n")?,
+        })
     }
 
     /// Sends `refresh_certs`: memcached re-reads its chain, key and CA files for new connections.

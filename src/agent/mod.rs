@@ -18,8 +18,10 @@
 //! `reload failed`, field `what` = `tls` or `auth`) and a counter on `GET /metrics`.
 
 pub mod check;
+pub mod exporter;
 pub mod memcached;
 mod metrics;
+pub mod stats;
 pub mod watch;
 
 pub use metrics::{Metrics, What};
@@ -302,6 +304,24 @@ fn reload_auth(
     }
 }
 
+/// The small runtime of a sidecar (one worker: it serves a scrape now and then).
+fn sidecar_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    use anyhow::Context as _;
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .context("starting the runtime")
+}
+
+/// The sidecar's HTTP listener on `addr`.
+async fn listen(addr: SocketAddr) -> anyhow::Result<tokio::net::TcpListener> {
+    use anyhow::Context as _;
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("listening on {addr}"))
+}
+
 /// Runs the agent until SIGTERM/SIGINT.
 ///
 /// # Errors
@@ -313,15 +333,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     }
     let metrics = Arc::new(Metrics::default());
     let mut agent = Agent::new(args, Arc::clone(&metrics))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .context("starting the runtime")?;
-    runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(args.metrics_addr)
-            .await
-            .with_context(|| format!("listening on {}", args.metrics_addr))?;
+    sidecar_runtime()?.block_on(async move {
+        let listener = listen(args.metrics_addr).await?;
         let router = metrics::metrics_router(Arc::clone(&metrics));
         tracing::info!(
             metrics = %args.metrics_addr,

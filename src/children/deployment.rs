@@ -16,12 +16,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::ports::{self, Port, Server};
-use super::{SASL_MOUNT_PATH, TLS_MOUNT_PATH, affinity, args, labels, reload_agent};
+use super::{SASL_MOUNT_PATH, TLS_MOUNT_PATH, affinity, args, exporter, labels, reload_agent};
 use crate::api::effective::Effective;
-use crate::api::monitoring::Monitoring;
 use crate::api::quantity;
 
-const SASL_VOLUME: &str = "sasl-credentials";
+pub(super) const SASL_VOLUME: &str = "sasl-credentials";
 const TLS_VOLUME: &str = "tls-certificates";
 
 /// Pod-template annotation that rolls the pods when a referenced Secret changes.
@@ -41,7 +40,8 @@ pub struct Pods<'a> {
     pub served: &'a [Port],
     /// The pod-template annotations that roll the pods.
     pub rollers: Rollers<'a>,
-    /// The reload agent's image (the hook's own), run under `secretRotation: Reload`.
+    /// The hook's own image: the reload agent's under `secretRotation: Reload`, and the stats
+    /// exporter's under SASL.
     pub reload_agent_image: &'a str,
 }
 
@@ -73,7 +73,7 @@ impl Rollers<'_> {
 }
 
 /// The ports of `served` that `listener` listens on.
-fn container_ports(served: &[Port], listener: Server) -> Vec<ContainerPort> {
+pub(super) fn container_ports(served: &[Port], listener: Server) -> Vec<ContainerPort> {
     served
         .iter()
         .filter(|p| p.server == listener)
@@ -100,7 +100,7 @@ fn tcp_probe(initial_delay_seconds: i32, period_seconds: i32) -> Probe {
 
 /// Resources with canonical quantities, absent when empty; `memory_request_mib` (the default
 /// memory request, only when the user gave no memory) joins the requests.
-fn resources(
+pub(super) fn resources(
     requirements: Option<&ResourceRequirements>,
     memory_request_mib: Option<i64>,
 ) -> Option<ResourceRequirements> {
@@ -146,7 +146,7 @@ fn secret_volume(volume: &str, secret: &str, keys: &[&str]) -> Volume {
     }
 }
 
-fn mount(volume: &str, path: &str) -> VolumeMount {
+pub(super) fn mount(volume: &str, path: &str) -> VolumeMount {
     VolumeMount {
         name: volume.to_owned(),
         mount_path: path.to_owned(),
@@ -197,24 +197,6 @@ fn memcached_container(e: &Effective<'_>, served: &[Port], mounts: Vec<VolumeMou
         }),
         security_context: e.security.container_security_context.cloned(),
         volume_mounts: (!mounts.is_empty()).then_some(mounts),
-        ..Container::default()
-    }
-}
-
-fn exporter_container(e: &Effective<'_>, m: &Monitoring<'_>, served: &[Port]) -> Container {
-    Container {
-        name: "exporter".to_owned(),
-        image: Some(m.exporter_image.to_owned()),
-        // With TLS locking 11211, the exporter reads memcached's loopback plaintext listener.
-        args: ports::tls_only(e).then(|| {
-            vec![format!(
-                "--memcached.address=127.0.0.1:{}",
-                ports::LOOPBACK_PLAINTEXT
-            )]
-        }),
-        ports: Some(container_ports(served, Server::Exporter)),
-        resources: resources(m.exporter_resources, None),
-        security_context: e.security.container_security_context.cloned(),
         ..Container::default()
     }
 }
@@ -294,7 +276,7 @@ pub fn pod_template(pods: Pods<'_>) -> PodTemplateSpec {
         reloads.then(|| vec![reload_agent::container(e, reload_agent_image, &mounts)]);
     let mut containers = vec![memcached_container(e, served, mounts)];
     if let Some(m) = &e.monitoring {
-        containers.push(exporter_container(e, m, served));
+        containers.push(exporter::container(e, m, served, reload_agent_image));
     }
     PodTemplateSpec {
         metadata: Some(ObjectMeta {

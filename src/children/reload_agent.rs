@@ -23,7 +23,7 @@ pub const DEFAULT_IMAGE: &str = concat!(
     env!("CARGO_PKG_VERSION")
 );
 /// The hook image's binary (its entrypoint runs `serve`).
-const BINARY: &str = "/memcached-hook";
+pub(super) const BINARY: &str = "/memcached-hook";
 /// The user of the official memcached image (`USER memcache`, uid 11211). SIGHUP needs the
 /// agent to run as memcached's user; used when no security context names a user.
 pub const MEMCACHED_UID: i64 = 11211;

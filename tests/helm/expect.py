@@ -102,8 +102,18 @@ def tls_auth(objs):
     return "helm test over HTTPS, the certificate checked against the Secret's ca.crt"
 
 
+def runbooks(objs):
+    rule = one(objs, "PrometheusRule")
+    assert rule["metadata"]["labels"].get("release") == "prometheus", rule["metadata"]["labels"]
+    alerts = [r for g in rule["spec"]["groups"] for r in g["rules"] if "alert" in r]
+    urls = [r["annotations"]["runbook_url"] for r in alerts]
+    want = [f"https://docs.example.org/memcached/runbooks#{r['alert'].lower()}" for r in alerts]
+    assert alerts and urls == want, [u for u, w in zip(urls, want) if u != w][:3]
+    return f"PrometheusRule: {len(alerts)} alerts, each runbook_url under runbookBaseURL"
+
+
 CHECKS = {"default": default, "tls-auth": tls_auth, "single-replica": single_replica, "openshift": openshift,
-          "names": names, "release-cache": release_name}
+          "names": names, "release-cache": release_name, "everything": runbooks}
 
 
 def main():

@@ -64,6 +64,40 @@ fn exporter_sidecar_and_metrics_port() {
     assert_eq!(service_ports(&off).len(), 1);
 }
 
+/// With SASL memcached refuses `stats` to the Prometheus exporter (it cannot log in): the metrics
+/// sidecar is the hook's own `stats-exporter`, logged in with the mounted auth file, on the same
+/// `metrics` port; `exporterImage` is not used then.
+#[test]
+fn sasl_metrics_sidecar_is_the_stats_exporter() {
+    let sasl = json!({"enabled": true, "credentialsSecretRef": {"name": "creds"}});
+    let r = render(
+        json!({"monitoring": {"enabled": true, "exporterImage": "exporter:v1"},
+                          "security": {"sasl": sasl}}),
+    );
+    let containers = pod_spec(&r).containers;
+    assert_eq!(
+        containers[1],
+        decoded::<Container>(json!({
+            "name": "exporter",
+            "image": memcached_hook::children::reload_agent::DEFAULT_IMAGE,
+            "command": ["/memcached-hook"],
+            "args": ["stats-exporter", "--auth-file", "/etc/memcached/sasl/password-file",
+                     "--memcached-addr", "127.0.0.1:11211"],
+            "ports": [{"name": "metrics", "containerPort": 9150, "protocol": "TCP"}],
+            "volumeMounts": [{"name": "sasl-credentials", "mountPath": "/etc/memcached/sasl",
+                              "readOnly": true}]
+        }))
+    );
+    let tls = json!({"enabled": true, "certificateSecretRef": {"name": "certs"}});
+    let locked = render(json!({"monitoring": {"enabled": true},
+                               "security": {"sasl": sasl, "tls": tls}}));
+    let args = pod_spec(&locked).containers[1].args.clone().expect("args");
+    assert_eq!(
+        args[4], "127.0.0.1:11213",
+        "the loopback listener under TLS"
+    );
+}
+
 #[test]
 fn service_monitor() {
     let r = render(json!({"monitoring": {"enabled": true, "serviceMonitor": {

@@ -8,6 +8,10 @@
               just stop producing series)
   coverage    every alert of alerts.yaml has a promtool unit test that expects it to fire, and
               one that expects it not to
+  alerts      every alert has a severity label and a runbook_url annotation whose anchor is a
+              section of docs/runbooks.md; the cache alerts read only series that both the
+              Prometheus memcached exporter and the hook's stats exporter (src/agent/stats.rs,
+              used under SASL) serve
   dashboard   every query of dashboard.json (panels and template variables) names only series
               that the config produces, the rules record, ALERTS, or series the rules themselves
               already read (Metacontroller's); the queries are written out (Grafana variables
@@ -44,6 +48,19 @@ KSM_SUB_KEYS = {
 # the StatefulSet mode; until the CRD has it the API server prunes it and the label is absent,
 # which the recording rule memcached:instance:info reads as the default, Deployment.
 KSM_PATHS_NOT_IN_CRD = {("spec", "workload"): "StatefulSet mode (absent means Deployment)"}
+
+# Series of the pods' metrics sidecar the rules may read: served under these names by the
+# Prometheus memcached exporter and by `memcached-hook stats-exporter` (src/agent/stats.rs, whose
+# unit test checks the names).
+EXPORTER_SERIES = {
+    "memcached_up", "memcached_current_connections", "memcached_max_connections",
+    "memcached_items_evicted_total", "memcached_item_no_memory_total", "memcached_commands_total",
+    "memcached_current_bytes", "memcached_limit_bytes", "memcached_current_items",
+    "memcached_connections_total", "memcached_connections_rejected_total",
+    "memcached_connections_listener_disabled_total",
+}
+RUNBOOK_PREFIX = "https://git.example.com/memcached-hook/docs/runbooks.md#"
+SEVERITIES = {"critical", "warning", "info"}
 
 PROMQL_KEYWORDS = {"and", "or", "unless", "by", "without", "on", "ignoring", "group_left",
                    "group_right", "offset", "bool", "inf", "nan", "atan2", "start", "end"}
@@ -218,6 +235,7 @@ def series_in(expr):
     e = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)                 # string literals
     e = re.sub(r"\{[^}]*\}", "", e)                                  # label matchers
     e = re.sub(r"\[[^\]]*\]", "", e)                                 # ranges, subqueries
+    e = re.sub(r"\boffset\s+-?(\d+[a-z]+)+", "", e)                   # offset modifiers
     e = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", "", e)
     e = re.sub(r"\$\{?\w+\}?", "", e)                                # Grafana variables
     names = set()
@@ -267,6 +285,29 @@ def check_dashboard(f, dash_path, allowed, out_rules):
     return len(queries)
 
 
+def github_anchor(heading):
+    """The anchor GitHub and most Markdown renderers give a heading."""
+    return re.sub(r"[^a-z0-9 _-]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def check_alert_metadata(f, rules_path, runbooks_path):
+    doc = yaml.safe_load(rules_path.read_text(encoding="utf-8"))
+    text = runbooks_path.read_text(encoding="utf-8") if runbooks_path.is_file() else ""
+    anchors = {github_anchor(m.group(1)) for m in re.finditer(r"^#{2,3} (.+)$", text, re.M)}
+    for g in doc["groups"]:
+        for r in g["rules"]:
+            if "alert" not in r:
+                continue
+            name = r["alert"]
+            if r.get("labels", {}).get("severity") not in SEVERITIES:
+                f.add("alerts.yaml", f"{name}: severity label missing or not one of {sorted(SEVERITIES)}")
+            url = r.get("annotations", {}).get("runbook_url", "")
+            if not url.startswith(RUNBOOK_PREFIX):
+                f.add("alerts.yaml", f"{name}: runbook_url {url!r} does not start with {RUNBOOK_PREFIX}")
+            elif url[len(RUNBOOK_PREFIX):] not in anchors:
+                f.add("docs/runbooks.md", f"{name}: no section with anchor #{url[len(RUNBOOK_PREFIX):]}")
+
+
 def check_coverage(f, alerts, tests_path):
     doc = yaml.safe_load(tests_path.read_text(encoding="utf-8"))
     fires, silent = set(), set()
@@ -298,9 +339,10 @@ def main():
     print(f"rules: {len(alerts)} alerts, {len(records)} recording rules; series from elsewhere: "
           f"{', '.join(sorted(external))}")
     for name in sorted(external):
-        if not (name.startswith("workqueue_") or name.startswith("metacontroller_")):
-            f.add("alerts.yaml", f"reads {name}, which neither the config nor Metacontroller produces")
+        if not (name.startswith("workqueue_") or name.startswith("metacontroller_") or name in EXPORTER_SERIES):
+            f.add("alerts.yaml", f"reads {name}, which neither the config, Metacontroller nor both exporters produce")
     check_coverage(f, alerts, args.root / "tests/monitoring/alerts.test.yaml")
+    check_alert_metadata(f, mon / "alerts.yaml", args.root / "docs/runbooks.md")
     allowed = produced | set(records) | {"ALERTS", "ALERTS_FOR_STATE"} | external
     n = check_dashboard(f, mon / "dashboard.json", allowed, args.dashboard_rules_out)
     print(f"dashboard: {n} queries")

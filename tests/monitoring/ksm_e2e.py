@@ -133,10 +133,10 @@ def main():
         run.kc("-n", NS, "patch", "memcached", name, "--subresource=status", "--type=merge",
                "-p", json.dumps({"status": status}))
 
-    set_status("plain", {"readyReplicas": 1, "observedGeneration": 1, "conditions": [
+    set_status("plain", {"desiredReplicas": 1, "readyReplicas": 1, "observedGeneration": 1, "conditions": [
         cond("Available", "True", "Available"), cond("Ready", "True", "MemcachedReady"),
         cond("Degraded", "False", "NotDegraded")]})
-    set_status("ha", {"readyReplicas": 1, "observedGeneration": 1, "conditions": [
+    set_status("ha", {"desiredReplicas": 3, "readyReplicas": 1, "observedGeneration": 1, "conditions": [
         cond("Available", "True", "Available"), cond("Ready", "False", "MemcachedNotReady"),
         cond("Degraded", "True", "Degraded"),
         cond("DisruptionBudgetBlocking", "True", "NoDisruptionsAllowed")]})
@@ -180,6 +180,9 @@ def main():
         rep = {l["memcached"]: v for l, v in find(series, "kube_memcached_spec_replicas")}
         run.check(rep.get("ha") == 3 and "hpa" not in rep and "plain" not in rep,
                   f"spec_replicas: ha=3, absent for hpa and plain (got {rep})")
+        desired = {l["memcached"]: v for l, v in find(series, "kube_memcached_status_desired_replicas")}
+        run.check(desired == {"plain": 1, "ha": 3},
+                  f"status_desired_replicas: also for the defaulted plain, absent before the first sync (got {desired})")
         auto = {l["memcached"]: v for l, v in find(series, "kube_memcached_spec_autoscaling_enabled")}
         run.check(auto.get("hpa") == 1 and auto.get("plain") == 0, f"spec_autoscaling_enabled (got {auto})")
         ready = {l["memcached"]: v for l, v in find(series, "kube_memcached_status_ready_replicas")}

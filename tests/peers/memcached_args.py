@@ -189,8 +189,11 @@ def synthetic_deployment(cr, args, want):
         c0["volumeMounts"] = mounts
     containers = [c0]
     if want["monitoring"]:
-        containers.append({"name": "exporter", "image": "prom/memcached-exporter:v0.15.4",
-                           "ports": [{"name": "metrics", "containerPort": 9150, "protocol": "TCP"}]})
+        exporter = {"name": "exporter", "image": "prom/memcached-exporter:v0.15.4",
+                    "ports": [{"name": "metrics", "containerPort": 9150, "protocol": "TCP"}]}
+        if want["sasl"]:
+            exporter.update(command=["/memcached-hook"], args=stats_exporter_args(want))
+        containers.append(exporter)
     pod = {"containers": containers}
     if volumes:
         pod["volumes"] = volumes
@@ -778,13 +781,24 @@ def check_settings(ck, want, port, mapping):
            else f"stats settings says {st.get(key)!r}, the CR means {value!r}")
 
 
+def stats_exporter_args(want):
+    """Under SASL the metrics sidecar is the hook's own stats exporter, logged in with the mounted auth file."""
+    port = LOOPBACK_PLAIN if want["tls_only"] else 11211
+    return ["stats-exporter", "--auth-file", "/etc/memcached/sasl/password-file", "--memcached-addr",
+            f"127.0.0.1:{port}"]
+
+
 def check_exporter(ck, R, want, deploy, plain_port, plain, opts, workdir, name, hosts):
     containers = dig(deploy, "spec", "template", "spec", "containers", default=[])
     exp = containers[1] if len(containers) > 1 else {}
-    want_args = [f"--memcached.address=127.0.0.1:{LOOPBACK_PLAIN}"] if want["tls_only"] else None
+    if want["sasl"]:
+        want_args, want_command = stats_exporter_args(want), ["/memcached-hook"]
+    else:
+        want_args = [f"--memcached.address=127.0.0.1:{LOOPBACK_PLAIN}"] if want["tls_only"] else None
+        want_command = None
     ck("exporter-sidecar", exp.get("name") == "exporter" and exp.get("args") == want_args
-       and not exp.get("command"),
-       f"containers: {[c.get('name') for c in containers]}, exporter args {exp.get('args')}")
+       and exp.get("command") == want_command,
+       f"containers: {[c.get('name') for c in containers]}, exporter command {exp.get('command')} args {exp.get('args')}")
     # without TLS-only the sidecar has no arguments, so it scrapes its default localhost:11211 in plaintext
     # without SASL; with it, 127.0.0.1:11213 (the loopback listener)
     if want["tls_only"]:
@@ -799,7 +813,8 @@ def check_exporter(ck, R, want, deploy, plain_port, plain, opts, workdir, name, 
         else:
             ck(f"exporter-style-scrape[{host}]", ok, detail)
     if want["sasl"]:
-        R.note(f"{name}: with SASL on, the argument-less exporter cannot authenticate (memcached_up would be 0)")
+        R.note(f"{name}: with SASL on, stats without a login is refused; the hook's stats exporter logs in "
+               "(scraped in the secure suite)")
     if opts.exporter and not want["sasl"]:
         ck("real-exporter-memcached_up", *run_exporter(opts.exporter, plain, opts.netns, workdir, name))
 

@@ -17,7 +17,10 @@ the volumes the driver lays out). They must equal the command lines written by h
 Checks (one line each, then `secure: N passed, M failed`):
 - from the client namespace (outside the pod's loopback): plaintext set/get fails on every port unless the
   case allows plaintext; TLS set/get works on each TLS port, mTLS needs a client certificate from the CA;
-- from the pod's loopback: the exporter's plaintext `stats` works;
+- from the pod's loopback: the exporter's plaintext `stats` works; with SASL, `stats` without a login is
+  refused, and the metrics sidecar the hook renders instead (`memcached-hook stats-exporter`, logged in with the
+  mounted auth file) serves memcached_up 1, memcached_max_connections and memcached_commands_total under the
+  exporter's names, never the password, and still after the password rotates;
 - rotation (Reload): keys stored before are still there, new TLS connections present the new certificate
   (a new CA, then a new serial from the same CA), the old password is refused and the new one accepted, the
   agent's counter says so; a certificate with a foreign key is refused by the agent and memcached keeps serving
@@ -58,6 +61,8 @@ LOCKED = ["-l", "*:11211", "-l", "*:11212", "-l", "notls:127.0.0.1:11213"]
 OPEN = ["-l", "notls:*:11211", "-l", "*:11212"]
 BASE = ["-m", "64", "-c", "1024", "-t", "4", "-I", "1m"]
 SASL_ARGS = ["-Y", "/etc/memcached/sasl/password-file"]
+STATS_EXPORTER = ["stats-exporter", "--auth-file", "/etc/memcached/sasl/password-file", "--memcached-addr",
+                  "127.0.0.1:11213"]
 HAND_WRITTEN = {
     "tls": {"memcached": BASE + TLS_ARGS + LOCKED, "agent": None, "plaintext": False, "mtls": False},
     "mtls": {"memcached": BASE + TLS_ARGS + MTLS_ARGS + LOCKED, "agent": None, "plaintext": False, "mtls": True},
@@ -67,9 +72,9 @@ HAND_WRITTEN = {
         "agent": ["reload-agent", "--tls-cert", "/etc/memcached/tls/tls.crt", "--tls-key",
                   "/etc/memcached/tls/tls.key", "--tls-ca", "/etc/memcached/tls/ca.crt", "--auth-file",
                   "/etc/memcached/sasl/password-file", "--admin-addr", "127.0.0.1:11213"],
-        "plaintext": False, "mtls": True, "sasl": True},
+        "plaintext": False, "mtls": True, "sasl": True, "exporter": STATS_EXPORTER},
     "rolling-restart": {"memcached": BASE + SASL_ARGS + TLS_ARGS + LOCKED, "agent": None, "plaintext": False,
-                        "mtls": False, "sasl": True},
+                        "mtls": False, "sasl": True, "exporter": STATS_EXPORTER},
 }
 
 
@@ -201,7 +206,7 @@ def rewrite(args, mapping):
 class Pod:
     """memcached (+ agent) in the pod's network namespace and a PID namespace of their own."""
 
-    def __init__(self, net, memcached_args, agent_cmd, workdir, name):
+    def __init__(self, net, memcached_args, agent_cmd, workdir, name, exporter_cmd=None):
         self.log_path = os.path.join(workdir, f"{name}.pod.log")
         pw = pwd.getpwnam("memcache")
         as_user = ["setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--clear-groups"]
@@ -209,6 +214,8 @@ class Pod:
         script += " ".join(map(_q, as_user + [shutil.which("memcached")] + memcached_args)) + " &\n"
         if agent_cmd:
             script += "sleep 0.3\n" + "RUST_LOG=info " + " ".join(map(_q, as_user + agent_cmd)) + " &\n"
+        if exporter_cmd:
+            script += "RUST_LOG=info " + " ".join(map(_q, as_user + exporter_cmd)) + " &\n"
         script += "wait\n"
         self.cmd = ["timeout", "--kill-after=5", str(LIFETIME), "ip", "netns", "exec", net.pod, "unshare",
                     "--pid", "--fork", "--kill-child", "--mount-proc", "sh", "-c", script]
@@ -337,6 +344,54 @@ def wait_counts(net, want):
     return False, last
 
 
+def scrape(net):
+    """{series with labels: value} from the metrics sidecar on the pod's loopback (port 9150), and the text."""
+    with net.enter(net.pod):
+        text = urllib.request.urlopen("http://127.0.0.1:9150/metrics", timeout=5).read().decode()
+    series = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            series[name] = float(value)
+    return series, text
+
+
+def wait_up(net, want=1.0):
+    """Bounded wait for memcached_up == want on the metrics sidecar."""
+    last = None
+    for _ in range(WAIT_STEPS):
+        try:
+            series, _ = scrape(net)
+            last = series.get("memcached_up")
+            if last == want:
+                return True, series
+        except OSError as e:
+            last = str(e)
+        time.sleep(0.25)
+    return False, last
+
+
+def check_stats_exporter(R, name, net, login, pod):
+    """The SASL metrics sidecar: up, -c, a get counted, and no password anywhere it writes."""
+    ok, series = wait_up(net)
+    if not R.check(name, "metrics sidecar: memcached_up 1 under SASL", ok, series if not ok else ""):
+        return
+    R.check(name, "metrics sidecar: memcached_max_connections is -c (1024)",
+            series.get("memcached_max_connections") == 1024.0, series.get("memcached_max_connections"))
+    hit = 'memcached_commands_total{command="get",status="hit"}'
+    before = series.get(hit, 0.0)
+    set_get(net, net.pod, "127.0.0.1", 11213, login=login, key="counted")
+    after, text = scrape(net)
+    R.check(name, "metrics sidecar: a get hit is counted in memcached_commands_total", after.get(hit, 0.0) > before,
+            f"{before} -> {after.get(hit)}")
+    for series_name in ("memcached_current_connections", "memcached_items_evicted_total",
+                        "memcached_item_no_memory_total", "memcached_limit_bytes"):
+        R.check(name, f"metrics sidecar: {series_name} served", series_name in after)
+    secrets = [pw for _, pw in USERS.values()]
+    leaked = [pw for pw in secrets if pw in text or pw in pod.tail(100000)]
+    R.check(name, "metrics sidecar: no password in its metrics or the pod's log", not leaked)
+
+
 def exporter_stats(net, port):
     """What the exporter does: plaintext `stats` on the pod's loopback, no credentials."""
     try:
@@ -378,13 +433,14 @@ def run_case(R, net, name, case, pki, read, workdir, hook):
     mapping = {"/etc/memcached/tls": tls_vol.path, "/etc/memcached/sasl": sasl_vol.path}
     mc_args = rewrite(case["memcached"], mapping)
     agent = [hook] + rewrite(case["agent"], mapping) if case["agent"] else None
+    exporter = [hook] + rewrite(case["exporter"], mapping) if case.get("exporter") else None
     login = USERS["v1"] if sasl else None
     client = "client" if mtls else None
     host = POD_IP
 
     R.check(name, "outside: some TLS port", bool(tls_ports), f"-l {tls_ports} plain {plain_ports} loop {loop_port}")
     R.check(name, "outside: plaintext allowed as asked", bool(plain_ports) == case["plaintext"], plain_ports)
-    pod = Pod(net, mc_args, agent, workdir, name)
+    pod = Pod(net, mc_args, agent, workdir, name, exporter)
     pod.start()
     try:
         ok, detail = wait_listening(net, tls_ports[0] if tls_ports else 11211, pod)
@@ -416,6 +472,11 @@ def run_case(R, net, name, case, pki, read, workdir, hook):
             if sasl:
                 R.check(name, "loopback: plaintext set/get with the login works",
                         *set_get(net, net.pod, "127.0.0.1", loop_port, login=login))
+                ok, detail = exporter_stats(net, loop_port)
+                R.check(name, "loopback: stats without a login is refused (the Prometheus exporter cannot log in)",
+                        not ok, detail)
+                if exporter:
+                    check_stats_exporter(R, name, net, login, pod)
             else:
                 R.check(name, "loopback: the exporter's plaintext stats works", *exporter_stats(net, loop_port))
         elif 11211 in plain_ports and not sasl:
@@ -463,17 +524,28 @@ def run_case(R, net, name, case, pki, read, workdir, hook):
             R.check(name, "memcached still serves the previous certificate",
                     peer_cn(net, host, port, pki, "ca1", client, new_login) == "server-c")
             R.check(name, "memcached process never restarted", pod.proc.poll() is None and "exited" not in pod.tail())
+            if exporter:
+                ok, series = wait_up(net)
+                R.check(name, "metrics sidecar: memcached_up 1 with the rotated password", ok, series if not ok else "")
         else:
             time.sleep(3)  # longer than memcached's 1 s clock and any agent poll: nothing reloads
             R.check(name, "without the agent: new connections still get the old certificate",
                     peer_cn(net, host, port, pki, "ca1", client, USERS["v1"]) == "server-a")
             R.check(name, "without the agent: the old password still works",
                     *set_get(net, net.client, host, port, ctx_old, USERS["v1"]))
+            if exporter:
+                ok, series = wait_up(net, 0.0)
+                R.check(name, "metrics sidecar: memcached_up 0 while memcached still has the old password", ok,
+                        series if not ok else "")
             pod.stop()  # the rolled pod
-            pod = Pod(net, mc_args, None, workdir, name + "-rolled")
+            pod = Pod(net, mc_args, None, workdir, name + "-rolled", exporter)
             pod.start()
             ok, detail = wait_listening(net, port, pod)
             R.check(name, "rolled pod starts", ok, detail)
+            if exporter:
+                ok, series = wait_up(net)
+                R.check(name, "rolled pod: metrics sidecar memcached_up 1 with the new password", ok,
+                        series if not ok else "")
             R.check(name, "rolled pod presents the new certificate",
                     peer_cn(net, host, port, pki, "ca2", client, USERS["v2"]) == "server-b")
             try:
@@ -496,9 +568,18 @@ def from_rendering(R, name, path, hand):
     pod = deploy.get("spec", {}).get("template", {}).get("spec", {})
     mc = next((c for c in pod.get("containers", []) if c.get("name") == "memcached"), {})
     agent = next((c for c in pod.get("initContainers") or [] if c.get("name") == "reload-agent"), None)
+    exporter = next((c for c in pod.get("containers", []) if c.get("name") == "exporter"), None)
     case = dict(hand)
     case["memcached"] = mc.get("args") or []
     case["agent"] = agent.get("args") if agent else None
+    case["exporter"] = exporter.get("args") if exporter else None
+    if hand.get("exporter"):
+        sasl_mount = [m for m in mc.get("volumeMounts", []) if m.get("mountPath") == "/etc/memcached/sasl"]
+        R.check(name, "rendered metrics sidecar under SASL is the hook's stats exporter",
+                exporter is not None and exporter.get("args") == hand["exporter"]
+                and exporter.get("command") == ["/memcached-hook"] and exporter.get("volumeMounts") == sasl_mount
+                and any(p.get("containerPort") == 9150 and p.get("name") == "metrics" for p in exporter.get("ports", [])),
+                f"rendered {exporter}")
     R.check(name, "rendered memcached args are the expected ones", case["memcached"] == hand["memcached"],
             f"rendered {case['memcached']}")
     R.check(name, "rendered reload agent is the expected one", case["agent"] == hand["agent"]

@@ -1,0 +1,311 @@
+//! memcached's `stats` under the names of the Prometheus memcached exporter (`memcached_up`,
+//! `memcached_commands_total{command,status}`, ...), so that dashboards and alerts written for
+//! the exporter read them unchanged. Only the server-wide series: the exporter's per-slab series
+//! (`memcached_slab_*`, which need `stats items`/`stats slabs`) are not produced.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
+use prometheus_client::registry::Registry;
+
+use super::memcached::Stats;
+
+/// How a value is exposed.
+#[derive(Clone, Copy)]
+enum Kind {
+    Gauge,
+    /// Exposed with the `_total` suffix.
+    Counter,
+}
+
+/// `stats` field, series name (without `_total` for counters), kind, help.
+const GENERAL: &[(&str, &str, Kind, &str)] = &[
+    (
+        "uptime",
+        "memcached_uptime_seconds",
+        Kind::Gauge,
+        "Seconds since the server started",
+    ),
+    (
+        "time",
+        "memcached_time_seconds",
+        Kind::Gauge,
+        "The server's UNIX time",
+    ),
+    (
+        "rusage_user",
+        "memcached_process_user_cpu_seconds",
+        Kind::Counter,
+        "User CPU time of the process",
+    ),
+    (
+        "rusage_system",
+        "memcached_process_system_cpu_seconds",
+        Kind::Counter,
+        "System CPU time of the process",
+    ),
+    (
+        "bytes_read",
+        "memcached_read_bytes",
+        Kind::Counter,
+        "Bytes read from the network",
+    ),
+    (
+        "bytes_written",
+        "memcached_written_bytes",
+        Kind::Counter,
+        "Bytes sent to the network",
+    ),
+    (
+        "curr_connections",
+        "memcached_current_connections",
+        Kind::Gauge,
+        "Open connections",
+    ),
+    (
+        "total_connections",
+        "memcached_connections",
+        Kind::Counter,
+        "Connections opened since the start",
+    ),
+    (
+        "rejected_connections",
+        "memcached_connections_rejected",
+        Kind::Counter,
+        "Connections rejected at the -c limit",
+    ),
+    (
+        "conn_yields",
+        "memcached_connections_yielded",
+        Kind::Counter,
+        "Connections yielded at the -R limit",
+    ),
+    (
+        "listen_disabled_num",
+        "memcached_connections_listener_disabled",
+        Kind::Counter,
+        "Times the listener was disabled at the -c limit",
+    ),
+    (
+        "accepting_conns",
+        "memcached_accepting_connections",
+        Kind::Gauge,
+        "1 while the server accepts new connections",
+    ),
+    (
+        "bytes",
+        "memcached_current_bytes",
+        Kind::Gauge,
+        "Bytes used by stored items",
+    ),
+    (
+        "limit_maxbytes",
+        "memcached_limit_bytes",
+        Kind::Gauge,
+        "Bytes the server may use for items (-m)",
+    ),
+    (
+        "total_malloced",
+        "memcached_malloced_bytes",
+        Kind::Gauge,
+        "Bytes allocated to slab pages",
+    ),
+    (
+        "curr_items",
+        "memcached_current_items",
+        Kind::Gauge,
+        "Items stored now",
+    ),
+    (
+        "total_items",
+        "memcached_items",
+        Kind::Counter,
+        "Items stored since the start",
+    ),
+    (
+        "evictions",
+        "memcached_items_evicted",
+        Kind::Counter,
+        "Valid items removed to free memory for new ones",
+    ),
+    (
+        "reclaimed",
+        "memcached_items_reclaimed",
+        Kind::Counter,
+        "Items stored in the memory of an expired one",
+    ),
+    (
+        "store_too_large",
+        "memcached_item_too_large",
+        Kind::Counter,
+        "Items refused for exceeding the item size limit",
+    ),
+    (
+        "store_no_memory",
+        "memcached_item_no_memory",
+        Kind::Counter,
+        "Items refused for lack of memory",
+    ),
+    (
+        "direct_reclaims",
+        "memcached_direct_reclaims",
+        Kind::Counter,
+        "Times workers had to reclaim or evict directly",
+    ),
+];
+
+/// Commands with `<command>_hits` and `<command>_misses` fields.
+const HIT_MISS: [&str; 6] = ["get", "delete", "incr", "decr", "cas", "touch"];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CommandLabels {
+    command: &'static str,
+    status: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VersionLabels {
+    version: String,
+}
+
+/// A field that is not a number: named in the log, its series left out.
+fn number(fields: &std::collections::BTreeMap<String, String>, key: &str) -> Option<f64> {
+    let raw = fields.get(key)?;
+    let parsed = raw.parse::<f64>().ok();
+    if parsed.is_none() {
+        tracing::warn!(field = key, value = %raw, "memcached stats field is not a number; left out");
+    }
+    parsed
+}
+
+fn register_general(registry: &mut Registry, stats: &Stats) {
+    for &(key, name, kind, help) in GENERAL {
+        let Some(v) = number(&stats.general, key) else {
+            continue;
+        };
+        match kind {
+            Kind::Gauge => registry.register(name, help, ConstGauge::new(v)),
+            Kind::Counter => registry.register(name, help, ConstCounter::new(v)),
+        }
+    }
+    if let Some(v) = number(&stats.settings, "maxconns") {
+        let help = "Most clients allowed at once (-c)";
+        registry.register("memcached_max_connections", help, ConstGauge::new(v));
+    }
+    if let Some(version) = stats.general.get("version") {
+        let family = Family::<VersionLabels, Gauge>::default();
+        family
+            .get_or_create(&VersionLabels {
+                version: version.clone(),
+            })
+            .set(1);
+        registry.register("memcached_version", "The server's version", family);
+    }
+}
+
+fn register_commands(registry: &mut Registry, stats: &Stats) {
+    let family = Family::<CommandLabels, Counter<f64, std::sync::atomic::AtomicU64>>::default();
+    let add = |command, status, value: Option<f64>| {
+        if let Some(v) = value {
+            family
+                .get_or_create(&CommandLabels { command, status })
+                .inc_by(v);
+        }
+    };
+    let s = &stats.general;
+    for command in HIT_MISS {
+        add(command, "hit", number(s, &format!("{command}_hits")));
+        add(command, "miss", number(s, &format!("{command}_misses")));
+    }
+    add("cas", "badval", number(s, "cas_badval"));
+    add("flush", "hit", number(s, "cmd_flush"));
+    // `cmd_set` counts the cas commands too.
+    let cas = ["cas_hits", "cas_misses", "cas_badval"]
+        .iter()
+        .map(|k| number(s, k))
+        .sum::<Option<f64>>();
+    if let (Some(set), Some(cas)) = (number(s, "cmd_set"), cas) {
+        add("set", "hit", Some((set - cas).max(0.0)));
+    }
+    let help = "Requests by command and status";
+    registry.register("memcached_commands", help, family);
+}
+
+/// The OpenMetrics text for one scrape: `memcached_up` 1 and the series of `stats`, or
+/// `memcached_up` 0 alone when memcached could not be read.
+#[must_use]
+pub fn exposition(stats: Option<&Stats>) -> String {
+    let mut registry = Registry::default();
+    let up = ConstGauge::new(i64::from(stats.is_some()));
+    registry.register("memcached_up", "Whether memcached answered stats", up);
+    if let Some(stats) = stats {
+        register_general(&mut registry, stats);
+        register_commands(&mut registry, stats);
+    }
+    let mut out = String::new();
+    // Writing into a String cannot fail.
+    let _ = prometheus_client::encoding::text::encode(&mut out, &registry);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(pairs: &[(&str, &str)], settings: &[(&str, &str)]) -> Stats {
+        let map = |p: &[(&str, &str)]| {
+            p.iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        Stats {
+            general: map(pairs),
+            settings: map(settings),
+        }
+    }
+
+    #[test]
+    fn unreachable_memcached_is_up_zero_and_nothing_else() {
+        let text = exposition(None);
+        assert!(text.contains("memcached_up 0\n"), "{text}");
+        assert!(!text.contains("memcached_current"), "{text}");
+    }
+
+    #[test]
+    fn the_exporters_names_and_values() {
+        let s = stats(
+            &[
+                ("curr_connections", "7"),
+                ("evictions", "3"),
+                ("store_no_memory", "2"),
+                ("rusage_user", "0.250000"),
+                ("get_hits", "10"),
+                ("get_misses", "4"),
+                ("cas_hits", "1"),
+                ("cas_misses", "1"),
+                ("cas_badval", "1"),
+                ("cmd_set", "8"),
+                ("version", "1.6.38"),
+                ("uptime", "not-a-number"),
+            ],
+            &[("maxconns", "1024")],
+        );
+        let text = exposition(Some(&s));
+        for line in [
+            "memcached_up 1\n",
+            "memcached_current_connections 7.0\n",
+            "memcached_max_connections 1024.0\n",
+            "memcached_items_evicted_total 3.0\n",
+            "memcached_item_no_memory_total 2.0\n",
+            "memcached_process_user_cpu_seconds_total 0.25\n",
+            "memcached_commands_total{command=\"get\",status=\"hit\"} 10.0\n",
+            "memcached_commands_total{command=\"get\",status=\"miss\"} 4.0\n",
+            "memcached_commands_total{command=\"set\",status=\"hit\"} 5.0\n",
+            "memcached_version{version=\"1.6.38\"} 1\n",
+        ] {
+            assert!(text.contains(line), "missing {line:?} in\n{text}");
+        }
+        assert!(!text.contains("memcached_uptime_seconds "), "{text}");
+    }
+}

@@ -1,0 +1,70 @@
+//! The metrics sidecar of a memcached pod, serving port `metrics` (9150). Without SASL it is the
+//! Prometheus memcached exporter (`spec.monitoring.exporterImage`). With SASL memcached refuses
+//! `stats` to a client that has not logged in, and the exporter has no way to log in: the hook's
+//! own image then runs `memcached-hook stats-exporter`, which logs in with the mounted auth file
+//! and serves the same series names (`src/agent/stats.rs`).
+
+use k8s_openapi::api::core::v1::Container;
+
+use super::deployment::{SASL_VOLUME, container_ports, mount, resources};
+use super::ports::{self, Port, Server};
+use super::{SASL_MOUNT_PATH, reload_agent};
+use crate::api::effective::Effective;
+use crate::api::monitoring::Monitoring;
+
+/// The container's name.
+pub const NAME: &str = "exporter";
+
+/// The Prometheus exporter's arguments: with TLS locking 11211, it reads memcached's loopback
+/// plaintext listener.
+fn prometheus_exporter_args(e: &Effective<'_>) -> Option<Vec<String>> {
+    ports::tls_only(e).then(|| {
+        vec![format!(
+            "--memcached.address=127.0.0.1:{}",
+            ports::LOOPBACK_PLAINTEXT
+        )]
+    })
+}
+
+/// `memcached-hook stats-exporter` with the mounted auth file.
+fn stats_exporter_args(e: &Effective<'_>) -> Vec<String> {
+    vec![
+        "stats-exporter".to_owned(),
+        "--auth-file".to_owned(),
+        format!("{SASL_MOUNT_PATH}/password-file"),
+        "--memcached-addr".to_owned(),
+        format!("127.0.0.1:{}", ports::in_pod_plaintext(e)),
+    ]
+}
+
+/// The metrics sidecar of the pods of `e`; `hook_image` runs the stats exporter under SASL.
+#[must_use]
+pub fn container(
+    e: &Effective<'_>,
+    m: &Monitoring<'_>,
+    served: &[Port],
+    hook_image: &str,
+) -> Container {
+    let common = Container {
+        name: NAME.to_owned(),
+        ports: Some(container_ports(served, Server::Exporter)),
+        resources: resources(m.exporter_resources, None),
+        security_context: e.security.container_security_context.cloned(),
+        ..Container::default()
+    };
+    if e.security.sasl_secret.is_some() {
+        Container {
+            image: Some(hook_image.to_owned()),
+            command: Some(vec![reload_agent::BINARY.to_owned()]),
+            args: Some(stats_exporter_args(e)),
+            volume_mounts: Some(vec![mount(SASL_VOLUME, SASL_MOUNT_PATH)]),
+            ..common
+        }
+    } else {
+        Container {
+            image: Some(m.exporter_image.to_owned()),
+            args: prometheus_exporter_args(e),
+            ..common
+        }
+    }
+}
