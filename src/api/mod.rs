@@ -4,6 +4,7 @@
 //! checks, its effective view and its rules; `effective` and `validation` put them together.
 
 pub mod autoscaling;
+pub mod bounded;
 pub mod bounds;
 mod check;
 mod crd;

@@ -126,3 +126,45 @@ async fn a_sync_past_its_deadline_is_answered_503() {
         "{v}"
     );
 }
+
+#[tokio::test]
+async fn over_long_bounded_lists_are_refused_with_their_count() {
+    let cases = [
+        ("/parent/spec/tolerations", "spec.tolerations"),
+        (
+            "/parent/spec/highAvailability/topologySpreadConstraints",
+            "spec.highAvailability.topologySpreadConstraints",
+        ),
+        (
+            "/parent/spec/security/networkPolicy/allowedSources",
+            "spec.security.networkPolicy.allowedSources",
+        ),
+    ];
+    for (pointer, field) in cases {
+        let mut request: Value = serde_json::from_slice(&fixture("steady-state")).expect("json");
+        request["children"] = json!({});
+        let mut at = &mut request;
+        for key in pointer.split('/').skip(1) {
+            if at.get(key).is_none() || at[key].is_null() {
+                at[key] = json!({});
+            }
+            at = &mut at[key];
+        }
+        // 200 000 items past the bound: counted, never decoded.
+        *at = Value::Array(vec![json!({}); 200_000]);
+        let body = serde_json::to_vec(&request).expect("json");
+        let (status, v) = answer(
+            router(&Config::default())
+                .oneshot(post("/sync", Some("application/json"), body))
+                .await
+                .expect("infallible"),
+        )
+        .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{field}: {v}");
+        let error = v["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains(&format!("{field}: Too many: 200000: must have at most")),
+            "{field}: {v}"
+        );
+    }
+}
