@@ -15,7 +15,7 @@ pub(crate) fn fixture(name: &str) -> Vec<u8> {
     .expect("fixture")
 }
 
-async fn call(
+pub(crate) async fn call(
     config: &Config,
     request: Request<Body>,
 ) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
