@@ -24,7 +24,7 @@ use super::ApiError;
 
 /// Largest request bodies in flight at once: the semaphore holds this many body limits. One:
 /// a sync holds up to four times its body at its peak (the keep path of a 16 MB request under
-/// server-side apply, docs/operations.md), so two would not fit the shipped 128 MiB.
+/// server-side apply), and the shipped memory limit is sized for one (docs/operations.md).
 pub const BODIES_IN_FLIGHT: usize = 1;
 
 /// Bytes per permit.
