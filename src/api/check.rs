@@ -10,6 +10,7 @@ use std::fmt;
 
 use k8s_openapi::api::core::v1::ResourceRequirements;
 
+use super::bounded::Bounded;
 use super::quantity::Quantity;
 use super::{apiserver, bounds};
 
@@ -165,6 +166,20 @@ pub(crate) fn items<'a, T>(
     } else {
         items
     }
+}
+
+/// A list decoded up to its bound of `MAX` entries ([`Bounded`]); returns the entries within
+/// the bound, to check one by one.
+pub(crate) fn bounded<'a, T, const MAX: usize>(
+    out: &mut Out,
+    field: &str,
+    list: Option<&'a Bounded<T, MAX>>,
+) -> &'a [T] {
+    let Some(list) = list else { return &[] };
+    if list.count() > MAX {
+        out.push(Violation::too_many(field, list.count(), MAX));
+    }
+    &list[..list.len().min(MAX)]
 }
 
 /// A label or annotation map: at most [`bounds::MAP_ENTRIES`] entries, keys of at most

@@ -1,6 +1,7 @@
 //! `spec.highAvailability`: pod anti-affinity, topology spread, the PodDisruptionBudget and
 //! graceful shutdown.
 
+use super::bounded::Bounded;
 use k8s_openapi::api::core::v1::TopologySpreadConstraint;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use schemars::JsonSchema;
@@ -58,7 +59,8 @@ pub struct HighAvailabilitySpec {
     /// Topology spread constraints, copied verbatim to the pod template.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = TOPOLOGY_SPREAD_CONSTRAINTS))]
-    pub topology_spread_constraints: Option<Vec<TopologySpreadConstraint>>,
+    pub topology_spread_constraints:
+        Option<Bounded<TopologySpreadConstraint, TOPOLOGY_SPREAD_CONSTRAINTS>>,
 
     /// PodDisruptionBudget settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -232,9 +234,9 @@ fn budget(out: &mut Out, parent: &str, name: &str, value: Option<&IntOrString>) 
 
 /// The schema rules of `spec.highAvailability`.
 pub(super) fn validate(out: &mut Out, ha: &HighAvailabilitySpec) {
-    let spread = ha.topology_spread_constraints.as_deref();
+    let spread = ha.topology_spread_constraints.as_ref();
     let field = "spec.highAvailability.topologySpreadConstraints";
-    check::items(out, field, spread, TOPOLOGY_SPREAD_CONSTRAINTS);
+    check::bounded(out, field, spread);
     if let Some(pdb) = &ha.pod_disruption_budget {
         let field = "spec.highAvailability.podDisruptionBudget";
         budget(out, field, "minAvailable", pdb.min_available.as_ref());

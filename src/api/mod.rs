@@ -5,6 +5,7 @@
 
 pub mod apiserver;
 pub mod autoscaling;
+pub mod bounded;
 pub mod bounds;
 mod check;
 mod crd;

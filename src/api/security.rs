@@ -1,5 +1,6 @@
 //! `spec.security`: security contexts, SASL, TLS and the NetworkPolicy.
 
+use super::bounded::Bounded;
 use k8s_openapi::api::core::v1::{PodSecurityContext, SecurityContext};
 use k8s_openapi::api::networking::v1::NetworkPolicyPeer;
 use schemars::JsonSchema;
@@ -130,7 +131,7 @@ pub struct NetworkPolicySpec {
     /// Allowed peers; empty or absent allows every source.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = ALLOWED_SOURCES))]
-    pub allowed_sources: Option<Vec<NetworkPolicyPeer>>,
+    pub allowed_sources: Option<Bounded<NetworkPolicyPeer, ALLOWED_SOURCES>>,
 }
 
 /// TLS, when enabled.
@@ -237,9 +238,9 @@ pub(super) fn validate(out: &mut Out, s: &SecuritySpec) {
     let sources = s
         .network_policy
         .as_ref()
-        .and_then(|n| n.allowed_sources.as_deref());
+        .and_then(|n| n.allowed_sources.as_ref());
     let field = "spec.security.networkPolicy.allowedSources";
-    check::items(out, field, sources, ALLOWED_SOURCES);
+    check::bounded(out, field, sources);
 }
 
 /// The cross-field rules of `spec.security` (the CRD's CEL rules on SASL and TLS).

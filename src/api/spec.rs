@@ -6,6 +6,7 @@
 //! applied them: `api::effective` resolves the defaults again and `api::validation` re-checks
 //! the bounds, both from the same constants as the schema.
 
+use super::bounded::Bounded;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
@@ -142,7 +143,7 @@ pub struct MemcachedSpec {
     /// Taints the pods tolerate, copied verbatim to the pod template.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = pod::TOLERATIONS))]
-    pub tolerations: Option<Vec<Toleration>>,
+    pub tolerations: Option<Bounded<Toleration, { pod::TOLERATIONS }>>,
 
     /// Node affinity, pod affinity and pod anti-affinity, copied to the pod template (at most
     /// 16 terms per list). A `podAntiAffinity` here replaces the one of

@@ -22,8 +22,10 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::ApiError;
 
-/// Largest request bodies in flight at once: the semaphore holds this many body limits.
-pub const BODIES_IN_FLIGHT: usize = 2;
+/// Largest request bodies in flight at once: the semaphore holds this many body limits. One:
+/// a sync holds up to four times its body at its peak (the keep path of a 16 MB request under
+/// server-side apply), and the shipped memory limit is sized for one (docs/operations.md).
+pub const BODIES_IN_FLIGHT: usize = 1;
 
 /// Bytes per permit.
 const PERMIT_BYTES: u64 = 1024;

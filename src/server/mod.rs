@@ -204,18 +204,19 @@ pub async fn serve_router(
             () = &mut shutdown => break,
         };
         let Some(stream) = stream else { continue };
-        let acceptor = tls.as_ref().map(|t| TlsAcceptor::from(t.current()));
-        let watcher = graceful.watcher();
-        let stop = stop.clone();
-        let Some(permit) = slots.try_acquire() else {
+        let (router, builder, permit) = match slots.try_acquire() {
+            Some(permit) => (&router, &builder, Some(permit)),
             // At the limit: a probe-only connection in the reserve.
-            let connection = Connection {
-                service: TowerToHyperService::new(probe_router.clone()),
-                builder: probe_builder.clone(),
-                watcher,
-                stop,
-                acceptor,
-            };
+            None => (&probe_router, &probe_builder, None),
+        };
+        let connection = Connection {
+            service: TowerToHyperService::new(router.clone()),
+            builder: builder.clone(),
+            watcher: graceful.watcher(),
+            stop: stop.clone(),
+            acceptor: tls.as_ref().map(|t| TlsAcceptor::from(t.current())),
+        };
+        let Some(permit) = permit else {
             let task = tokio::spawn(serve_connection(stream, connection));
             reserve.admit(task.abort_handle());
             continue;
@@ -223,13 +224,6 @@ pub async fn serve_router(
         // Released when the task ends, however it ends: a tuple drops its fields in order, so the
         // gauge goes down before the permit lets the next connection in.
         let slot = (config.metrics.connection_opened(), permit);
-        let connection = Connection {
-            service: TowerToHyperService::new(router.clone()),
-            builder: builder.clone(),
-            watcher,
-            stop,
-            acceptor,
-        };
         tokio::spawn(async move {
             let _slot = slot;
             serve_connection(stream, connection).await;

@@ -275,8 +275,7 @@ pub(super) fn validate(out: &mut Out, spec: &MemcachedSpec) {
         MapKind::Labels,
         no_own_key,
     );
-    let tolerations = spec.tolerations.as_deref();
-    check::items(out, "spec.tolerations", tolerations, TOLERATIONS);
+    check::bounded(out, "spec.tolerations", spec.tolerations.as_ref());
     check_affinity(out, spec.affinity.as_ref());
     let priority = spec.priority_class_name.as_deref();
     check_subdomain(out, "spec.priorityClassName", priority);

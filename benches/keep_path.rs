@@ -1,0 +1,102 @@
+//! The keep path under server-side apply (`hook::applied::kept_children`) at two request sizes.
+//!
+//! The request is the one an attacker who may edit a child Service makes the hook read: one
+//! observed Service with `PORTS` ports, every one named in the controller's `Apply` field set
+//! by a `k:{"port":...,"protocol":"TCP"}` key. After criterion's report it prints the time per
+//! request and per KiB at each size and the ratio between the two sizes' times next to the
+//! ratio of their sizes: equal ratios mean work linear in size.
+//!
+//! `cargo bench --bench keep_path`.
+
+#![allow(clippy::cast_precision_loss)] // sizes and times far below 2^52
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, Throughput};
+use memcached_hook::hook::applied::kept_children;
+use serde_json::{Map, Value, json};
+
+const UID: &str = "6f1c2b9e-3d4a-4f5b-9c1d-2e3f4a5b6c7d";
+/// The two sizes, in ports.
+const PORTS: [usize; 2] = [1_000, 8_000];
+
+/// A sync request whose one observed Service has `ports` ports, all applied by the controller.
+fn request(ports: usize) -> Vec<u8> {
+    let mut list = Vec::with_capacity(ports);
+    let mut set = Map::new();
+    for port in 0..ports {
+        list.push(
+            json!({"name": format!("p{port}"), "port": port, "protocol": "TCP",
+                         "targetPort": port}),
+        );
+        set.insert(
+            format!("k:{{\"port\":{port},\"protocol\":\"TCP\"}}"),
+            json!({".": {}, "f:name": {}, "f:port": {}, "f:targetPort": {}}),
+        );
+    }
+    let service = json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {
+            "name": "cache", "namespace": "shop",
+            "ownerReferences": [{"apiVersion": "memcached.c5c3.io/v1beta1", "kind": "Memcached",
+                                 "name": "cache", "uid": UID, "controller": true}],
+            "managedFields": [{"manager": "metacontroller", "operation": "Apply",
+                               "apiVersion": "v1", "fieldsType": "FieldsV1", "fieldsV1": {
+                "f:metadata": {"f:ownerReferences": {format!("k:{{\"uid\":\"{UID}\"}}"): {}}},
+                "f:spec": {"f:ports": Value::Object(set)}}}]
+        },
+        "spec": {"ports": list}
+    });
+    serde_json::to_vec(&json!({
+        "parent": {"metadata": {"name": "cache", "uid": UID}},
+        "children": {"Service.v1": {"cache": service}}
+    }))
+    .expect("json")
+}
+
+/// The least time of `rounds` rounds of `calls` calls, per call.
+fn least(body: &[u8], rounds: usize, calls: u32) -> Duration {
+    (0..rounds)
+        .map(|_| {
+            let started = Instant::now();
+            for _ in 0..calls {
+                black_box(kept_children(black_box(body)).expect("kept"));
+            }
+            started.elapsed() / calls
+        })
+        .min()
+        .expect("rounds")
+}
+
+fn main() {
+    let bodies: Vec<(usize, Vec<u8>)> = PORTS.iter().map(|&p| (p, request(p))).collect();
+    let mut criterion = Criterion::default().configure_from_args();
+    let mut group = criterion.benchmark_group("keep_path");
+    for (ports, body) in &bodies {
+        group.throughput(Throughput::Bytes(body.len() as u64));
+        group.bench_function(format!("{ports}_ports"), |b| {
+            b.iter(|| kept_children(black_box(body)).expect("kept"));
+        });
+    }
+    group.finish();
+    criterion.final_summary();
+
+    let timed: Vec<(usize, usize, Duration)> = bodies
+        .iter()
+        .map(|(ports, body)| (*ports, body.len(), least(body, 7, 5)))
+        .collect();
+    for (ports, bytes, time) in &timed {
+        println!(
+            "keep path: {ports} ports, {bytes} bytes: {:.2} ms, {:.2} µs/KiB",
+            time.as_secs_f64() * 1e3,
+            time.as_secs_f64() * 1e6 / (*bytes as f64 / 1024.0)
+        );
+    }
+    let (small, large) = (&timed[0], &timed[1]);
+    println!(
+        "keep path: size ratio {:.2}, time ratio {:.2} (equal when linear)",
+        large.1 as f64 / small.1 as f64,
+        large.2.as_secs_f64() / small.2.as_secs_f64()
+    );
+}
