@@ -98,7 +98,8 @@ struct ServeArgs {
         default_value_t = 5000
     )]
     request_timeout_ms: u64,
-    /// Most connections open at once; further clients wait in the listen backlog (at least 1).
+    /// Most connections served at once (at least 1); beyond it, a reserve of 8 connections
+    /// answers only the probes and /metrics, and anything else there gets 503.
     #[arg(
         long,
         env = "MEMCACHED_HOOK_MAX_CONNECTIONS",
