@@ -1,8 +1,10 @@
 //! Route handlers.
 
 use std::any::Any;
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use axum::Extension;
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -11,6 +13,7 @@ use k8s_openapi::jiff::Timestamp;
 use serde::de::DeserializeOwned;
 
 use super::ApiError;
+use super::budget::{Deadline, Held};
 use super::metrics::SyncOutcome;
 
 /// Accepts JSON. Also accepts no content type and `application/x-www-form-urlencoded`, which
@@ -69,7 +72,11 @@ const ETAG_CONTEXT: &str = concat!(
 /// What `POST /sync` answers with: the options children are built with, and the ETag key
 /// derived from them once.
 pub struct SyncState {
-    options: std::sync::Arc<crate::Options>,
+    options: Arc<crate::Options>,
+    /// Syncs running at once: one per core (at least two); more would only share the cores.
+    workers: Arc<tokio::sync::Semaphore>,
+    /// The deadline of a request that carries none.
+    request_timeout: Duration,
     /// The build and the options (another reload-agent image is another answer) go into the
     /// key, never in front of the body.
     etag_key: [u8; blake3::KEY_LEN],
@@ -78,9 +85,23 @@ pub struct SyncState {
 impl SyncState {
     /// The state for answers built with `options`.
     #[must_use]
-    pub fn new(options: std::sync::Arc<crate::Options>) -> Self {
+    pub fn new(options: Arc<crate::Options>) -> Self {
         let etag_key = blake3::derive_key(ETAG_CONTEXT, options.reload_agent_image.as_bytes());
-        Self { options, etag_key }
+        let cores = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+        Self {
+            options,
+            workers: Arc::new(tokio::sync::Semaphore::new(cores.max(2))),
+            request_timeout: super::DEFAULT_REQUEST_TIMEOUT,
+            etag_key,
+        }
+    }
+
+    /// The same state with syncs answered 503 after `request_timeout` when the request carries
+    /// no deadline of its own.
+    #[must_use]
+    pub fn with_request_timeout(mut self, request_timeout: Duration) -> Self {
+        self.request_timeout = request_timeout;
+        self
     }
 
     /// A strong ETag of the request body and the build: equal requests to the same build get
@@ -137,6 +158,7 @@ fn encode<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, ApiError> {
 }
 
 /// What one `/sync` call did, for its log line.
+#[derive(Default)]
 struct Outcome {
     parent: Option<(String, String)>,
     children: usize,
@@ -145,12 +167,10 @@ struct Outcome {
 fn sync_inner(
     state: &SyncState,
     headers: &HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: &Bytes,
     outcome: &mut Outcome,
 ) -> Result<Response, ApiError> {
-    check_content_type(headers)?;
-    let body = read_body(body)?;
-    let etag = state.etag(&body);
+    let etag = state.etag(body);
     let etag_header = HeaderValue::from_str(&etag).map_err(|_| {
         ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -168,13 +188,13 @@ fn sync_inner(
         answer.extensions_mut().insert(SyncOutcome::NotModified);
         return Ok(answer);
     }
-    let request: crate::hook::SyncRequest = decode(&body)?;
+    let request: crate::hook::SyncRequest = decode(body)?;
     let meta = &request.parent.metadata;
     outcome.parent = Some((
         meta.namespace.clone().unwrap_or_default(),
         meta.name.clone(),
     ));
-    let response = crate::sync_with(&request, Some(&body), Timestamp::now(), &state.options)?;
+    let response = crate::sync_with(&request, Some(body), Timestamp::now(), &state.options)?;
     outcome.children = response.children.len();
     let kept = response
         .children
@@ -190,18 +210,68 @@ fn sync_inner(
     Ok(answer)
 }
 
+/// What a sync that did not finish by its deadline is told. A 503 changes nothing in
+/// Metacontroller, which retries with back-off.
+fn over_deadline() -> ApiError {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the sync did not finish within the request timeout; retry later",
+        None,
+    )
+}
+
+/// Runs the sync of `body` on a blocking thread (one of [`SyncState`]'s workers), so that the
+/// async workers stay free for other requests and probes, and answers 503 at `deadline` if it
+/// has not finished. The work itself is bounded (linear in the body); the deadline is the
+/// backstop. The body's permits ([`Held`]) stay with the sync until it ends.
+async fn run_sync(
+    state: Arc<SyncState>,
+    headers: HeaderMap,
+    body: Bytes,
+    deadline: Instant,
+    held: Option<Held>,
+) -> (Result<Response, ApiError>, Outcome) {
+    let work = async {
+        let worker = Arc::clone(&state.workers)
+            .acquire_owned()
+            .await
+            .map_err(|_| over_deadline())?;
+        tokio::task::spawn_blocking(move || {
+            let _held = (worker, held);
+            let mut outcome = Outcome::default();
+            let result = sync_inner(&state, &headers, &body, &mut outcome);
+            (result, outcome)
+        })
+        .await
+        .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error", None))
+    };
+    match tokio::time::timeout_at(deadline.into(), work).await {
+        Ok(Ok(done)) => done,
+        Ok(Err(error)) => (Err(error), Outcome::default()),
+        Err(_) => (Err(over_deadline()), Outcome::default()),
+    }
+}
+
 /// `POST /sync`.
 pub async fn sync(
-    axum::extract::State(state): axum::extract::State<std::sync::Arc<SyncState>>,
+    axum::extract::State(state): axum::extract::State<Arc<SyncState>>,
+    deadline: Option<Extension<Deadline>>,
+    held: Option<Extension<Held>>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let started = Instant::now();
-    let mut outcome = Outcome {
-        parent: None,
-        children: 0,
+    let (result, outcome) = match check_content_type(&headers).and_then(|()| read_body(body)) {
+        Ok(body) => {
+            // Just before the server's own timeout (408), so that the caller learns why.
+            let deadline = deadline.map_or(started + state.request_timeout, |d| d.0.0);
+            let deadline = deadline
+                .checked_sub(DEADLINE_MARGIN.min(state.request_timeout / 10))
+                .unwrap_or(deadline);
+            run_sync(state, headers, body, deadline, held.map(|h| h.0)).await
+        }
+        Err(error) => (Err(error), Outcome::default()),
     };
-    let result = sync_inner(&state, &headers, body, &mut outcome);
     let (namespace, name) = outcome.parent.unwrap_or_default();
     let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
     match result {
@@ -238,6 +308,10 @@ pub async fn sync(
         }
     }
 }
+
+/// How long before the request timeout a sync still running is answered 503 (at most a tenth
+/// of the timeout).
+const DEADLINE_MARGIN: Duration = Duration::from_millis(100);
 
 /// `POST /customize`.
 pub async fn customize(headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> Response {

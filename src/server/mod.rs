@@ -7,10 +7,16 @@
 //! to a request it could not understand.
 
 pub mod auth;
+pub mod budget;
 mod error;
 mod handlers;
 pub use handlers::SyncState;
+mod write_timeout;
+pub use write_timeout::WRITE_TIMEOUT;
+use write_timeout::WriteTimeout;
 pub mod metrics;
+mod probes;
+pub use probes::PROBE_RESERVE;
 mod reload;
 pub mod tls;
 
@@ -69,8 +75,8 @@ pub struct Config {
     pub request_timeout: Duration,
     /// Credentials `/sync` and `/customize` require, if any.
     pub auth: Option<Arc<Authenticator>>,
-    /// Most connections open at once; [`serve`] stops accepting at the limit, so further
-    /// clients wait in the kernel's listen backlog. At least 1 (0 counts as 1).
+    /// Most connections served at once; [`serve`] answers further connections only for probes
+    /// and metrics. At least 1 (0 counts as 1).
     pub max_connections: usize,
     /// The metrics `GET /metrics` reports: requests (counted by [`router`]'s layers) and open
     /// connections (counted by [`serve`]). Clones of a `Config` share them.
@@ -97,9 +103,10 @@ pub fn router(config: &Config) -> Router {
     let hooks = Router::new()
         .route(
             "/sync",
-            post(handlers::sync).with_state(Arc::new(handlers::SyncState::new(Arc::clone(
-                &config.options,
-            )))),
+            post(handlers::sync).with_state(Arc::new(
+                handlers::SyncState::new(Arc::clone(&config.options))
+                    .with_request_timeout(config.request_timeout),
+            )),
         )
         .route("/customize", post(handlers::customize));
     // Probes stay open; only the hook endpoints need credentials when configured.
@@ -121,12 +128,21 @@ pub fn router(config: &Config) -> Router {
         )
         .fallback(handlers::not_found)
         // Outermost first: a panic becomes a 500 (Metacontroller then changes nothing); every
-        // answer, 408 and 413 included, is counted; the timeout bounds slow bodies; the body
-        // limit is enforced by the `Bytes` extractor.
+        // answer, 408 and 413 included, is counted; the timeout bounds slow bodies and the wait
+        // for the body's share of the bytes in flight (`budget`, which also answers an announced
+        // body over the limit with 413 at once); the `Bytes` extractor enforces the limit on a
+        // body of unannounced length.
         .layer((
             CatchPanicLayer::custom(handlers::panic_response),
             axum::middleware::from_fn_with_state(registry, metrics::track),
             TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, config.request_timeout),
+            axum::middleware::from_fn_with_state(
+                Arc::new(budget::Budget::new(
+                    config.body_limit,
+                    config.request_timeout,
+                )),
+                budget::admit,
+            ),
             DefaultBodyLimit::max(config.body_limit),
         ))
 }
@@ -136,10 +152,12 @@ pub fn router(config: &Config) -> Router {
 /// finish.
 ///
 /// Every connection gets [`HEADER_READ_TIMEOUT`] to send its headers and, with TLS,
-/// [`TLS_HANDSHAKE_TIMEOUT`] for the handshake, so slow clients cannot pin the server. At most
-/// `config.max_connections` connections are open at once (a permit is taken before each
-/// `accept`, so at the limit new connections wait in the kernel's backlog rather than being
-/// accepted and dropped), and they are counted in `config.metrics`.
+/// [`TLS_HANDSHAKE_TIMEOUT`] for the handshake, and is closed when its client stops reading an
+/// answer for [`WRITE_TIMEOUT`], so slow clients cannot pin the server. At most
+/// `config.max_connections` connections are served at once, counted in `config.metrics`;
+/// beyond that, connections go to a small reserve that answers only probes and metrics
+/// ([`PROBE_RESERVE`], oldest closed first), so the kubelet's probes are answered whatever the
+/// clients do.
 ///
 /// # Errors
 /// None today; the signature keeps room for listener errors.
@@ -171,35 +189,46 @@ pub async fn serve_router(
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT)
         .max_buf_size(READ_BUFFER_LIMIT);
+    let mut probe_builder = builder.clone();
+    probe_builder.keep_alive(false);
+    let probe_router = probes::router(&config.metrics);
+    let mut reserve = probes::Reserve::default();
     let graceful = GracefulShutdown::new();
     // Tells connections still waiting for their first byte to give up at shutdown.
     let (stopping, stop) = tokio::sync::watch::channel(false);
     let mut slots = Slots::new(config.max_connections);
     tokio::pin!(shutdown);
     loop {
-        // The permit is taken before `accept`, each next to the shutdown signal: at the limit
-        // nothing is accepted, and shutdown still stops the loop at once.
-        let permit = tokio::select! {
-            permit = slots.acquire() => match permit {
-                Some(permit) => permit,
-                None => break,
-            },
-            () = &mut shutdown => break,
-        };
         let stream = tokio::select! {
             stream = accept(&listener) => stream,
             () = &mut shutdown => break,
         };
         let Some(stream) = stream else { continue };
+        let acceptor = tls.as_ref().map(|t| TlsAcceptor::from(t.current()));
+        let watcher = graceful.watcher();
+        let stop = stop.clone();
+        let Some(permit) = slots.try_acquire() else {
+            // At the limit: a probe-only connection in the reserve.
+            let connection = Connection {
+                service: TowerToHyperService::new(probe_router.clone()),
+                builder: probe_builder.clone(),
+                watcher,
+                stop,
+                acceptor,
+            };
+            let task = tokio::spawn(serve_connection(stream, connection));
+            reserve.admit(task.abort_handle());
+            continue;
+        };
         // Released when the task ends, however it ends: a tuple drops its fields in order, so the
         // gauge goes down before the permit lets the next connection in.
         let slot = (config.metrics.connection_opened(), permit);
         let connection = Connection {
             service: TowerToHyperService::new(router.clone()),
             builder: builder.clone(),
-            watcher: graceful.watcher(),
-            stop: stop.clone(),
-            acceptor: tls.as_ref().map(|t| TlsAcceptor::from(t.current())),
+            watcher,
+            stop,
+            acceptor,
         };
         tokio::spawn(async move {
             let _slot = slot;
@@ -216,7 +245,8 @@ pub async fn serve_router(
 }
 
 const GRACE_EXCEEDED: &str = "in-flight requests did not finish within the shutdown grace period";
-const LIMIT_REACHED: &str = "connection limit reached; new connections wait in the listen backlog";
+const LIMIT_REACHED: &str =
+    "connection limit reached; new connections are answered only for probes";
 const LIMIT_LEFT: &str = "below the connection limit again";
 
 /// The connection permits, with a warning once per episode at the limit.
@@ -241,18 +271,19 @@ impl Slots {
         }
     }
 
-    /// Waits for a free permit; `None` once the semaphore is closed.
-    async fn acquire(&mut self) -> Option<OwnedSemaphorePermit> {
+    /// A free permit, if any; logs when the limit is reached and when it is left.
+    fn try_acquire(&mut self) -> Option<OwnedSemaphorePermit> {
+        let permit = Arc::clone(&self.semaphore).try_acquire_owned().ok();
         let free = self.semaphore.available_permits();
         let max_connections = self.max_connections;
-        if free == 0 && !self.at_limit {
+        if permit.is_none() && !self.at_limit {
             self.at_limit = true;
             tracing::warn!(max_connections, "{LIMIT_REACHED}");
         } else if free >= self.rearm && self.at_limit {
             self.at_limit = false;
             tracing::info!(max_connections, "{LIMIT_LEFT}");
         }
-        Arc::clone(&self.semaphore).acquire_owned().await.ok()
+        permit
     }
 }
 
@@ -300,10 +331,12 @@ async fn serve_connection(stream: TcpStream, c: Connection) {
                 },
                 _ = stop.wait_for(|stopping| *stopping) => return,
             }
+            let stream = WriteTimeout::new(stream, WRITE_TIMEOUT);
             let connection = builder.serve_connection(TokioIo::new(stream), service);
             watcher.watch(connection).await
         }
         Some(acceptor) => {
+            let stream = WriteTimeout::new(stream, WRITE_TIMEOUT);
             match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
                 Ok(Ok(stream)) => {
                     let connection = builder.serve_connection(TokioIo::new(stream), service);

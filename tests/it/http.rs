@@ -7,7 +7,7 @@ use memcached_hook::server::{Config, router};
 use serde_json::{Value, json};
 use tower::ServiceExt as _;
 
-fn fixture(name: &str) -> Vec<u8> {
+pub(crate) fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(format!(
         "{}/tests/fixtures/sync/{name}.json",
         env!("CARGO_MANIFEST_DIR")

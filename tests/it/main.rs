@@ -5,6 +5,7 @@
 
 mod acceptance;
 mod bad_input;
+mod bounded;
 mod cli;
 mod common;
 mod features;

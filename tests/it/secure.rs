@@ -484,8 +484,20 @@ async fn get(stream: &mut TcpStream, path: &str, within: Duration) -> Option<Str
     Some(String::from_utf8_lossy(&response).into_owned())
 }
 
+/// Sends raw `request` on a new connection and reads the whole answer (at most 3 s).
+async fn exchange(addr: std::net::SocketAddr, request: &str) -> String {
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut response = Vec::new();
+    tokio::time::timeout(Duration::from_secs(3), stream.read_to_end(&mut response))
+        .await
+        .expect("answered within 3 s")
+        .expect("read");
+    String::from_utf8_lossy(&response).into_owned()
+}
+
 #[tokio::test]
-async fn connections_over_the_limit_wait_in_the_backlog_until_one_closes() {
+async fn at_the_connection_limit_probes_are_answered_and_hook_calls_get_503() {
     let config = Config {
         max_connections: 2,
         ..Config::default()
@@ -500,50 +512,96 @@ async fn connections_over_the_limit_wait_in_the_backlog_until_one_closes() {
         .expect("write");
     wait_for_open(&config, 2).await;
 
-    // A third client connects (the kernel's backlog completes the handshake) and sends a whole
-    // request, but is neither answered nor closed while both slots are held.
-    let mut third = TcpStream::connect(addr)
-        .await
-        .expect("connect through the backlog");
-    third
-        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .await
-        .expect("write");
-    let mut byte = [0u8; 1];
-    let early = tokio::time::timeout(Duration::from_millis(500), third.read(&mut byte)).await;
+    // Beyond the limit the probes and the metrics are answered at once...
+    for path in ["/healthz", "/readyz", "/metrics"] {
+        let mut probe = TcpStream::connect(addr).await.expect("connect");
+        let text = get(&mut probe, path, Duration::from_secs(3))
+            .await
+            .expect("answered at the limit");
+        assert!(text.starts_with("HTTP/1.1 200 OK"), "{path}: {text}");
+        if path == "/metrics" {
+            // The gauge counts the connections holding a slot.
+            assert!(
+                text.lines()
+                    .any(|l| l == "memcached_hook_open_connections 2"),
+                "{text}"
+            );
+        }
+    }
+    // ...and a hook call is told to come back, not kept waiting.
+    let text = exchange(
+        addr,
+        "POST /sync HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}",
+    )
+    .await;
     assert!(
-        early.is_err(),
-        "the third connection was served or closed at the limit: {early:?}"
-    );
-    assert_eq!(config.metrics.open_connections(), 2);
-
-    // Closing one held connection lets the third in, and it gets its answer.
-    drop(silent);
-    let mut response = Vec::new();
-    tokio::time::timeout(Duration::from_secs(3), third.read_to_end(&mut response))
-        .await
-        .expect("answered once a slot is free")
-        .expect("read");
-    assert!(
-        String::from_utf8_lossy(&response).starts_with("HTTP/1.1 200 OK"),
-        "{}",
-        String::from_utf8_lossy(&response)
-    );
-
-    // The gauge: the half-sent connection and the one asking.
-    let mut metrics = TcpStream::connect(addr).await.expect("connect");
-    let text = get(&mut metrics, "/metrics", Duration::from_secs(3))
-        .await
-        .expect("metrics answered");
-    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
-    assert!(
-        text.lines()
-            .any(|l| l == "memcached_hook_open_connections 2"),
+        text.starts_with("HTTP/1.1 503 Service Unavailable"),
         "{text}"
     );
+    assert!(text.contains("connection limit reached"), "{text}");
+    assert_eq!(config.metrics.open_connections(), 2);
+
+    // Closing one held connection frees a slot for hook calls again.
+    drop(silent);
+    wait_for_open(&config, 1).await;
+    let text = exchange(
+        addr,
+        "POST /sync HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}",
+    )
+    .await;
+    assert!(text.starts_with("HTTP/1.1 422"), "{text}");
 
     drop(half);
     wait_for_open(&config, 0).await;
+    shut_down(stop, handle).await;
+}
+
+#[tokio::test]
+async fn a_full_probe_reserve_gives_way_to_a_new_probe() {
+    let config = Config {
+        max_connections: 1,
+        ..Config::default()
+    };
+    let (addr, stop, handle) = start_with(None, config.clone()).await;
+    let _held = TcpStream::connect(addr).await.expect("connect");
+    wait_for_open(&config, 1).await;
+    // Silent connections fill the reserve (each is accepted in turn).
+    let mut silent = Vec::new();
+    for _ in 0..memcached_hook::server::PROBE_RESERVE * 2 {
+        silent.push(TcpStream::connect(addr).await.expect("connect"));
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut probe = TcpStream::connect(addr).await.expect("connect");
+    let text = get(&mut probe, "/healthz", Duration::from_secs(3))
+        .await
+        .expect("answered with the reserve full");
+    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
+    // The oldest silent connections were closed to make room.
+    let mut byte = [0u8; 1];
+    let first = tokio::time::timeout(Duration::from_secs(1), silent[0].read(&mut byte)).await;
+    assert!(matches!(first, Ok(Ok(0)) | Ok(Err(_))), "{first:?}");
+    shut_down(stop, handle).await;
+}
+
+#[tokio::test]
+async fn an_announced_body_over_the_limit_is_refused_before_100_continue() {
+    let config = Config {
+        body_limit: 1024,
+        ..Config::default()
+    };
+    let (addr, stop, handle) = start_with(None, config).await;
+    let text = exchange(
+        addr,
+        "POST /sync HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+         Content-Length: 1025\r\nExpect: 100-continue\r\n\r\n",
+    )
+    .await;
+    assert!(
+        text.starts_with("HTTP/1.1 413 Payload Too Large"),
+        "no 100 Continue, an immediate 413: {text}"
+    );
+    assert!(!text.contains("100 Continue"), "{text}");
+    assert!(text.contains("over the limit of 1024 bytes"), "{text}");
     shut_down(stop, handle).await;
 }
 
@@ -556,10 +614,8 @@ async fn shutdown_is_prompt_while_waiting_at_the_connection_limit() {
     let (addr, stop, handle) = start_with(None, config.clone()).await;
     let _silent = TcpStream::connect(addr).await.expect("connect");
     wait_for_open(&config, 1).await;
-    // The accept loop now waits for a permit; a waiting client changes nothing.
-    let _waiting = TcpStream::connect(addr)
-        .await
-        .expect("connect through the backlog");
+    // A client beyond the limit waits in the probe reserve; it changes nothing.
+    let _waiting = TcpStream::connect(addr).await.expect("connect");
     tokio::time::sleep(Duration::from_millis(100)).await;
     let took = shut_down(stop, handle).await;
     assert!(took < Duration::from_secs(2), "took {took:?}");

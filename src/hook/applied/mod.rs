@@ -1,0 +1,174 @@
+//! What the controller last applied to an observed child, recovered from the child itself.
+//!
+//! Under Metacontroller's dynamic apply every child carries this hook's last answer in the
+//! `metacontroller.k8s.io/last-applied-configuration` annotation. Under server-side apply it does
+//! not; there the API server records, in `metadata.managedFields`, the set of fields each field
+//! manager applied. The entry of operation `Apply` that owns the child's controller
+//! ownerReference to the parent (Metacontroller adds it to every child it applies) is
+//! Metacontroller's, whatever its `--apply-strategy-ssa-field-manager` is called. Its field set,
+//! filled with the child's live values, is exactly what Metacontroller applied last (fields another
+//! manager took over since are not in it), so applying it again changes nothing.
+//!
+//! Only read for an invalid spec whose observed children have no last-applied annotation: the
+//! request body is read a second time, each child lazily from its bytes ([`node`]): only the
+//! levels the field set names are parsed, and its list keys are indexed once ([`fields`]), so
+//! the work is linear in the size of the request and what is stored is about the size of the
+//! answer. [`observed_workload`] reads the body a second time for the other rare path: the old
+//! workload of a switch, repeated as observed (labels and spec) when it has no last-applied
+//! annotation.
+
+mod fields;
+mod node;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use self::fields::Member;
+use self::node::Node;
+use super::{Child, Observed};
+
+/// The parts of a sync request this module reads: the parent's UID and the children, as sent.
+#[derive(Deserialize)]
+struct Request<'a> {
+    #[serde(borrow)]
+    parent: ParentRef<'a>,
+    #[serde(default, borrow)]
+    children: Observed<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct ParentRef<'a> {
+    #[serde(borrow)]
+    metadata: ParentMeta<'a>,
+}
+
+#[derive(Deserialize)]
+struct ParentMeta<'a> {
+    #[serde(default, borrow)]
+    uid: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// Every observed child as the controller last applied it with server-side apply (its field set
+/// with live values), or `None` when one of them has no such record, when there are no children,
+/// when one is beyond what is read ([`fields::MAX_DEPTH`]) or when `body` is not a sync request.
+#[must_use]
+pub fn kept_children(body: &[u8]) -> Option<Vec<Child>> {
+    let req: Request<'_> = serde_json::from_slice(body).ok()?;
+    let uid = req.parent.metadata.uid?;
+    if req.children.is_empty() {
+        return None;
+    }
+    req.children
+        .iter()
+        .map(|child| {
+            let text = applied(child, &uid)?;
+            RawValue::from_string(text).ok().map(Child::Kept)
+        })
+        .collect()
+}
+
+/// An observed workload as sent: its labels and its whole spec.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Workload {
+    api_version: String,
+    kind: String,
+    metadata: WorkloadMeta,
+    #[serde(default)]
+    spec: Option<Box<RawValue>>,
+}
+
+#[derive(Deserialize)]
+struct WorkloadMeta {
+    name: String,
+    #[serde(default)]
+    labels: Option<Box<RawValue>>,
+}
+
+/// The labels (if any) and the spec of the observed child `kind` in `api_version` named `name`,
+/// exactly as `body` sends them: what the old workload of a switch under server-side apply is
+/// answered with. `None` when there is no such child or it has no spec.
+#[must_use]
+pub fn observed_workload(
+    body: &[u8],
+    (api_version, kind, name): (&str, &str, &str),
+) -> Option<(Option<Box<RawValue>>, Box<RawValue>)> {
+    #[derive(Deserialize)]
+    struct Children {
+        #[serde(default)]
+        children: Observed<Workload>,
+    }
+    let req: Children = serde_json::from_slice(body).ok()?;
+    let child = req
+        .children
+        .0
+        .into_iter()
+        .find(|c| c.api_version == api_version && c.kind == kind && c.metadata.name == name)?;
+    Some((child.metadata.labels, child.spec?))
+}
+
+/// The object the controller applied last to `child`, from its managed fields, as JSON.
+fn applied(child: &RawValue, parent_uid: &str) -> Option<String> {
+    let object = Node::object(child)?;
+    let meta_raw = *object.get("metadata")?;
+    let meta = Node::object(meta_raw)?;
+    let Node::Array(entries) = Node::parse(meta.get("managedFields")?)? else {
+        return None;
+    };
+    let mut owners = entries.into_iter().filter_map(|e| {
+        let entry = Node::object(e)?;
+        let is = |key: &str, wanted: &str| {
+            entry
+                .get(key)
+                .and_then(|v| node::string(v))
+                .is_some_and(|v| v == wanted)
+        };
+        let fields = *entry.get("fieldsV1")?;
+        (is("operation", "Apply")
+            && is("fieldsType", "FieldsV1")
+            && owns_controller_ref(fields, parent_uid))
+        .then_some(fields)
+    });
+    let fields = owners.next()?;
+    if owners.next().is_some() {
+        return None; // two managers claim the controller reference: not ours to guess
+    }
+    let set = Node::object(fields)?;
+    // The identity is never in a field set; Metacontroller needs it.
+    let identity = ["name", "namespace"]
+        .into_iter()
+        .filter_map(|key| Some((key, Member::Raw(meta.get(key)?))))
+        .collect();
+    let extras = vec![
+        ("apiVersion", Member::Raw(object.get("apiVersion")?)),
+        ("kind", Member::Raw(object.get("kind")?)),
+        (
+            "metadata",
+            Member::Object(meta_raw, set.get("f:metadata").copied(), identity),
+        ),
+    ];
+    let mut out = String::with_capacity(child.get().len().min(64 * 1024));
+    fields::write(&mut out, &Member::Object(child, Some(fields), extras), 0)?;
+    Some(out)
+}
+
+/// Whether a field set owns `metadata.ownerReferences[uid=parent_uid]`.
+fn owns_controller_ref(fields: &RawValue, parent_uid: &str) -> bool {
+    let refs = Node::object(fields)
+        .and_then(|f| Node::object(f.get("f:metadata")?))
+        .and_then(|m| Node::object(m.get("f:ownerReferences")?));
+    refs.is_some_and(|refs| {
+        refs.keys().any(|k| {
+            k.strip_prefix("k:")
+                .and_then(|key| {
+                    serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(key).ok()
+                })
+                .is_some_and(|key| {
+                    key.get("uid").and_then(serde_json::Value::as_str) == Some(parent_uid)
+                })
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests;
