@@ -2,10 +2,10 @@
 #
 # memcached-hook container image: one static binary on an empty base, run as a numeric non-root user.
 #
-#   docker build -t ghcr.io/c5c3/memcached-hook:0.1.0 .
+#   docker build -t registry.example.com/memcached-hook:0.1.0 .
 #
-# (ghcr.io/c5c3 is a placeholder registry: tag and push to your own.) Needs BuildKit, the default
-# builder of current Docker, for the cache mounts. The image is linux/amd64: the Rust target is
+# (registry.example.com is a placeholder: tag and push to your own registry; README.md, "Build
+# and push the image".) Needs BuildKit, the default builder of current Docker, for the cache mounts. The image is linux/amd64: the Rust target is
 # named explicitly below. Without Docker, tests/image/build.sh builds the same image with buildah
 # from the same binary (and reads the labels below from this file).
 #
@@ -35,12 +35,16 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry,sharing=locked \
 FROM scratch
 
 ARG VERSION=0.1.0
+# Where the source and the install guide live: placeholders, set them to your repository's
+# (`--build-arg SOURCE_URL=https://...`).
+ARG SOURCE_URL=https://git.example.com/memcached-hook
+ARG DOCUMENTATION_URL=https://git.example.com/memcached-hook/docs/install.md
 LABEL org.opencontainers.image.title="memcached-hook" \
       org.opencontainers.image.description="Metacontroller CompositeController sync hook that runs Memcached on Kubernetes (memcached.c5c3.io)" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.licenses="Apache-2.0" \
-      org.opencontainers.image.source="https://github.com/c5c3/memcached-hook" \
-      org.opencontainers.image.documentation="https://github.com/c5c3/memcached-hook/blob/main/docs/install.md"
+      org.opencontainers.image.source="${SOURCE_URL}" \
+      org.opencontainers.image.documentation="${DOCUMENTATION_URL}"
 
 COPY --from=builder /out/memcached-hook /memcached-hook
 
@@ -48,7 +52,7 @@ USER 65532:65532
 # glibc's allocator keeps up to 256 freed blocks of each size per thread instead of 7: a sync
 # frees its ~230 small allocations together, and with 7 most of them went back through the
 # arena (and `malloc_consolidate`) only to be taken out again by the next request. Measured in
-# BENCHMARKS.md (issue 17, fourth pass): -10 % user-space instructions per 200 in the server,
+# BENCHMARKS.md: -10 % user-space instructions per 200 in the server,
 # -13 % CPU per request, peak RSS +0.5-0.8 MB under load. Overridable like any variable (an empty value restores glibc's defaults).
 ENV GLIBC_TUNABLES=glibc.malloc.tcache_count=256
 # memcached-hook serve listens on 0.0.0.0:8080 (POST /sync, POST /customize, GET /healthz,

@@ -212,7 +212,7 @@ for size in realistic large; do
         printf '%-28s %12.0f %10.3f %14s %9d KiB\n' "echo (200, body back)" "$echo_rps" "$echo_p99" "$echo_cpu" "$echo_rss"
         printf '%-28s %12.0f %10.3f %14s %9d KiB\n' "hook 200 (full sync)" "$hook_rps" "$hook_p99" "$hook_cpu" "$hook_rss"
         printf '%-28s %12.0f %10s %14s\n' "hook 304 (If-None-Match)" "$nm_rps" "" "$nm_cpu"
-        # The targets (issue 17): throughput >= 0.5x the echo on the realistic request (0.8x
+        # The targets: throughput >= 0.5x the echo on the realistic request (0.8x
         # beyond), >= 0.7x on the large one; p99 <= 1 ms at half the peak on the realistic one.
         if [[ $size == realistic ]]; then want_tput=0.5; else want_tput=0.7; fi
         awk -v h="$hook_rps" -v e="$echo_rps" -v hc="$hook_cpu" -v ec="$echo_cpu" -v nc="$nm_cpu" -v w="$want_tput" \

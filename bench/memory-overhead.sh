@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Memory a memcached filled to its `-m` limit really uses, for the default memory request the
-# hook writes when spec.resources has none (issue 16; figures in docs/behaviour.md).
+# hook writes when spec.resources has none (figures in docs/behaviour.md).
 #
 #   bash bench/memory-overhead.sh                          # -m 64, 1024 and 4096; mixes small, large, tiny
 #   SIZES=64 MIXES=small bash bench/memory-overhead.sh     # one quick run (a few seconds)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How much memory a memcached filled to its `-m` limit really uses (issue 16).
+"""How much memory a memcached filled to its `-m` limit really uses.
 
 For each item memory size (`-m`) and item-size mix it starts memcached with the arguments the
 hook gives it by default (`-m SIZE -c 1024 -t 4 -I 1m`) on 127.0.0.1, fills it with pipelined

@@ -5,16 +5,21 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context as _, anyhow, bail};
+use anyhow::{Context as _, anyhow};
 use clap::{Parser, Subcommand, ValueEnum};
 use k8s_openapi::jiff::Timestamp;
-use memcached_hook::children::ChildKind;
+use memcached_hook::SyncError;
 use memcached_hook::hook::{Child, SyncRequest, SyncResponse};
 use std::sync::Arc;
 
 use memcached_hook::server::auth::{AuthFiles, Authenticator};
 use memcached_hook::server::tls::{Tls, TlsFiles};
 use memcached_hook::server::{self, Config};
+
+mod fields;
+mod input;
+mod probe;
+mod render;
 
 /// Metacontroller sync hook for Memcached.
 #[derive(Debug, Parser)]
@@ -57,6 +62,8 @@ enum Command {
     Crd,
     /// Sidecar in a memcached pod: reload rotated TLS and auth files into the running memcached.
     ReloadAgent(memcached_hook::agent::Args),
+    /// GET a URL and require a 200 answer, e.g. a hook's /readyz (the image has no curl).
+    Probe(probe::ProbeArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -169,8 +176,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             now.unwrap_or_else(Timestamp::now),
             &options,
         ),
-        Command::Render { file } => render(&file, &options),
+        Command::Render { file } => print(&render::render(&file, &options)?),
         Command::Crd => print(&memcached_hook::api::crd_yaml().context("encoding the CRD")?),
+        Command::Probe(args) => print(&probe::probe(&args)?),
         Command::ReloadAgent(args) => {
             init_logging(LogFormat::Auto);
             memcached_hook::agent::run(&args)
@@ -273,14 +281,14 @@ fn serve(args: &ServeArgs, options: memcached_hook::Options) -> anyhow::Result<(
     })
 }
 
-fn read(path: &Path) -> anyhow::Result<Vec<u8>> {
-    std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))
-}
-
-/// Decodes a sync request as the server does, naming the file and the JSON path of any problem.
+/// Decodes a sync request as the server does. An error names the file and, for a parent the
+/// CRD's schema refuses, each field at fault in Kubernetes' terms; otherwise the JSON path and
+/// position of the problem in the file.
 fn decode_request(path: &Path, bytes: &[u8]) -> anyhow::Result<SyncRequest> {
-    memcached_hook::hook::decode(bytes)
-        .map_err(|e| anyhow!("{}: {}: {}", path.display(), e.path(), e.inner()))
+    memcached_hook::hook::decode(bytes).map_err(|e| match fields::parent_problems(bytes) {
+        Some(problems) => anyhow!("{}: {problems}", path.display()),
+        None => anyhow!("{}: {}: {}", path.display(), e.path(), e.inner()),
+    })
 }
 
 fn run_sync(
@@ -290,8 +298,15 @@ fn run_sync(
     now: Timestamp,
     options: &memcached_hook::Options,
 ) -> anyhow::Result<SyncResponse> {
-    memcached_hook::sync_with(request, body, now, options)
-        .map_err(|e| anyhow!("{}: {}: {e}", path.display(), e.field()))
+    memcached_hook::sync_with(request, body, now, options).map_err(|e| {
+        let schema = matches!(e, SyncError::WrongParent { .. })
+            .then(|| body.and_then(fields::parent_problems))
+            .flatten();
+        match schema {
+            Some(problems) => anyhow!("{}: {problems}", path.display()),
+            None => anyhow!("{}: {}: {e}", path.display(), e.field()),
+        }
+    })
 }
 
 fn children_yaml(children: &[Child]) -> anyhow::Result<String> {
@@ -318,57 +333,11 @@ fn replay(
     now: Timestamp,
     options: &memcached_hook::Options,
 ) -> anyhow::Result<()> {
-    let body = read(path)?;
+    let body = input::read_bounded(path, input::INPUT_LIMIT)?;
     let request = decode_request(path, &body)?;
     let response = run_sync(path, &request, Some(&body), now, options)?;
     match output {
         Output::Json => print(&(serde_json::to_string_pretty(&response)? + "\n")),
         Output::Yaml => print(&children_yaml(&response.children)?),
     }
-}
-
-/// Every child kind the hook can emit, as a CompositeController would declare them.
-fn all_children_controller() -> serde_json::Value {
-    let child_resources: Vec<_> = ChildKind::ALL
-        .iter()
-        .map(|k| serde_json::json!({"apiVersion": k.api_version(), "resource": k.resource()}))
-        .collect();
-    serde_json::json!({"spec": {"childResources": child_resources}})
-}
-
-fn render(path: &Path, options: &memcached_hook::Options) -> anyhow::Result<()> {
-    let text =
-        String::from_utf8(read(path)?).with_context(|| format!("{}: not UTF-8", path.display()))?;
-    let documents: Vec<serde_json::Value> = serde_saphyr::from_str_multiple(&text)
-        .map_err(|e| anyhow!("{}: not YAML: {e}", path.display()))?;
-    let documents: Vec<_> = documents.into_iter().filter(|d| !d.is_null()).collect();
-    if documents.is_empty() {
-        bail!("{}: no Memcached object in the file", path.display());
-    }
-    let mut out = String::new();
-    for (index, mut parent) in documents.into_iter().enumerate() {
-        if let Some(meta) = parent.get_mut("metadata").and_then(|m| m.as_object_mut()) {
-            meta.entry("namespace").or_insert_with(|| "default".into());
-            meta.entry("generation").or_insert_with(|| 1.into());
-        }
-        let request = serde_json::json!({
-            "controller": all_children_controller(),
-            "parent": parent,
-            "children": {},
-            "related": {},
-        });
-        let bytes = serde_json::to_vec(&request)?;
-        let label = format!("{} (document {})", path.display(), index + 1);
-        let request = decode_request(Path::new(&label), &bytes)
-            .map_err(|e| anyhow!("{}", e.to_string().replace(": parent.", ": ")))?;
-        let response = run_sync(
-            Path::new(&label),
-            &request,
-            None,
-            Timestamp::UNIX_EPOCH,
-            options,
-        )?;
-        out.push_str(&children_yaml(&response.children)?);
-    }
-    print(&out)
 }

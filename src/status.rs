@@ -21,7 +21,7 @@ pub const READY: &str = "Ready";
 pub const DISRUPTION_BUDGET_BLOCKING: &str = "DisruptionBudgetBlocking";
 /// Condition type `ChildResourcesMissing`.
 pub const CHILD_RESOURCES_MISSING: &str = "ChildResourcesMissing";
-/// Condition type: whether SASL/TLS Secret changes are reloaded in place (issue 15).
+/// Condition type: whether SASL/TLS Secret changes are reloaded in place.
 pub const SECRET_RELOAD: &str = "SecretReload";
 
 /// The `SecretReload` condition, computed from the spec by the sync.

@@ -1,5 +1,5 @@
 //! `memcached-hook reload-agent`: the sidecar that lets memcached pick up a rotated Secret without
-//! a restart (issue 15). It polls the mounted files (kubelet swaps a Secret volume atomically),
+//! a restart. It polls the mounted files (kubelet swaps a Secret volume atomically),
 //! and on a change of
 //! - the TLS chain/key: checks the pair, then sends `refresh_certs` to memcached's loopback
 //!   plaintext listener (memcached >= 1.5.13; new connections get the new certificate);

@@ -1,4 +1,4 @@
-//! The reload-agent sidecar (issue 15): `memcached-hook reload-agent` from the hook's own image,
+//! The reload-agent sidecar: `memcached-hook reload-agent` from the hook's own image,
 //! as a native sidecar (an init container with `restartPolicy: Always`, Kubernetes >= 1.29). It
 //! watches the mounted SASL/TLS files and reloads them into memcached in place
 //! (`src/agent/`), so a rotated Secret does not empty the cache.
@@ -16,8 +16,12 @@ use crate::api::effective::Effective;
 
 /// The sidecar's name.
 pub const NAME: &str = "reload-agent";
-/// The image when the hook is not told otherwise: the hook's own release image.
-pub const DEFAULT_IMAGE: &str = concat!("ghcr.io/c5c3/memcached-hook:", env!("CARGO_PKG_VERSION"));
+/// The image when the hook is not told otherwise: the placeholder name the manifests use too
+/// (deploy/ and the chart set `--reload-agent-image` to the image they run).
+pub const DEFAULT_IMAGE: &str = concat!(
+    "registry.example.com/memcached-hook:",
+    env!("CARGO_PKG_VERSION")
+);
 /// The hook image's binary (its entrypoint runs `serve`).
 const BINARY: &str = "/memcached-hook";
 /// The user of the official memcached image (`USER memcache`, uid 11211). SIGHUP needs the

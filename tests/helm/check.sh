@@ -8,7 +8,11 @@
 #             tests/tools/versions.sh, cached outside the clone), the kubernetes-validate venv and
 #             kustomize of tests/manifests (same pins, same cache)
 #   lint      helm lint --strict, with the defaults and with every values file in values/
-#   template  helm template --include-crds for every values file in values/
+#   template  helm template --include-crds for every values file in values/ (and the defaults
+#             under another release name); expect.py checks what particular files render to
+#             (no budget at one replica, OpenShift's security context, names and labels,
+#             the helm test pod); values the schema or the chart must refuse, and accept
+#   readme    charts/memcached-hook/README.md's values table names every value of values.yaml
 #   validate  every rendered object against the Kubernetes API schemas (kubernetes-validate
 #             --strict, tests/manifests/validate.py), custom resources against their CRDs
 #             (Memcached; CompositeController, ServiceMonitor and PrometheusRule when their CRDs
@@ -92,30 +96,73 @@ lint() {
 
 template() {
     local ok=0 v
-    mkdir -p "$WORK/rendered"
+    mkdir -p "$WORK/rendered" "$WORK/expected"
     for v in "${VALUES[@]}"; do
         if "$HELM" template memcached-hook "$CHART" --namespace "$RELEASE_NS" --include-crds \
             --kube-version "$K8S_VALIDATE_VERSION" \
             -f "$HERE/values/$v.yaml" >"$WORK/rendered/$v.yaml" 2>"$WORK/template-$v.log"; then
             echo "template $v: $(grep -c '^kind:' "$WORK/rendered/$v.yaml") objects"
+            cp "$WORK/rendered/$v.yaml" "$WORK/expected/"
         else
             cat "$WORK/template-$v.log"
             ok=1
         fi
     done
-    # values.schema.json: a misspelled or mistyped value is an error, not silently ignored.
+    "$HELM" template cache "$CHART" --namespace "$RELEASE_NS" --kube-version "$K8S_VALIDATE_VERSION" \
+        >"$WORK/expected/release-cache.yaml" 2>"$WORK/template-release.log" || { cat "$WORK/template-release.log"; ok=1; }
+    "$VENV/bin/python" "$HERE/expect.py" "$WORK/expected" || ok=1
+    # A parent chart's global values are allowed (subcharts).
+    if "$HELM" template memcached-hook "$CHART" --kube-version "$K8S_VALIDATE_VERSION" --set global.imageRegistry=r \
+        >/dev/null 2>"$WORK/global.log"; then
+        echo "--set global.imageRegistry=r accepted"
+    else
+        cat "$WORK/global.log"
+        ok=1
+    fi
+    # values.schema.json: a misspelled or mistyped value is an error, not silently ignored; a
+    # budget that keeps every replica up is refused by the chart.
     local bad
     for bad in replicaCont=3 tls.enabeld=true image.pullPolicy=Sometimes compositeController.webhookTimeout=10 \
-        podDisruptionBudget.minAvailable=half; do
+        podDisruptionBudget.minAvailable=half serviceAccount.create=maybe commonLabels.team=1 \
+        podSecurityContext=strict replicaCount=2,podDisruptionBudget.minAvailable=2; do
         if "$HELM" template memcached-hook "$CHART" --kube-version "$K8S_VALIDATE_VERSION" --set "$bad" \
             >/dev/null 2>"$WORK/bad.log"; then
             echo "--set $bad was accepted"
             ok=1
         else
-            echo "--set $bad refused: $(grep -m1 -- '- at' "$WORK/bad.log")"
+            echo "--set $bad refused: $(grep -m1 -e '- at' -e 'must be below' "$WORK/bad.log")"
         fi
     done
     return $ok
+}
+
+# Every value of values.yaml is in the chart README's table: as `key`, as `.key` after a sibling
+# in the same row, or under an object named whole (`resources`, `etag.*`).
+readme() {
+    "$VENV/bin/python" - "$CHART/values.yaml" "$CHART/README.md" <<'PY'
+import re, sys, yaml
+values = yaml.safe_load(open(sys.argv[1], encoding="utf-8"))
+rows = [l for l in open(sys.argv[2], encoding="utf-8") if l.startswith("| `")]
+named = set()
+for row in rows:
+    cell = row.split("|")[1]
+    parent = ""
+    for key in re.findall(r"`([^`]+)`", cell):
+        if key.startswith(".") and parent:
+            key = parent + key
+        named.add(key)
+        parent = key.rsplit(".", 1)[0] if "." in key else key
+def leaves(node, prefix):
+    if isinstance(node, dict) and node:
+        for k, v in node.items():
+            yield from leaves(v, f"{prefix}.{k}" if prefix else k)
+    else:
+        yield prefix
+named = {n.removesuffix(".*") for n in named}
+missing = [k for k in leaves(values, "") if not any(k == n or k.startswith(n + ".") for n in named)]
+print(f"{len(named)} values in the README table" + (f"; missing: {', '.join(missing)}" if missing else ""))
+sys.exit(1 if missing else 0)
+PY
 }
 
 # Prometheus Operator CRDs (ServiceMonitor, PrometheusRule) from the module tests/e2e fetches.
@@ -293,6 +340,7 @@ if [[ $failed -gt 0 ]]; then
 fi
 step lint lint
 step template template
+step readme readme
 step validate validate
 step compare compare
 # shellcheck source=/dev/null

@@ -8,6 +8,8 @@ namespace, name) and must be equal after removing what is Helm's by design:
 
   - the labels Helm adds (app.kubernetes.io/instance, app.kubernetes.io/managed-by,
     app.kubernetes.io/version, helm.sh/chart), on the object and on its pod template
+  - the objects of `helm test` (annotation helm.sh/hook: test): created only while the test
+    runs, they have no kustomize counterpart
   - the Namespace object of deploy/hook/: with Helm the release namespace is created by
     `helm install --create-namespace` (a chart cannot create the namespace its own release
     is stored in); its Pod Security labels are set with `kubectl label` (docs/install.md)
@@ -37,6 +39,8 @@ def load(paths):
                 if not doc:
                     continue
                 md = doc.get("metadata") or {}
+                if (md.get("annotations") or {}).get("helm.sh/hook") == "test":
+                    continue
                 key = (doc.get("apiVersion"), doc.get("kind"), md.get("namespace", ""), md.get("name"))
                 if key in objs:
                     raise SystemExit(f"{path}: {key} appears twice")

@@ -213,6 +213,200 @@ fn errors_name_the_file_and_the_field_and_exit_non_zero() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// Writes `files` into a fresh directory and runs the binary there with `args`.
+fn run_in(files: &[(&str, &str)], args: &[&str]) -> (bool, String, String) {
+    let dir = std::env::temp_dir().join(format!(
+        "memcached-hook-cli-{}-{}",
+        std::process::id(),
+        args.join("-").replace(['/', '.'], "_")
+    ));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    for (name, text) in files {
+        std::fs::write(dir.join(name), text).expect("write");
+    }
+    let out = Command::new(BIN)
+        .args(args)
+        .current_dir(&dir)
+        .output()
+        .expect("binary runs");
+    std::fs::remove_dir_all(&dir).ok();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const HEAD: &str = "apiVersion: memcached.c5c3.io/v1beta1\nkind: Memcached\nmetadata:\n  name: c\n";
+
+#[test]
+fn render_refuses_an_unknown_field_with_the_closest_known_name() {
+    let typo = format!("{HEAD}spec:\n  replica: 3\n");
+    let (ok, out, err) = run_in(&[("typo.yaml", &typo)], &["render", "typo.yaml"]);
+    assert!(!ok && out.is_empty(), "{out}");
+    insta::assert_snapshot!(err, @r#"error: typo.yaml, document 1: Memcached "c" is invalid: spec.replica: unknown field "replica"; did you mean "replicas"?"#);
+}
+
+/// The saved first sync of a Memcached, to change before a replay.
+fn first_sync_request() -> Value {
+    let path = Path::new(ROOT).join("tests/fixtures/sync/first-sync.json");
+    serde_json::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("json")
+}
+
+#[test]
+fn replay_ignores_unknown_fields_like_sync() {
+    let mut request = first_sync_request();
+    request["parent"]["spec"]["replica"] = Value::from(3);
+    let request = request.to_string();
+    let (ok, out, err) = run_in(&[("request.json", &request)], &["replay", "request.json"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("\"children\""), "{out}");
+}
+
+#[test]
+fn render_errors_name_the_document_the_field_and_the_problem_in_kubernetes_terms() {
+    let two = format!(
+        "{HEAD}---\n{}spec:\n  replicas: many\n  tolerations:\n  - operater: Exists\n",
+        HEAD.replace("Memcached", "Memcache")
+    );
+    let (ok, _, err) = run_in(&[("two.yaml", &two)], &["render", "two.yaml"]);
+    assert!(!ok);
+    insta::assert_snapshot!(err, @r#"
+error: two.yaml, document 2: Memcached "c" is invalid:
+* kind: Unsupported value: "Memcache": supported values: "Memcached"
+* spec.replicas: Invalid value: "many": must be of type integer
+* spec.tolerations[0].operater: unknown field "operater"; did you mean "operator"?
+"#);
+    let float = format!("{HEAD}---\n{HEAD}spec:\n  replicas: 3.5\n");
+    let (ok, _, err) = run_in(&[("float.yaml", &float)], &["render", "float.yaml"]);
+    assert!(!ok);
+    insta::assert_snapshot!(err, @r#"error: float.yaml, document 2: Memcached "c" is invalid: spec.replicas: Invalid value: 3.5: must be of type integer"#);
+    let (ok, _, err) = run_in(&[("list.yaml", "- a\n")], &["render", "list.yaml"]);
+    assert!(!ok);
+    insta::assert_snapshot!(err, @"error: list.yaml, document 1: not a Memcached object (a mapping with apiVersion, kind, metadata and spec)");
+    let twice = format!("{HEAD}spec: {{}}\nspec: {{}}\n");
+    let (ok, _, err) = run_in(&[("twice.yaml", &twice)], &["render", "twice.yaml"]);
+    assert!(!ok);
+    assert!(
+        err.contains("twice.yaml: not YAML")
+            && err.contains("line 6 column 1: duplicate mapping key: spec\n"),
+        "{err}"
+    );
+    let rule = format!("{HEAD}spec:\n  replicas: 100\n  memcached:\n    maxMemoryMB: 8\n");
+    let (ok, _, err) = run_in(&[("rule.yaml", &rule)], &["render", "rule.yaml"]);
+    assert!(!ok);
+    insta::assert_snapshot!(err, @r#"
+error: rule.yaml, document 1: Memcached "c" is invalid:
+* spec.replicas: Invalid value: 100: should be less than or equal to 64
+* spec.memcached.maxMemoryMB: Invalid value: 8: should be greater than or equal to 16
+"#);
+}
+
+#[test]
+fn replay_names_a_wrong_kind_and_a_wrong_type_as_the_api_server_would() {
+    let mut request = first_sync_request();
+    request["parent"]["spec"]["replicas"] = Value::from("three");
+    let (ok, _, err) = run_in(&[("r.json", &request.to_string())], &["replay", "r.json"]);
+    assert!(!ok);
+    insta::assert_snapshot!(err, @r#"error: r.json: Memcached "cache" is invalid: parent.spec.replicas: Invalid value: "three": must be of type integer"#);
+    request["parent"]["spec"]["replicas"] = Value::from(3);
+    request["parent"]["kind"] = Value::from("Memcache");
+    let (ok, _, err) = run_in(&[("r.json", &request.to_string())], &["replay", "r.json"]);
+    assert!(!ok);
+    insta::assert_snapshot!(err, @r#"error: r.json: Memcached "cache" is invalid: parent.kind: Unsupported value: "Memcache": supported values: "Memcached""#);
+}
+
+#[test]
+fn render_and_replay_stop_reading_an_endless_input_at_the_bound() {
+    for command in ["render", "replay"] {
+        let (ok, _, err) = run(&[command, "/dev/zero"]);
+        assert!(!ok, "{command}");
+        assert!(
+            err.contains("/dev/zero: larger than 16777216 bytes"),
+            "{command}: {err}"
+        );
+    }
+}
+
+/// A `serve` on a free loopback port, killed (by its PID) when dropped.
+struct Server {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Server {
+    fn start(args: &[&str]) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("free port")
+            .port();
+        let child = Command::new(BIN)
+            .arg("serve")
+            .args(["--addr", &format!("127.0.0.1:{port}")])
+            .args(args)
+            .current_dir(ROOT)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("binary runs");
+        Self { child, port }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn probe_gets_readyz_over_http_and_fails_on_another_answer() {
+    let server = Server::start(&[]);
+    let url = format!("http://127.0.0.1:{}", server.port);
+    let (ok, out, err) = run(&["probe", &format!("{url}/readyz"), "--attempts", "10"]);
+    assert!(ok, "{err}");
+    assert_eq!(out, format!("GET {url}/readyz: HTTP/1.1 200 OK\n"));
+    let (ok, _, err) = run(&["probe", &format!("{url}/missing")]);
+    assert!(!ok);
+    assert!(err.contains("answered HTTP/1.1 404"), "{err}");
+    drop(server);
+    let (ok, _, err) = run(&["probe", &format!("{url}/readyz")]);
+    assert!(!ok && err.contains("connecting to 127.0.0.1"), "{err}");
+}
+
+#[test]
+fn probe_checks_the_server_certificate_against_its_ca_file() {
+    let pki = crate::secure::Pki::new("probe test CA");
+    let (cert, key) = pki.leaf(&["localhost", "127.0.0.1"]);
+    let other = crate::secure::Pki::new("another CA");
+    let dir = std::env::temp_dir().join(format!("memcached-hook-probe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).expect("write");
+        path.to_str().expect("utf-8").to_owned()
+    };
+    let (cert, key) = (file("tls.crt", &cert), file("tls.key", &key));
+    let (ca, other_ca) = (
+        file("ca.crt", &pki.ca_pem),
+        file("other.crt", &other.ca_pem),
+    );
+    let server = Server::start(&["--tls-cert-file", &cert, "--tls-key-file", &key]);
+    let url = format!("https://localhost:{}/readyz", server.port);
+    let (ok, out, err) = run(&["probe", &url, "--ca-file", &ca, "--attempts", "10"]);
+    assert!(ok && out.contains("200 OK"), "{out}{err}");
+    let (ok, _, err) = run(&["probe", &url, "--ca-file", &other_ca]);
+    assert!(
+        !ok && err.contains("TLS handshake") && err.contains("invalid peer certificate"),
+        "{err}"
+    );
+    let (ok, _, err) = run(&["probe", &url]);
+    assert!(!ok && err.contains("https needs --ca-file"), "{err}");
+    drop(server);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// Runs `serve` with `args` and `env`, expecting it to refuse them before it listens; a server
 /// that starts anyway (on loopback only) is killed by its PID after 5 s and the test fails.
 fn serve_refused(args: &[&str], env: &[(&str, &str)]) -> String {

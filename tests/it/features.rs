@@ -444,7 +444,7 @@ fn pdb_blocking_under_autoscaling_uses_min_replicas() {
     );
 }
 
-/// Issue 15: TLS without `allowPlaintext` leaves no plaintext port reachable from outside the
+/// TLS without `allowPlaintext` leaves no plaintext port reachable from outside the
 /// pod; `allowPlaintext: true` is the dual-port layout.
 #[test]
 fn tls_only_by_default_and_allow_plaintext() {
@@ -527,7 +527,7 @@ fn server_list_names_the_tls_port_clients_use() {
     assert_eq!(ready(tls(true)), list("my-cache.default:11212"));
 }
 
-/// Issue 15: under `secretRotation: Reload` (the default) a reload-agent native sidecar from the
+/// Under `secretRotation: Reload` (the default) a reload-agent native sidecar from the
 /// hook's image watches the mounted Secrets; with SASL it shares memcached's process namespace.
 #[test]
 fn reload_agent_sidecar() {
@@ -545,7 +545,7 @@ fn reload_agent_sidecar() {
     assert_eq!(
         typed_agent.image.as_deref(),
         Some(concat!(
-            "ghcr.io/c5c3/memcached-hook:",
+            "registry.example.com/memcached-hook:",
             env!("CARGO_PKG_VERSION")
         ))
     );

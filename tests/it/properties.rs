@@ -1,4 +1,4 @@
-//! Property tests (issue 8): generated valid and invalid specs, observed children made the way
+//! Property tests: generated valid and invalid specs, observed children made the way
 //! Metacontroller's dynamic apply makes them, and arbitrary bytes.
 //!
 //! Every property runs 128 cases by default so `cargo test` stays fast; `PROPTEST_CASES=10000
@@ -984,7 +984,7 @@ fn one_violation() -> BoxedStrategy<Violation> {
                 Some(json!("s".repeat(n)))
             )]
         )),
-        // Issue 16: the hook's own labels and annotations, syntax and bounds of the new fields.
+        // The hook's own labels and annotations, syntax and bounds of the new fields.
         (select(OWN_LABELS.to_vec()), "[a-z0-9]{0,8}").prop_map(|(key, value)| Violation {
             writes: vec![(vec!["podLabels", key], Some(json!(value)))],
             field: "spec.podLabels",
@@ -1503,7 +1503,7 @@ fn deployment_selector_is_within_the_pod_labels_and_never_changes() {
     });
 }
 
-/// Issue 16: whatever `podLabels` holds (the selector's keys with any value, keys and values of
+/// Whatever `podLabels` holds (the selector's keys with any value, keys and values of
 /// any syntax), the Deployment keeps its selector and the pods carry it unchanged; a label the
 /// hook owns is an invalid spec (observed children kept), never a merge.
 #[test]

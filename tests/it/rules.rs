@@ -155,7 +155,7 @@ fn deployment_strategy_and_container() {
         c["readinessProbe"],
         json!({"tcpSocket": {"port": "memcached"}, "initialDelaySeconds": 5, "periodSeconds": 5})
     );
-    // No memory in `resources`: maxMemoryMB 64 + 8 + 1024/64 + 64/64 MiB (issue 16).
+    // No memory in `resources`: maxMemoryMB 64 + 8 + 1024/64 + 64/64 MiB.
     assert_eq!(
         c["resources"],
         json!({"requests": {"cpu": "100m", "memory": "89Mi"}})
@@ -341,7 +341,7 @@ fn restart_trigger_is_copied_to_the_pod_template() {
     assert_eq!(annotations(&request), None);
 }
 
-// ---- Placement, pull secrets, pod metadata, memory request (issue 16) ----
+// ---- Placement, pull secrets, pod metadata, memory request ----
 
 #[test]
 fn placement_and_pull_secrets_are_copied_to_the_pod_template() {
@@ -1081,7 +1081,7 @@ fn every_rule_is_checked() {
         ),
         ok
     );
-    // Issue 16: the hook's own keys, syntax and bounds of the new fields.
+    // The hook's own keys, syntax and bounds of the new fields.
     for (spec, field) in [
         (
             json!({"podLabels": {"app.kubernetes.io/instance": "x"}}),

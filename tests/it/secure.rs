@@ -163,13 +163,13 @@ fn half_a_basic_pair_is_refused() {
 
 // ---- TLS against the real server ----
 
-struct Pki {
-    ca_pem: String,
+pub(crate) struct Pki {
+    pub(crate) ca_pem: String,
     issuer: Issuer<'static, KeyPair>,
 }
 
 impl Pki {
-    fn new(name: &str) -> Self {
+    pub(crate) fn new(name: &str) -> Self {
         let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         params
@@ -184,7 +184,7 @@ impl Pki {
     }
 
     /// `(certificate PEM, key PEM)` for `names`, signed by this CA.
-    fn leaf(&self, names: &[&str]) -> (String, String) {
+    pub(crate) fn leaf(&self, names: &[&str]) -> (String, String) {
         let params =
             CertificateParams::new(names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>())
                 .expect("params");

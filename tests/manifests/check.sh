@@ -22,6 +22,8 @@
 #                CompositeController against Metacontroller's CRD when tests/e2e has fetched it
 #   consistency  manifests agree with each other, with the Dockerfile and with the hook
 #                (tests/manifests/consistency.py)
+#   image-override  `kustomize edit set image` (tag and digest) in deploy/ and in each overlay
+#                reaches both the hook container and MEMCACHED_HOOK_RELOAD_AGENT_IMAGE
 #
 # Exits non-zero if any step fails. Every network call is bounded by `timeout`.
 set -euo pipefail
@@ -42,7 +44,7 @@ STATIC_BUILD=0
 for arg in "$@"; do
     case "$arg" in
         --static-build) STATIC_BUILD=1 ;;
-        -h|--help) sed -n '2,24p' "${BASH_SOURCE[0]}"; exit 0 ;;
+        -h|--help) sed -n '2,26p' "${BASH_SOURCE[0]}"; exit 0 ;;
         *) echo "unknown argument: $arg" >&2; exit 2 ;;
     esac
 done
@@ -176,6 +178,38 @@ consistency() {
     timeout 120 "$VENV/bin/python" "$HERE/consistency.py" --root "$ROOT" --built "$WORK/built"
 }
 
+# What docs/install.md tells users to do for their registry, on a copy of deploy/: the override
+# must reach the reload-agent image as well (the `replacements:` next to each `images:`).
+IMAGE_OVERRIDES=(
+    "registry.test/team/memcached-hook:9.9.9"
+    "registry.test/team/memcached-hook@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+)
+
+image_override() {
+    local ok=0 dir image got
+    for dir in . overlays/tls-auth overlays/servicemonitor; do
+        for image in "${IMAGE_OVERRIDES[@]}"; do
+            rm -rf "$WORK/override" && mkdir -p "$WORK/override" && cp -r "$ROOT/deploy" "$WORK/override/"
+            got=$(cd "$WORK/override/deploy/$dir" &&
+                "$KUSTOMIZE" edit set image "registry.example.com/memcached-hook=$image" &&
+                "$KUSTOMIZE" build . | "$VENV/bin/python" -c '
+import sys, yaml
+for doc in yaml.safe_load_all(sys.stdin):
+    if doc and doc["kind"] == "Deployment" and doc["metadata"]["name"] == "memcached-hook":
+        hook = next(c for c in doc["spec"]["template"]["spec"]["containers"] if c["name"] == "hook")
+        env = {e["name"]: e.get("value") for e in hook.get("env", [])}
+        print(hook["image"], env.get("MEMCACHED_HOOK_RELOAD_AGENT_IMAGE"))')
+            if [[ $got == "$image $image" ]]; then
+                echo "deploy/${dir#.}, set image ${image##*memcached-hook}: hook and reload agent both $image"
+            else
+                echo "deploy/$dir, set image $image: hook image and MEMCACHED_HOOK_RELOAD_AGENT_IMAGE are '$got'" >&2
+                ok=1
+            fi
+        done
+    done
+    return $ok
+}
+
 # With a built binary: the committed CRD is what the code generates, and every sample renders
 # into children that validate.
 with_binary() {
@@ -214,6 +248,7 @@ step shell-lint lint_scripts
 step kustomize build_kustomizations
 step validate validate
 step consistency consistency
+step image-override image_override
 if [[ -n "${MEMCACHED_HOOK_BIN:-}" ]]; then
     step binary with_binary
 else

@@ -126,7 +126,7 @@ def intent_of(cr):
     want["sasl"] = bool(dig(sec, "sasl", "enabled"))
     want["tls"] = bool(dig(sec, "tls", "enabled"))
     want["mtls"] = want["tls"] and bool(dig(sec, "tls", "enableClientCert"))
-    # issue 15: without allowPlaintext, 11211 speaks TLS and plaintext is only on 127.0.0.1:11213
+    # Without allowPlaintext, 11211 speaks TLS and plaintext is only on 127.0.0.1:11213
     want["tls_only"] = want["tls"] and not dig(sec, "tls", "allowPlaintext")
     want["monitoring"] = bool(dig(spec, "monitoring", "enabled"))
     want["sasl_secret"] = dig(sec, "sasl", "credentialsSecretRef", "name", default="")

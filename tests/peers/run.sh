@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Proof against a real memcached (issue 5): render every Memcached CR in tests/peers/cases with the hook, start
+# Proof against a real memcached: render every Memcached CR in tests/peers/cases with the hook, start
 # Debian's memcached with exactly the rendered arguments and drive it with real plaintext/TLS/mTLS/auth clients.
 #
 #   bash tests/peers/run.sh                 # everything; last line: "peers: N passed, M failed"
@@ -128,7 +128,7 @@ if [ $rc -ne 0 ] && [ $rc -ne 1 ]; then
     echo "peers: 0 passed, 1 failed"
 fi
 
-# ---- 6. TLS that cannot be bypassed, Secret rotation with the reload agent (issue 15) ----------------------
+# ---- 6. TLS that cannot be bypassed, Secret rotation with the reload agent -------------------------------
 # Needs the hook binary (its reload-agent subcommand), ip(8) and root for `ip netns`; the driver builds its own
 # two namespaces joined by a veth pair and deletes them at the end. Last line: "secure: N passed, M failed".
 secure_rc=0

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""TLS that cannot be bypassed, and Secret rotation without a cold cache, against a real memcached (issue 15).
+"""TLS that cannot be bypassed, and Secret rotation without a cold cache, against a real memcached.
 
 The driver builds a two-namespace network of its own with `ip netns add` and a veth pair: a "pod" namespace
 (10.215.0.2, plus its loopback) and a "client" namespace (10.215.0.1). Nothing is attached to the machine's

@@ -1,15 +1,41 @@
-{{/* Name of the hook's objects. */}}
-{{- define "memcached-hook.fullname" -}}
-{{- default "memcached-hook" .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{/* The app's name: the chart's, or nameOverride. Used in app.kubernetes.io/name. */}}
+{{- define "memcached-hook.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
-{{/* The two labels the hook's selectors use; fixed, because Deployment selectors are immutable. */}}
+{{/*
+Name of the hook's objects: fullnameOverride, else the release name when it contains the app's
+name (`helm install memcached-hook ...` gives the names of deploy/), else <release>-<name>.
+*/}}
+{{- define "memcached-hook.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := include "memcached-hook.name" . -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The hook's ServiceAccount: the chart's own, or serviceAccount.name (default: "default"). */}}
+{{- define "memcached-hook.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "memcached-hook.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The two labels the hook's selectors use; fixed per install, because Deployment selectors are immutable. */}}
 {{- define "memcached-hook.selectorLabels" -}}
-app.kubernetes.io/name: memcached-hook
+app.kubernetes.io/name: {{ include "memcached-hook.name" . }}
 app.kubernetes.io/component: sync-hook
 {{- end -}}
 
-{{/* Labels of every object: the ones deploy/ sets, plus Helm's. */}}
+{{/* Labels of every object: the ones deploy/ sets, plus Helm's and commonLabels. */}}
 {{- define "memcached-hook.labels" -}}
 {{ include "memcached-hook.selectorLabels" . }}
 app.kubernetes.io/part-of: memcached-hook
@@ -18,7 +44,7 @@ app.kubernetes.io/part-of: memcached-hook
 
 {{/* Labels of the cluster-wide objects (CompositeController, RBAC), as in metacontroller/. */}}
 {{- define "memcached-hook.clusterLabels" -}}
-app.kubernetes.io/name: memcached-hook
+app.kubernetes.io/name: {{ include "memcached-hook.name" . }}
 app.kubernetes.io/part-of: memcached-hook
 {{ include "memcached-hook.helmLabels" . }}
 {{- end -}}
@@ -28,6 +54,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
 
 {{- define "memcached-hook.image" -}}

@@ -1,4 +1,4 @@
-//! The pods' placement and metadata (issue 16): `nodeSelector`, `tolerations`, `affinity`,
+//! The pods' placement and metadata: `nodeSelector`, `tolerations`, `affinity`,
 //! `priorityClassName`, `imagePullSecrets`, `podLabels`, `podAnnotations`, and the Service's
 //! `service.labels`: their bounds, the keys the hook keeps for itself, the schema pieces a
 //! derive cannot express, and the checks the hook repeats.
@@ -264,7 +264,7 @@ pub fn check_affinity(out: &mut Out, affinity: Option<&Affinity>) {
     }
 }
 
-/// The pod settings' bounds, syntax and the hook's own keys (issue 16).
+/// The pod settings' bounds, syntax and the hook's own keys.
 pub(super) fn validate(out: &mut Out, spec: &MemcachedSpec) {
     let selector = spec.node_selector.as_ref();
     check::map(out, "spec.nodeSelector", selector, LABEL_VALUE_LENGTH);

@@ -2,7 +2,7 @@
 //!
 //! serde_json spends most of a sync's decoding on what the hook never reads (`managedFields`,
 //! pod templates, children's status): about ten instructions per byte, token by token
-//! (BENCHMARKS.md, issue 17). This deserializer skips a string eight bytes at a time and a value
+//! (BENCHMARKS.md). This deserializer skips a string eight bytes at a time and a value
 //! without serde's visitor machinery, and reads what the hook keeps exactly as serde_json does.
 //!
 //! It is only ever a shortcut: on anything it does not handle the same way as serde_json, or

@@ -1,0 +1,101 @@
+//! The schema check on Memcacheds written by hand: typos, types, identity, the samples.
+
+use super::*;
+use serde_json::json;
+
+fn problems(object: &Value, unknown: UnknownFields) -> Vec<String> {
+    check(object, &schema(), unknown, "")
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+fn memcached(spec: &Value) -> Value {
+    json!({"apiVersion": "memcached.c5c3.io/v1beta1", "kind": "Memcached",
+           "metadata": {"name": "c"}, "spec": spec})
+}
+
+#[test]
+fn a_typo_is_refused_with_the_closest_name_or_ignored() {
+    let typo = memcached(&json!({"replica": 3, "memcached": {"maxMemoryMb": 64}}));
+    assert_eq!(
+        problems(&typo, UnknownFields::Refuse),
+        [
+            "spec.memcached.maxMemoryMb: unknown field \"maxMemoryMb\"; did you mean \"maxMemoryMB\"?",
+            "spec.replica: unknown field \"replica\"; did you mean \"replicas\"?",
+        ]
+    );
+    assert!(problems(&typo, UnknownFields::Ignore).is_empty());
+}
+
+#[test]
+fn a_field_far_from_any_lists_the_known_ones() {
+    let far = memcached(&json!({"highAvailability": {"zzz": true}}));
+    let got = problems(&far, UnknownFields::Refuse);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(
+        got[0].starts_with("spec.highAvailability.zzz: unknown field \"zzz\"; known fields: ")
+            && got[0].contains("podDisruptionBudget"),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn wrong_types_are_named_in_kubernetes_terms() {
+    let wrong = memcached(&json!({"replicas": "many", "tolerations": [{"key": 1}]}));
+    assert_eq!(
+        problems(&wrong, UnknownFields::Ignore),
+        [
+            "spec.replicas: Invalid value: \"many\": must be of type integer",
+            "spec.tolerations[0].key: Invalid value: 1: must be of type string",
+        ]
+    );
+    let big = memcached(&json!({"replicas": 3_000_000_000_u64}));
+    assert_eq!(
+        problems(&big, UnknownFields::Ignore),
+        ["spec.replicas: Invalid value: 3000000000: must be a 32-bit integer (at most 2147483647)"]
+    );
+}
+
+#[test]
+fn another_kind_or_version_is_unsupported() {
+    let mut other = memcached(&json!({}));
+    other["kind"] = json!("Memcache");
+    other["apiVersion"] = json!("apps/v1");
+    other["metadata"] = json!({"nmae": "c"});
+    assert_eq!(
+        problems(&other, UnknownFields::Refuse),
+        [
+            "apiVersion: Unsupported value: \"apps/v1\": supported values: \"memcached.c5c3.io/v1beta1\", \"memcached.c5c3.io/v1alpha1\"",
+            "kind: Unsupported value: \"Memcache\": supported values: \"Memcached\"",
+            "metadata.nmae: unknown field \"nmae\"; did you mean \"name\"?",
+            "metadata.name: Required value",
+        ]
+    );
+}
+
+#[test]
+fn a_valid_sample_has_no_problem() {
+    for sample in [
+        "ha",
+        "production",
+        "statefulset",
+        "tls",
+        "autoscaling",
+        "monitoring",
+    ] {
+        let path = format!(
+            "{}/config/samples/{sample}.yaml",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read_to_string(&path).expect("sample");
+        let docs: Vec<Value> = serde_saphyr::from_str_multiple(&text).expect("YAML");
+        for doc in docs.iter().filter(|d| d["kind"] == KIND) {
+            assert_eq!(
+                problems(doc, UnknownFields::Refuse),
+                Vec::<String>::new(),
+                "{path}"
+            );
+        }
+    }
+}
