@@ -12,6 +12,9 @@
 #              secure_rotation.py: TLS-only pods and Secret rotation with the reload agent, in network
 #              namespaces it creates)
 #   e2e        tests/e2e/run.sh (CRD, CEL rules and children on a real kube-apiserver built from Go modules)
+#   pods       tests/pods/run.sh (root: the hook's children as real pods on a node of the e2e cluster:
+#              containerd, CNI bridge, CoreDNS, kube-scheduler, kubelet, images built here; plain,
+#              StatefulSet, drain, SASL/TLS/mTLS, Secret rotation, memory limits; host restored)
 #   helm       tests/helm/check.sh (helm from its Go module: lint, template matrix, validate, same objects
 #              as kustomize, install on the e2e kube-apiserver)
 #   monitoring tests/monitoring/check.sh (promtool from its Go module: rules, unit tests, KSM config
@@ -30,7 +33,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/memcached-hook/target}
 export PATH="$HOME/.cargo/bin:/usr/local/go/bin:$PATH"
-PHASES=${PHASES:-rust deny manifests image schema peers e2e helm monitoring metacontroller load fuzz}
+PHASES=${PHASES:-rust deny manifests image schema peers e2e pods helm monitoring metacontroller load fuzz}
 HOOK_BIN="$CARGO_TARGET_DIR/debug/memcached-hook"
 
 phase_rust() {
@@ -45,6 +48,7 @@ phase_manifests() { MEMCACHED_HOOK_BIN="$HOOK_BIN" bash tests/manifests/check.sh
 phase_schema() { MEMCACHED_HOOK_BIN="$HOOK_BIN" bash tests/schema/check.sh; }
 phase_peers() { MEMCACHED_HOOK_BIN="$HOOK_BIN" bash tests/peers/run.sh; }
 phase_e2e() { MEMCACHED_HOOK_BIN="$HOOK_BIN" bash tests/e2e/run.sh; }
+phase_pods() { MEMCACHED_HOOK_BIN="$HOOK_BIN" bash tests/pods/run.sh; }
 phase_image() { bash tests/image/build.sh; }
 phase_helm() { bash tests/helm/check.sh; }
 phase_monitoring() { bash tests/monitoring/check.sh; }

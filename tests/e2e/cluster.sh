@@ -5,7 +5,18 @@
 # cascades; there is no scheduler, kubelet or Deployment controller), then
 # Metacontroller with its CRDs.
 #
+# With E2E_NODE=1 the cluster also gets a node that runs real pods (tests/e2e/node.sh):
+# containerd (Debian's package, its own root/state/socket under the state dir), a CNI bridge
+# on a private /24 with no default route in the pods, CoreDNS serving cluster.local on the
+# bridge address (Service and per-pod names resolve in pods as in any cluster), kube-scheduler,
+# a kubelet, and kube-controller-manager with all its controllers; the images are built here
+# (node-images.sh) and imported. It needs root, takes ~10 s more when its binaries and images
+# are cached, changes the host (sysctls, iptables chains, mounts, a bridge, cgroups) and undoes
+# every change in `down`. It is opt-in so that the e2e phase, which needs no pods, stays fast;
+# the pods phase (tests/pods/run.sh) sets it.
+#
 # Usage: cluster.sh up | down | env | status | restart-metacontroller | restart-apiserver
+#        | host-state
 #
 #   up     start everything (each wait is bounded); prints the `env` lines
 #   down   stop exactly the processes `up` started (by recorded PID), keep logs
@@ -16,6 +27,9 @@
 #   restart-metacontroller  stop Metacontroller and start it again (e.g. with
 #            another E2E_APPLY_STRATEGY) against the same API server
 #   restart-apiserver  stop kube-apiserver and start it again (same port, etcd, token)
+#   host-state  print the host facts the node changes while it runs (sysctls, iptables,
+#            links, addresses, routes, mounts, cgroups, paths): the same before `up` and
+#            after `down`, which the pods phase checks
 #
 # Environment:
 #   E2E_STATE_DIR       state dir (logs, PIDs, certs, kubeconfig);
@@ -23,7 +37,12 @@
 #   E2E_APPLY_STRATEGY  dynamic-apply (default) | server-side-apply
 #   E2E_METACONTROLLER  auto (default: start it when its binary and CRDs exist)
 #                       | 1 (required) | 0 (never)
-#   E2E_KCM_CONTROLLERS kube-controller-manager --controllers
+#   E2E_KCM_CONTROLLERS kube-controller-manager --controllers (default: enough for
+#                       ownerRef cascades; '*' with E2E_NODE=1)
+#   E2E_NODE            1: start the node too (default 0)
+#   E2E_NODE_IMAGES     with E2E_NODE=1: colon-separated image archives (docker-archive or
+#                       OCI) imported into the node's containerd besides its own images
+#   E2E_POD_CIDR        the pods' /24 (default 10.213.77.0/24); E2E_NODE_BRIDGE its bridge
 #   E2E_PRELOAD_MANIFESTS  colon-separated files/dirs applied (kubectl apply -f)
 #                       before kube-controller-manager starts, e.g. the parent
 #                       CRD, so that the garbage collector watches it at once
@@ -33,6 +52,7 @@
 #   E2E_MC_EXTRA_ARGS   more Metacontroller flags after E2E_MC_ARGS, split on spaces
 #   E2E_WAIT_SECONDS    bound of each readiness wait (default 120)
 #   ETCD_BIN KUBE_APISERVER_BIN KUBE_CONTROLLER_MANAGER_BIN KUBECTL_BIN
+#   KUBELET_BIN KUBE_SCHEDULER_BIN COREDNS_BIN (E2E_NODE=1)
 #   METACONTROLLER_BIN METACONTROLLER_CRDS_DIR   prebuilt binaries / CRD dir
 #                       (defaults: the cache filled by build-bins.sh)
 set -euo pipefail
@@ -44,7 +64,12 @@ source "${here}/versions.sh"
 S="${E2E_STATE_DIR:-${TMPDIR:-/tmp}/memcached-hook-e2e-$(id -u)}"
 APPLY_STRATEGY="${E2E_APPLY_STRATEGY:-dynamic-apply}"
 WANT_MC="${E2E_METACONTROLLER:-auto}"
-KCM_CONTROLLERS="${E2E_KCM_CONTROLLERS:-namespace-controller,garbage-collector-controller,serviceaccount-controller}"
+NODE="${E2E_NODE:-0}"
+if [[ "${NODE}" == 1 ]]; then
+  KCM_CONTROLLERS="${E2E_KCM_CONTROLLERS:-*}"
+else
+  KCM_CONTROLLERS="${E2E_KCM_CONTROLLERS:-namespace-controller,garbage-collector-controller,serviceaccount-controller}"
+fi
 WAIT="${E2E_WAIT_SECONDS:-120}"
 HOST=127.0.0.1
 case "${APPLY_STRATEGY}" in
@@ -54,6 +79,8 @@ esac
 
 log() { printf "[cluster +%ss] %s\n" "${SECONDS}" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
+# shellcheck source=node.sh
+source "${here}/node.sh"
 
 kubectl_bin() {
   if [[ -x "${KUBECTL_BIN}" ]]; then printf '%s\n' "${KUBECTL_BIN}"
@@ -191,7 +218,8 @@ start_apiserver() {
     --service-account-signing-key-file="${S}/certs/sa.key" \
     --service-cluster-ip-range=10.0.0.0/24 \
     --endpoint-reconciler-type=none \
-    --allow-privileged=true
+    --allow-privileged=true \
+    --kubelet-preferred-address-types=Hostname,InternalIP
   wait_for kube-apiserver "ready on https://${HOST}:${api_port}" \
     curl -sfk --max-time 2 -H "Authorization: Bearer ${token}" "https://${HOST}:${api_port}/readyz"
 }
@@ -216,8 +244,17 @@ cmd_up() {
   for b in "${ETCD_BIN}" "${KUBE_APISERVER_BIN}" "${KUBE_CONTROLLER_MANAGER_BIN}"; do
     [[ -x "${b}" ]] || die "missing ${b} (run tests/e2e/build-bins.sh, or set the *_BIN variables)"
   done
+  case "${NODE}" in
+    0 | 1) ;;
+    *) die "E2E_NODE must be 0 or 1" ;;
+  esac
   rm -rf "${S}"
   mkdir -p "${S}/logs" "${S}/pids" "${S}/certs"
+  if [[ "${NODE}" == 1 ]]; then
+    mkdir -p "${S}/node"
+    node_preflight
+    node_save_host
+  fi
   # A failed `up` leaves nothing running behind it.
   trap 'rc=$?; if ((rc)); then log "up failed; stopping what it started"; cmd_down; fi' EXIT
   chmod 700 "${S}"
@@ -243,6 +280,12 @@ cmd_up() {
   local token
   token="$(openssl rand -hex 24)"
   printf '%s,admin,admin,system:masters\n' "${token}" >"${S}/tokens.csv"
+  if [[ "${NODE}" == 1 ]]; then
+    local ktoken
+    ktoken="$(openssl rand -hex 24)"
+    printf '%s,system:node:%s,kubelet,system:nodes\n' "${ktoken}" "${NODE_NAME}" >>"${S}/tokens.csv"
+    set_var KUBELET_TOKEN "${ktoken}"
+  fi
   openssl genrsa -out "${S}/certs/sa.key" 2048 2>/dev/null
   openssl rsa -in "${S}/certs/sa.key" -pubout -out "${S}/certs/sa.pub" 2>/dev/null
   set_var ETCD_PORT "${etcd_port}"
@@ -302,9 +345,14 @@ EOF
     --bind-address="${HOST}" --secure-port="${kcm_port}" \
     --cert-dir="${S}/certs/kcm" \
     --leader-elect=false \
+    --root-ca-file="${S}/certs/apiserver/apiserver.crt" \
+    --service-account-private-key-file="${S}/certs/sa.key" \
     --controllers="${KCM_CONTROLLERS}"
   wait_for kube-controller-manager "healthy on ${HOST}:${kcm_port}" \
     curl -sfk --max-time 2 "https://${HOST}:${kcm_port}/healthz"
+
+  # --- the node (E2E_NODE=1) -------------------------------------------------------
+  if [[ "${NODE}" == 1 ]]; then node_up; fi
 
   # --- Metacontroller ----------------------------------------------------------
   if [[ "${WANT_MC}" != 0 ]] && have_metacontroller; then
@@ -331,6 +379,15 @@ cmd_env() {
   printf 'export E2E_METACONTROLLER=%q\n' "${mc}"
   printf 'export E2E_APPLY_STRATEGY=%q\n' "$(get_var APPLY_STRATEGY)"
   printf 'export E2E_METACONTROLLER_METRICS_URL=%q\n' "$(get_var METRICS_URL)"
+  if [[ "$(get_var NODE)" == 1 ]]; then
+    printf 'export E2E_NODE=1\n'
+    printf 'export E2E_NODE_NAME=%q\n' "${NODE_NAME}"
+    printf 'export E2E_CLUSTER_DNS=%q\n' "${NODE_GW}"
+    printf 'export E2E_POD_CIDR=%q\n' "${NODE_CIDR}"
+    printf 'export E2E_CONTAINERD_ADDRESS=%q\n' "${S}/node/containerd/containerd.sock"
+    printf 'export E2E_MEMCACHED_IMAGE=%q\n' "$(cat "${S}/node/images/memcached.ref")"
+    printf 'export E2E_CLIENT_IMAGE=%q\n' "$(cat "${S}/node/images/client.ref")"
+  fi
 }
 
 cmd_down() {
@@ -339,8 +396,13 @@ cmd_down() {
   # Reverse start order: Metacontroller and the controller manager before the
   # API server, etcd last.
   names="$(tac "${S}/pids/order")"
-  for n in ${names}; do stop "${n}"; done
+  node_drain_pods
+  for n in ${names}; do
+    [[ "${n}" == containerd ]] && node_remove_leftovers
+    stop "${n}"
+  done
   : >"${S}/pids/order"
+  node_cleanup
   rm -rf "${S}/etcd-data"
   log "down; logs kept in ${S}/logs"
 }
@@ -379,5 +441,6 @@ case "${1:-}" in
   status) cmd_status ;;
   restart-metacontroller) cmd_restart_metacontroller ;;
   restart-apiserver) cmd_restart_apiserver ;;
-  *) echo "usage: $0 up|down|env|status|restart-metacontroller|restart-apiserver" >&2; exit 2 ;;
+  host-state) node_host_state ;;
+  *) echo "usage: $0 up|down|env|status|restart-metacontroller|restart-apiserver|host-state" >&2; exit 2 ;;
 esac

@@ -5,6 +5,7 @@
 ETCD_VERSION="${ETCD_VERSION:-v3.5.21}"
 K8S_VERSION="${K8S_VERSION:-v1.35.8}"
 METACONTROLLER_VERSION="${METACONTROLLER_VERSION:-v4.17.2}"
+COREDNS_VERSION="${COREDNS_VERSION:-v1.15.0}"
 
 # Outside the repository clone, so that it survives a fresh clone (CI).
 E2E_BIN_CACHE="${E2E_BIN_CACHE:-${HOME}/.cache/memcached-hook/e2e-bin}"
@@ -15,6 +16,9 @@ ETCD_BIN="${ETCD_BIN:-${E2E_BIN_CACHE}/etcd-${ETCD_VERSION}/etcd}"
 KUBE_APISERVER_BIN="${KUBE_APISERVER_BIN:-${E2E_BIN_CACHE}/kube-apiserver-${K8S_VERSION}/kube-apiserver}"
 KUBE_CONTROLLER_MANAGER_BIN="${KUBE_CONTROLLER_MANAGER_BIN:-${E2E_BIN_CACHE}/kube-controller-manager-${K8S_VERSION}/kube-controller-manager}"
 KUBECTL_BIN="${KUBECTL_BIN:-${E2E_BIN_CACHE}/kubectl-${K8S_VERSION}/kubectl}"
+KUBELET_BIN="${KUBELET_BIN:-${E2E_BIN_CACHE}/kubelet-${K8S_VERSION}/kubelet}"
+KUBE_SCHEDULER_BIN="${KUBE_SCHEDULER_BIN:-${E2E_BIN_CACHE}/kube-scheduler-${K8S_VERSION}/kube-scheduler}"
+COREDNS_BIN="${COREDNS_BIN:-${E2E_BIN_CACHE}/coredns-${COREDNS_VERSION}/coredns}"
 METACONTROLLER_BIN="${METACONTROLLER_BIN:-${E2E_BIN_CACHE}/metacontroller-${METACONTROLLER_VERSION}/metacontroller}"
 # Directory holding Metacontroller's own CRD manifests (*.yaml), copied out of
 # the same module the binary is built from.

@@ -1,5 +1,5 @@
-// Wrapper module for building kube-apiserver, kube-controller-manager and
-// kubectl from the Go module proxy only. k8s.io/kubernetes replaces its
+// Wrapper module for building kube-apiserver, kube-controller-manager, kubectl,
+// kubelet and kube-scheduler from the Go module proxy only. k8s.io/kubernetes replaces its
 // staging modules with ./staging/... paths, which only work inside its own
 // tree; here each staging module is pinned to the matching published v0.35.x.
 // Keep K8S_VERSION in ../../build-bins.sh in step with this file.
