@@ -24,6 +24,7 @@ pub use autoscaling::AutoscalingSpec;
 pub use crd::{crd, crd_yaml};
 pub use high_availability::{
     AntiAffinityPreset, GracefulShutdownSpec, HighAvailabilitySpec, PdbSpec,
+    UnhealthyPodEvictionPolicy,
 };
 pub use memcached::MemcachedConfig;
 pub use monitoring::{MonitoringSpec, ServiceMonitorSpec};

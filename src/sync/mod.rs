@@ -238,11 +238,11 @@ fn desired(
             }
             ChildKind::Service => Child::Service(Box::new(service::build(name, e, &served))),
             ChildKind::PodDisruptionBudget => {
-                let Some(budget) = &e.high_availability.pdb else {
+                let Some(wanted) = &e.high_availability.pdb else {
                     continue;
                 };
-                outcome.pdb = Some(pdb_state(name, budget, e));
-                Child::PodDisruptionBudget(Box::new(pdb::build(name, budget)))
+                outcome.pdb = Some(pdb_state(name, &wanted.budget, e));
+                Child::PodDisruptionBudget(Box::new(pdb::build(name, wanted)))
             }
             ChildKind::HorizontalPodAutoscaler => {
                 let Some(a) = &e.autoscaling else { continue };

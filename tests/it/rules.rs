@@ -545,7 +545,8 @@ fn pdb_spec(pdb: Value) -> Option<PodDisruptionBudgetSpec> {
     try_typed::<PodDisruptionBudget>(&render(spec)).map(|p| p.spec.expect("spec"))
 }
 
-/// The budget of the parent `my-cache` with exactly these two fields.
+/// The budget of the parent `my-cache` with exactly these two fields (and the default policy
+/// for unhealthy pods).
 fn budget(
     min_available: Option<IntOrString>,
     max_unavailable: Option<IntOrString>,
@@ -554,8 +555,19 @@ fn budget(
         min_available,
         max_unavailable,
         selector: Some(base_selector("my-cache")),
-        ..PodDisruptionBudgetSpec::default()
+        unhealthy_pod_eviction_policy: Some("AlwaysAllow".to_owned()),
     })
+}
+
+#[test]
+fn pdb_unhealthy_pod_eviction_policy() {
+    let policy = |pdb: Value| pdb_spec(pdb).and_then(|s| s.unhealthy_pod_eviction_policy);
+    let on = json!({"enabled": true});
+    assert_eq!(policy(on).as_deref(), Some("AlwaysAllow"), "default");
+    for set in ["AlwaysAllow", "IfHealthyBudget"] {
+        let pdb = json!({"enabled": true, "unhealthyPodEvictionPolicy": set});
+        assert_eq!(policy(pdb).as_deref(), Some(set), "copied");
+    }
 }
 
 #[test]
