@@ -210,7 +210,7 @@ fn image_defaults_and_resources_are_written_canonically() {
 fn argument_list_follows_the_reference_order() {
     assert_eq!(
         container(&render(json!({})))["args"],
-        json!(["-m", "64", "-c", "1024", "-t", "4", "-I", "1m"])
+        json!(["-m", "64", "-c", "1024", "-t", "4", "-I", "1m", "-X", "-W"])
     );
     let all = render(
         json!({"memcached": {"maxMemoryMB": 256, "maxConnections": 2048, "threads": 8, "maxItemSize": "2m",
@@ -228,6 +228,8 @@ fn argument_list_follows_the_reference_order() {
             "-I",
             "2m",
             "-vv",
+            "-X",
+            "-W",
             "--max-reqs-per-event",
             "20"
         ])
@@ -237,7 +239,9 @@ fn argument_list_follows_the_reference_order() {
     );
     assert_eq!(
         container(&zeros)["args"],
-        json!(["-m", "64", "-c", "1024", "-t", "4", "-I", "1m", "-v"])
+        json!([
+            "-m", "64", "-c", "1024", "-t", "4", "-I", "1m", "-v", "-X", "-W"
+        ])
     );
 }
 
