@@ -190,6 +190,7 @@ fn inputs<'a>(
         missing_kinds: outcome.missing_kinds,
         keep_previous: kept,
         client_port: Some(ports::for_clients(e)).filter(|p| *p != ports::MEMCACHED.number),
+        tls: e.security.tls.is_some(),
         secret_rotation: if kept {
             None
         } else {

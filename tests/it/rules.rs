@@ -512,6 +512,68 @@ fn headless_service() {
 }
 
 #[test]
+fn publish_not_ready_addresses_only_when_asked() {
+    let publish = |spec: Value| {
+        typed::<Service>(&render(spec))
+            .spec
+            .and_then(|s| s.publish_not_ready_addresses)
+    };
+    assert_eq!(publish(json!({})), None, "absent: Kubernetes' false");
+    let off = json!({"service": {"publishNotReadyAddresses": false}});
+    assert_eq!(publish(off), None);
+    let on = json!({"service": {"publishNotReadyAddresses": true}});
+    assert_eq!(publish(on), Some(true));
+}
+
+#[test]
+fn status_names_the_srv_record_and_what_tls_clients_verify() {
+    let status = |spec: Value| crate::common::status(&render(spec));
+    let plain = status(json!({}));
+    assert_eq!(
+        plain.srv_name.as_deref(),
+        Some("_memcached._tcp.my-cache.default.svc")
+    );
+    assert_eq!(plain.tls_server_names, None);
+    let tls = json!({"enabled": true, "certificateSecretRef": {"name": "certs"}});
+    let deployment = status(json!({"security": {"tls": tls}}));
+    assert_eq!(
+        deployment.srv_name.as_deref(),
+        Some("_memcached._tcp.my-cache.default.svc")
+    );
+    assert_eq!(
+        deployment.tls_server_names,
+        Some(vec![
+            "my-cache.default".to_owned(),
+            "my-cache.default.svc".to_owned()
+        ])
+    );
+    let statefulset = json!({"workload": "StatefulSet", "security": {"tls": tls}});
+    let undeclared = status(statefulset.clone());
+    assert_eq!(
+        undeclared.tls_server_names, deployment.tls_server_names,
+        "statefulsets not declared: the Deployment keeps serving"
+    );
+    let mut request = crate::common::request_json(statefulset);
+    request["controller"]["spec"]["childResources"]
+        .as_array_mut()
+        .expect("childResources")
+        .push(json!({"apiVersion": "apps/v1", "resource": "statefulsets"}));
+    request["children"]["StatefulSet.apps/v1"] = json!({});
+    let pods = crate::common::status(&crate::common::sync_value(&request));
+    assert_eq!(
+        pods.tls_server_names,
+        Some(vec!["*.my-cache.default.svc".to_owned()])
+    );
+    let mut open = tls.clone();
+    open["allowPlaintext"] = json!(true);
+    let dual = status(json!({"security": {"tls": open}}));
+    assert_eq!(
+        dual.srv_name.as_deref(),
+        Some("_memcached-tls._tcp.my-cache.default.svc")
+    );
+}
+
+#[test]
 fn service_annotations_table() {
     let annotations = |spec: Value| {
         must(&render(spec), "Service")["metadata"]
