@@ -6,7 +6,7 @@
 //! does not sync again and again.
 
 use crate::api::{Condition, MemcachedStatus};
-use crate::children::{ChildKind, ports, statefulset};
+use crate::children::{ChildKind, discovery, ports, statefulset};
 use crate::hook::ChildStatus;
 
 /// Condition type `Available`.
@@ -85,6 +85,8 @@ pub struct Inputs<'a> {
     pub keep_previous: bool,
     /// The port `serverList` names when not 11211 (TLS with `allowPlaintext`: 11212).
     pub client_port: Option<i32>,
+    /// TLS is on.
+    pub tls: bool,
     /// With SASL or TLS on: how Secret changes reach the pods.
     pub secret_rotation: Option<SecretReload>,
 }
@@ -395,11 +397,24 @@ pub fn build(inputs: &Inputs<'_>, previous: &[Condition], now: &str) -> Memcache
         }
         ServerList::Nothing => None,
     };
+    let per_pod = matches!(
+        inputs.server_list,
+        ServerList::Pods(_) | ServerList::Nothing
+    );
+    let tls_server_names = inputs
+        .tls
+        .then(|| discovery::tls_server_names(name, namespace, per_pod));
     MemcachedStatus {
         conditions: Some(conditions),
         ready_replicas: (serving != 0).then_some(serving),
         desired_replicas: Some(desired(inputs)),
         observed_generation: inputs.generation,
         server_list,
+        srv_name: Some(discovery::srv_name(
+            name,
+            namespace,
+            &discovery::client_port(port),
+        )),
+        tls_server_names,
     }
 }

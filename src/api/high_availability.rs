@@ -37,6 +37,29 @@ pub fn grace_rule() -> String {
     )
 }
 
+/// The PDB's `unhealthyPodEvictionPolicy`: `AlwaysAllow` lets a drain evict a not-ready pod even
+/// when the budget is used up, so one stuck pod cannot block every node drain;
+/// `IfHealthyBudget` (Kubernetes' default) counts it against the budget.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum UnhealthyPodEvictionPolicy {
+    /// A not-ready pod can always be evicted; it does not count against the budget.
+    #[default]
+    AlwaysAllow,
+    /// A not-ready pod can be evicted only while the budget has room (Kubernetes' default).
+    IfHealthyBudget,
+}
+
+impl UnhealthyPodEvictionPolicy {
+    /// The value as the PodDisruptionBudget writes it.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::AlwaysAllow => "AlwaysAllow",
+            Self::IfHealthyBudget => "IfHealthyBudget",
+        }
+    }
+}
+
 /// Anti-affinity preset.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -87,6 +110,10 @@ pub struct PdbSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("maxLength" = BUDGET_LENGTH))]
     pub max_unavailable: Option<IntOrString>,
+    /// Whether a drain may evict a not-ready pod when the budget is used up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "AlwaysAllow"))]
+    pub unhealthy_pod_eviction_policy: Option<UnhealthyPodEvictionPolicy>,
 }
 
 /// Graceful shutdown: a preStop sleep and a pod termination grace period.
@@ -118,6 +145,15 @@ pub struct GracefulShutdownSpec {
     pub termination_grace_period_seconds: Option<i64>,
 }
 
+/// The PodDisruptionBudget with its defaults applied.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pdb<'a> {
+    /// The one budget.
+    pub budget: Budget<'a>,
+    /// Which unhealthy pods may be evicted.
+    pub unhealthy_pod_eviction_policy: UnhealthyPodEvictionPolicy,
+}
+
 /// The PodDisruptionBudget's one budget.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Budget<'a> {
@@ -143,8 +179,8 @@ pub struct HighAvailability<'a> {
     pub anti_affinity: Option<AntiAffinityPreset>,
     /// Topology spread constraints (never an empty list).
     pub topology_spread: Option<&'a [TopologySpreadConstraint]>,
-    /// The PDB budget, when the PDB is enabled.
-    pub pdb: Option<Budget<'a>>,
+    /// The PDB, when enabled.
+    pub pdb: Option<Pdb<'a>>,
     /// Graceful shutdown, when enabled.
     pub graceful_shutdown: Option<GracefulShutdown>,
 }
@@ -172,10 +208,13 @@ impl<'a> HighAvailability<'a> {
                 .topology_spread_constraints
                 .as_deref()
                 .filter(|t| !t.is_empty()),
-            pdb: pdb.map(|p| match (&p.min_available, &p.max_unavailable) {
-                (Some(min), _) => Budget::MinAvailable(min),
-                (None, Some(max)) => Budget::MaxUnavailable(max),
-                (None, None) => Budget::MinAvailable(&MIN_AVAILABLE_DEFAULT),
+            pdb: pdb.map(|p| Pdb {
+                budget: match (&p.min_available, &p.max_unavailable) {
+                    (Some(min), _) => Budget::MinAvailable(min),
+                    (None, Some(max)) => Budget::MaxUnavailable(max),
+                    (None, None) => Budget::MinAvailable(&MIN_AVAILABLE_DEFAULT),
+                },
+                unhealthy_pod_eviction_policy: p.unhealthy_pod_eviction_policy.unwrap_or_default(),
             }),
             graceful_shutdown: graceful.map(|g| GracefulShutdown {
                 pre_stop_delay_seconds: g
@@ -302,11 +341,12 @@ mod tests {
                 enabled: Some(true),
                 min_available: min,
                 max_unavailable: max,
+                unhealthy_pod_eviction_policy: None,
             }),
             ..HighAvailabilitySpec::default()
         };
         let budget = |ha: &HighAvailabilitySpec| {
-            HighAvailability::of(Some(ha)).pdb.map(|b| match b {
+            HighAvailability::of(Some(ha)).pdb.map(|p| match p.budget {
                 Budget::MinAvailable(v) => ("min", v.clone()),
                 Budget::MaxUnavailable(v) => ("max", v.clone()),
             })
@@ -316,6 +356,30 @@ mod tests {
         let pct = IntOrString::String("25%".into());
         assert_eq!(budget(&pdb(None, Some(pct.clone()))), Some(("max", pct)));
         assert_eq!(budget(&pdb(None, None)), Some(("min", IntOrString::Int(1))));
+    }
+
+    #[test]
+    fn unhealthy_pods_are_always_evictable_unless_asked_otherwise() {
+        let policy = |set| {
+            let ha = HighAvailabilitySpec {
+                pod_disruption_budget: Some(PdbSpec {
+                    enabled: Some(true),
+                    unhealthy_pod_eviction_policy: set,
+                    ..PdbSpec::default()
+                }),
+                ..HighAvailabilitySpec::default()
+            };
+            HighAvailability::of(Some(&ha))
+                .pdb
+                .map(|p| p.unhealthy_pod_eviction_policy)
+        };
+        assert_eq!(policy(None), Some(UnhealthyPodEvictionPolicy::AlwaysAllow));
+        let keep = Some(UnhealthyPodEvictionPolicy::IfHealthyBudget);
+        assert_eq!(policy(keep), keep);
+        let parsed: UnhealthyPodEvictionPolicy =
+            serde_json::from_str("\"IfHealthyBudget\"").expect("the Kubernetes spelling");
+        assert_eq!(parsed.as_str(), "IfHealthyBudget");
+        assert!(serde_json::from_str::<UnhealthyPodEvictionPolicy>("\"alwaysAllow\"").is_err());
     }
 
     #[test]

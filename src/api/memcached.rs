@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::check::{self, Out, Violation, Zero, is_too_long, quoted};
+use super::hardening::{Hardening, HardeningSpec};
 
 /// Default item memory in MB.
 pub const DEFAULT_MAX_MEMORY_MB: i32 = 64;
@@ -102,6 +103,10 @@ pub struct MemcachedConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = EXTRA_ARGS), inner(length(max = EXTRA_ARG_LENGTH)))]
     pub extra_args: Option<Vec<String>>,
+
+    /// Commands memcached refuses to every client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hardening: Option<HardeningSpec>,
 }
 
 /// The memcached settings with every default applied.
@@ -119,6 +124,8 @@ pub struct Server<'a> {
     pub verbosity: i32,
     /// Appended verbatim.
     pub extra_args: &'a [String],
+    /// Refused commands.
+    pub hardening: Hardening,
 }
 
 fn non_zero(value: Option<i32>, default: i32) -> i32 {
@@ -140,6 +147,7 @@ impl<'a> Server<'a> {
                 .unwrap_or(DEFAULT_MAX_ITEM_SIZE),
             verbosity: c.and_then(|c| c.verbosity).unwrap_or(DEFAULT_VERBOSITY),
             extra_args: c.and_then(|c| c.extra_args.as_deref()).unwrap_or(&[]),
+            hardening: Hardening::of(c.and_then(|c| c.hardening.as_ref())),
         }
     }
 }

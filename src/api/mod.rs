@@ -10,6 +10,7 @@ pub mod bounds;
 mod check;
 mod crd;
 pub mod effective;
+pub mod hardening;
 pub mod high_availability;
 pub mod memcached;
 pub mod monitoring;
@@ -23,12 +24,14 @@ pub mod validation;
 
 pub use autoscaling::AutoscalingSpec;
 pub use crd::{crd, crd_yaml};
+pub use hardening::HardeningSpec;
 pub use high_availability::{
     AntiAffinityPreset, GracefulShutdownSpec, HighAvailabilitySpec, PdbSpec,
+    UnhealthyPodEvictionPolicy,
 };
 pub use memcached::MemcachedConfig;
 pub use monitoring::{MonitoringSpec, ServiceMonitorSpec};
-pub use security::{NetworkPolicySpec, SaslSpec, SecretRef, SecuritySpec, TlsSpec};
+pub use security::{NetworkPolicySpec, SaslSpec, SecretRef, SecuritySpec, TlsSpec, TlsVersion};
 pub use service::ServiceSpec;
 pub use spec::*;
 pub use status::{Condition, MemcachedStatus};

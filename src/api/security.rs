@@ -119,6 +119,33 @@ pub struct TlsSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = false))]
     pub allow_plaintext: Option<bool>,
+    /// The oldest TLS version memcached accepts (`-o ssl_min_version`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "TLSv1.2"))]
+    pub min_version: Option<TlsVersion>,
+}
+
+/// The oldest TLS version memcached accepts (`-o ssl_min_version`), spelled as OpenSSL names it.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum TlsVersion {
+    /// TLS 1.2 (and 1.3).
+    #[default]
+    #[serde(rename = "TLSv1.2")]
+    Tls12,
+    /// TLS 1.3 only.
+    #[serde(rename = "TLSv1.3")]
+    Tls13,
+}
+
+impl TlsVersion {
+    /// memcached's `ssl_min_version` value: a number (1.6.18 refuses names such as `tlsv1.2`).
+    #[must_use]
+    pub const fn ssl_min_version(self) -> &'static str {
+        match self {
+            Self::Tls12 => "2",
+            Self::Tls13 => "3",
+        }
+    }
 }
 
 /// NetworkPolicy settings.
@@ -143,6 +170,8 @@ pub struct Tls<'a> {
     pub client_cert: bool,
     /// Plaintext 11211 reachable from outside the pod.
     pub allow_plaintext: bool,
+    /// The oldest TLS version accepted.
+    pub min_version: TlsVersion,
 }
 
 /// The security settings with every default applied.
@@ -187,6 +216,7 @@ impl<'a> Security<'a> {
                 secret_name: secret_name(t.certificate_secret_ref.as_ref()),
                 client_cert: t.enable_client_cert == Some(true),
                 allow_plaintext: t.allow_plaintext == Some(true),
+                min_version: t.min_version.unwrap_or_default(),
             }),
             network_policy: network_policy.map(|n| n.allowed_sources.as_deref().unwrap_or(&[])),
             secret_rotation: s.secret_rotation.unwrap_or_default(),

@@ -30,6 +30,12 @@ pub struct ServiceSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "pod::child_labels_schema")]
     pub labels: Option<BTreeMap<String, String>>,
+
+    /// List pods in DNS (A and SRV records) before they are ready and while a restarting pod is
+    /// not ready, so that the server list clients hash keys onto keeps its length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = false))]
+    pub publish_not_ready_addresses: Option<bool>,
 }
 
 /// The Service settings with every default applied.
@@ -39,6 +45,8 @@ pub struct Service<'a> {
     pub annotations: Option<&'a BTreeMap<String, String>>,
     /// Service labels besides the hook's (never an empty map).
     pub labels: Option<&'a BTreeMap<String, String>>,
+    /// Not-ready pods are published in DNS.
+    pub publish_not_ready_addresses: bool,
 }
 
 impl<'a> Service<'a> {
@@ -52,6 +60,9 @@ impl<'a> Service<'a> {
             labels: service
                 .and_then(|s| s.labels.as_ref())
                 .filter(|l| !l.is_empty()),
+            publish_not_ready_addresses: service
+                .and_then(|s| s.publish_not_ready_addresses)
+                .unwrap_or(false),
         }
     }
 }

@@ -32,6 +32,17 @@ pub struct MemcachedStatus {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(extend("x-kubernetes-list-type" = "atomic"))]
     pub server_list: Option<Vec<String>>,
+    /// The DNS SRV name of the port in `serverList`, `_memcached._tcp.<name>.<namespace>.svc`
+    /// (`_memcached-tls._tcp...` with TLS and `allowPlaintext`): one target per ready pod, and
+    /// per not-ready pod too with `spec.service.publishNotReadyAddresses`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub srv_name: Option<String>,
+    /// With TLS on: the host names a client that verifies the server certificate checks, which
+    /// the certificate must cover: `*.<name>.<namespace>.svc` in StatefulSet mode (one per pod
+    /// in `serverList`), `<name>.<namespace>` and `<name>.<namespace>.svc` otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-list-type" = "atomic"))]
+    pub tls_server_names: Option<Vec<String>>,
 }
 
 /// A `metav1.Condition`. `lastTransitionTime` is kept as the RFC 3339 text it was read as, so

@@ -11,7 +11,8 @@ use super::{SASL_MOUNT_PATH, TLS_MOUNT_PATH};
 pub const LISTEN_ADDRESS: &str = "*";
 
 /// The argument list, every flag and value its own element, in the reference order:
-/// `-m -c -t -I`, verbosity, SASL, TLS (with explicit listeners), then `extraArgs` verbatim.
+/// `-m -c -t -I`, verbosity, SASL, TLS (with its minimum version and explicit listeners), then
+/// the refused commands (`-F -X -W`) and `extraArgs` verbatim.
 #[must_use]
 pub fn memcached(e: &Effective<'_>) -> Vec<String> {
     let mut args = vec![
@@ -39,6 +40,8 @@ pub fn memcached(e: &Effective<'_>) -> Vec<String> {
             format!("ssl_chain_cert={TLS_MOUNT_PATH}/tls.crt"),
             "-o".to_owned(),
             format!("ssl_key={TLS_MOUNT_PATH}/tls.key"),
+            "-o".to_owned(),
+            format!("ssl_min_version={}", tls.min_version.ssl_min_version()),
         ]);
         if tls.client_cert {
             args.extend([
@@ -69,6 +72,7 @@ pub fn memcached(e: &Effective<'_>) -> Vec<String> {
             ]);
         }
     }
+    args.extend(e.memcached.hardening.flags().map(str::to_owned));
     args.extend(e.memcached.extra_args.iter().cloned());
     args
 }
@@ -76,7 +80,7 @@ pub fn memcached(e: &Effective<'_>) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::{MemcachedConfig, MemcachedSpec};
+    use crate::api::{HardeningSpec, MemcachedConfig, MemcachedSpec};
 
     fn args_of(spec: &MemcachedSpec) -> Vec<String> {
         memcached(&Effective::of(spec))
@@ -86,7 +90,7 @@ mod tests {
     fn defaults() {
         assert_eq!(
             args_of(&MemcachedSpec::default()),
-            ["-m", "64", "-c", "1024", "-t", "4", "-I", "1m"]
+            ["-m", "64", "-c", "1024", "-t", "4", "-I", "1m", "-X", "-W"]
         );
     }
 
@@ -103,6 +107,10 @@ mod tests {
             max_item_size: Some("2m".into()),
             verbosity: Some(2),
             extra_args: Some(vec!["--max-reqs-per-event".into(), "20".into()]),
+            hardening: Some(HardeningSpec {
+                disable_flush_all: Some(true),
+                ..HardeningSpec::default()
+            }),
         });
         assert_eq!(
             args_of(&all),
@@ -116,6 +124,9 @@ mod tests {
                 "-I",
                 "2m",
                 "-vv",
+                "-F",
+                "-X",
+                "-W",
                 "--max-reqs-per-event",
                 "20"
             ]
@@ -124,12 +135,28 @@ mod tests {
             verbosity: Some(1),
             ..MemcachedConfig::default()
         });
-        assert_eq!(args_of(&v1)[8..], ["-v"]);
+        assert_eq!(args_of(&v1)[8..], ["-v", "-X", "-W"]);
         let v0 = spec(MemcachedConfig {
             verbosity: Some(0),
             extra_args: Some(vec![]),
             ..MemcachedConfig::default()
         });
-        assert_eq!(args_of(&v0).len(), 8);
+        assert_eq!(args_of(&v0).len(), 10);
+    }
+
+    #[test]
+    fn tls_names_its_minimum_version_as_a_number() {
+        let tls = |min_version| {
+            let spec: MemcachedSpec = serde_json::from_value(serde_json::json!({
+                "security": {"tls": {"enabled": true, "certificateSecretRef": {"name": "t"},
+                                     "minVersion": min_version}}
+            }))
+            .expect("spec");
+            args_of(&spec)
+        };
+        let has = |args: &[String], value: &str| args.windows(2).any(|w| w == ["-o", value]);
+        assert!(has(&tls(serde_json::Value::Null), "ssl_min_version=2"));
+        assert!(has(&tls("TLSv1.2".into()), "ssl_min_version=2"));
+        assert!(has(&tls("TLSv1.3".into()), "ssl_min_version=3"));
     }
 }

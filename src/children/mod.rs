@@ -8,6 +8,7 @@ pub mod accept;
 mod affinity;
 pub mod args;
 pub mod deployment;
+pub mod discovery;
 pub mod exporter;
 pub mod hpa;
 pub mod labels;

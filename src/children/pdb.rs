@@ -5,12 +5,13 @@ use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec}
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::labels;
-use crate::api::high_availability::{Budget, parse_percent};
+use crate::api::high_availability::{Budget, Pdb, parse_percent};
 
-/// The desired PodDisruptionBudget named `name` with its one budget (int or percent kept).
+/// The desired PodDisruptionBudget named `name` with its one budget (int or percent kept) and
+/// its policy for unhealthy pods.
 #[must_use]
-pub fn build(name: &str, budget: &Budget<'_>) -> PodDisruptionBudget {
-    let (min_available, max_unavailable) = match budget {
+pub fn build(name: &str, pdb: &Pdb<'_>) -> PodDisruptionBudget {
+    let (min_available, max_unavailable) = match &pdb.budget {
         Budget::MinAvailable(v) => (Some((*v).clone()), None),
         Budget::MaxUnavailable(v) => (None, Some((*v).clone())),
     };
@@ -20,7 +21,9 @@ pub fn build(name: &str, budget: &Budget<'_>) -> PodDisruptionBudget {
             selector: Some(labels::selector(name)),
             min_available,
             max_unavailable,
-            ..PodDisruptionBudgetSpec::default()
+            unhealthy_pod_eviction_policy: Some(
+                pdb.unhealthy_pod_eviction_policy.as_str().to_owned(),
+            ),
         }),
         status: None,
     }
@@ -64,6 +67,7 @@ pub fn describe(budget: &Budget<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::high_availability::UnhealthyPodEvictionPolicy;
 
     fn int(n: i32) -> IntOrString {
         IntOrString::Int(n)
@@ -103,11 +107,21 @@ mod tests {
 
     #[test]
     fn budget_types_are_preserved() {
-        let p = build("cache", &Budget::MinAvailable(&pct("50%")));
+        let pdb = |budget| Pdb {
+            budget,
+            unhealthy_pod_eviction_policy: UnhealthyPodEvictionPolicy::AlwaysAllow,
+        };
+        let half = pct("50%");
+        let p = build("cache", &pdb(Budget::MinAvailable(&half)));
         let spec = p.spec.unwrap();
+        assert_eq!(
+            spec.unhealthy_pod_eviction_policy.as_deref(),
+            Some("AlwaysAllow")
+        );
         assert_eq!(spec.min_available, Some(pct("50%")));
         assert_eq!(spec.max_unavailable, None);
-        let p = build("cache", &Budget::MaxUnavailable(&int(1)));
+        let one = int(1);
+        let p = build("cache", &pdb(Budget::MaxUnavailable(&one)));
         let spec = p.spec.unwrap();
         assert_eq!(
             (spec.min_available, spec.max_unavailable),

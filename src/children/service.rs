@@ -20,7 +20,7 @@ fn port(port: &Port) -> ServicePort {
 
 /// The desired headless Service named `name`: `clusterIP: None` from the first create on
 /// (it is immutable), the base labels as selector, every `served` port, annotations replaced
-/// wholesale.
+/// wholesale; `publishNotReadyAddresses` only when asked for (absent is Kubernetes' `false`).
 #[must_use]
 pub fn build(name: &str, e: &Effective<'_>, served: &[Port]) -> Service {
     Service {
@@ -41,6 +41,7 @@ pub fn build(name: &str, e: &Effective<'_>, served: &[Port]) -> Service {
             cluster_ip: Some("None".to_owned()),
             selector: Some(labels::base(name)),
             ports: Some(served.iter().map(port).collect()),
+            publish_not_ready_addresses: e.service.publish_not_ready_addresses.then_some(true),
             ..ServiceSpec::default()
         }),
         status: None,

@@ -190,6 +190,7 @@ fn inputs<'a>(
         missing_kinds: outcome.missing_kinds,
         keep_previous: kept,
         client_port: Some(ports::for_clients(e)).filter(|p| *p != ports::MEMCACHED.number),
+        tls: e.security.tls.is_some(),
         secret_rotation: if kept {
             None
         } else {
@@ -238,11 +239,11 @@ fn desired(
             }
             ChildKind::Service => Child::Service(Box::new(service::build(name, e, &served))),
             ChildKind::PodDisruptionBudget => {
-                let Some(budget) = &e.high_availability.pdb else {
+                let Some(wanted) = &e.high_availability.pdb else {
                     continue;
                 };
-                outcome.pdb = Some(pdb_state(name, budget, e));
-                Child::PodDisruptionBudget(Box::new(pdb::build(name, budget)))
+                outcome.pdb = Some(pdb_state(name, &wanted.budget, e));
+                Child::PodDisruptionBudget(Box::new(pdb::build(name, wanted)))
             }
             ChildKind::HorizontalPodAutoscaler => {
                 let Some(a) = &e.autoscaling else { continue };

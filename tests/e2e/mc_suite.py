@@ -677,8 +677,17 @@ class Suite:
         step("Service annotations added", {"service": {"annotations": {"e2e.example/a": "1", "e2e.example/b": "2"}}})
         step("Service annotation removed", {"service": {"annotations": {"e2e.example/a": None}}},
              lambda: "e2e.example/a" not in (self.api.get(obj_path("v1", "Service", ns, name))["metadata"].get("annotations") or {}))
-        step("PDB on, minAvailable 2", {"highAvailability": {"podDisruptionBudget": {"enabled": True, "minAvailable": 2}}},
-             lambda: pdb()["spec"].get("minAvailable") == 2)
+        step("Service publishNotReadyAddresses on", {"service": {"publishNotReadyAddresses": True}},
+             lambda: self.api.get(obj_path("v1", "Service", ns, name))["spec"].get("publishNotReadyAddresses") is True)
+        step("Service publishNotReadyAddresses off", {"service": {"publishNotReadyAddresses": False}},
+             lambda: not self.api.get(obj_path("v1", "Service", ns, name))["spec"].get("publishNotReadyAddresses"))
+        step("PDB on, minAvailable 2 (unhealthy pods always evictable)",
+             {"highAvailability": {"podDisruptionBudget": {"enabled": True, "minAvailable": 2}}},
+             lambda: pdb()["spec"].get("minAvailable") == 2
+             and pdb()["spec"].get("unhealthyPodEvictionPolicy") == "AlwaysAllow")
+        step("PDB unhealthyPodEvictionPolicy IfHealthyBudget",
+             {"highAvailability": {"podDisruptionBudget": {"unhealthyPodEvictionPolicy": "IfHealthyBudget"}}},
+             lambda: pdb()["spec"].get("unhealthyPodEvictionPolicy") == "IfHealthyBudget")
         step("PDB minAvailable 50%", {"highAvailability": {"podDisruptionBudget": {"minAvailable": "50%"}}},
              lambda: pdb()["spec"].get("minAvailable") == "50%")
         step("PDB maxUnavailable 1", {"highAvailability": {"podDisruptionBudget": {"minAvailable": None, "maxUnavailable": 1}}},

@@ -183,7 +183,9 @@ fn sasl_volumes_mounts_and_args() {
             "-I",
             "1m",
             "-Y",
-            "/etc/memcached/sasl/password-file"
+            "/etc/memcached/sasl/password-file",
+            "-X",
+            "-W"
         ])
     );
     let disabled = render(
@@ -192,7 +194,7 @@ fn sasl_volumes_mounts_and_args() {
     assert!(pod(&disabled).get("volumes").is_none());
     assert_eq!(
         container(&disabled)["args"].as_array().map(Vec::len),
-        Some(8)
+        Some(10)
     );
 }
 
@@ -223,12 +225,16 @@ fn tls_and_mtls() {
             "ssl_chain_cert=/etc/memcached/tls/tls.crt",
             "-o",
             "ssl_key=/etc/memcached/tls/tls.key",
+            "-o",
+            "ssl_min_version=2",
             "-l",
             "*:11211",
             "-l",
             "*:11212",
             "-l",
-            "notls:127.0.0.1:11213"
+            "notls:127.0.0.1:11213",
+            "-X",
+            "-W"
         ])
     );
     assert_eq!(
@@ -261,6 +267,8 @@ fn tls_and_mtls() {
             "-o",
             "ssl_key=/etc/memcached/tls/tls.key",
             "-o",
+            "ssl_min_version=2",
+            "-o",
             "ssl_ca_cert=/etc/memcached/tls/ca.crt",
             "-o",
             "ssl_verify_mode=2",
@@ -269,7 +277,9 @@ fn tls_and_mtls() {
             "-l",
             "*:11212",
             "-l",
-            "notls:127.0.0.1:11213"
+            "notls:127.0.0.1:11213",
+            "-X",
+            "-W"
         ]
     );
 }
@@ -302,6 +312,8 @@ fn kitchen_sink_argument_order() {
             "-o",
             "ssl_key=/etc/memcached/tls/tls.key",
             "-o",
+            "ssl_min_version=2",
+            "-o",
             "ssl_ca_cert=/etc/memcached/tls/ca.crt",
             "-o",
             "ssl_verify_mode=2",
@@ -311,6 +323,8 @@ fn kitchen_sink_argument_order() {
             "*:11212",
             "-l",
             "notls:127.0.0.1:11213",
+            "-X",
+            "-W",
             "--max-reqs-per-event",
             "20"
         ])
@@ -494,7 +508,7 @@ fn tls_only_by_default_and_allow_plaintext() {
     assert_eq!(render(spec(Some(false))), locked, "false is the default");
     let args = container(&locked)["args"].as_array().expect("args").clone();
     assert_eq!(
-        args[args.len() - 6..],
+        args[args.len() - 8..args.len() - 2],
         [
             json!("-l"),
             json!("*:11211"),
@@ -529,7 +543,7 @@ fn tls_only_by_default_and_allow_plaintext() {
     let open = render(spec(Some(true)));
     let args = container(&open)["args"].as_array().expect("args").clone();
     assert_eq!(
-        args[args.len() - 4..],
+        args[args.len() - 6..args.len() - 2],
         [
             json!("-l"),
             json!("notls:*:11211"),

@@ -210,7 +210,7 @@ fn image_defaults_and_resources_are_written_canonically() {
 fn argument_list_follows_the_reference_order() {
     assert_eq!(
         container(&render(json!({})))["args"],
-        json!(["-m", "64", "-c", "1024", "-t", "4", "-I", "1m"])
+        json!(["-m", "64", "-c", "1024", "-t", "4", "-I", "1m", "-X", "-W"])
     );
     let all = render(
         json!({"memcached": {"maxMemoryMB": 256, "maxConnections": 2048, "threads": 8, "maxItemSize": "2m",
@@ -228,6 +228,8 @@ fn argument_list_follows_the_reference_order() {
             "-I",
             "2m",
             "-vv",
+            "-X",
+            "-W",
             "--max-reqs-per-event",
             "20"
         ])
@@ -237,7 +239,9 @@ fn argument_list_follows_the_reference_order() {
     );
     assert_eq!(
         container(&zeros)["args"],
-        json!(["-m", "64", "-c", "1024", "-t", "4", "-I", "1m", "-v"])
+        json!([
+            "-m", "64", "-c", "1024", "-t", "4", "-I", "1m", "-v", "-X", "-W"
+        ])
     );
 }
 
@@ -508,6 +512,68 @@ fn headless_service() {
 }
 
 #[test]
+fn publish_not_ready_addresses_only_when_asked() {
+    let publish = |spec: Value| {
+        typed::<Service>(&render(spec))
+            .spec
+            .and_then(|s| s.publish_not_ready_addresses)
+    };
+    assert_eq!(publish(json!({})), None, "absent: Kubernetes' false");
+    let off = json!({"service": {"publishNotReadyAddresses": false}});
+    assert_eq!(publish(off), None);
+    let on = json!({"service": {"publishNotReadyAddresses": true}});
+    assert_eq!(publish(on), Some(true));
+}
+
+#[test]
+fn status_names_the_srv_record_and_what_tls_clients_verify() {
+    let status = |spec: Value| crate::common::status(&render(spec));
+    let plain = status(json!({}));
+    assert_eq!(
+        plain.srv_name.as_deref(),
+        Some("_memcached._tcp.my-cache.default.svc")
+    );
+    assert_eq!(plain.tls_server_names, None);
+    let tls = json!({"enabled": true, "certificateSecretRef": {"name": "certs"}});
+    let deployment = status(json!({"security": {"tls": tls}}));
+    assert_eq!(
+        deployment.srv_name.as_deref(),
+        Some("_memcached._tcp.my-cache.default.svc")
+    );
+    assert_eq!(
+        deployment.tls_server_names,
+        Some(vec![
+            "my-cache.default".to_owned(),
+            "my-cache.default.svc".to_owned()
+        ])
+    );
+    let statefulset = json!({"workload": "StatefulSet", "security": {"tls": tls}});
+    let undeclared = status(statefulset.clone());
+    assert_eq!(
+        undeclared.tls_server_names, deployment.tls_server_names,
+        "statefulsets not declared: the Deployment keeps serving"
+    );
+    let mut request = crate::common::request_json(statefulset);
+    request["controller"]["spec"]["childResources"]
+        .as_array_mut()
+        .expect("childResources")
+        .push(json!({"apiVersion": "apps/v1", "resource": "statefulsets"}));
+    request["children"]["StatefulSet.apps/v1"] = json!({});
+    let pods = crate::common::status(&crate::common::sync_value(&request));
+    assert_eq!(
+        pods.tls_server_names,
+        Some(vec!["*.my-cache.default.svc".to_owned()])
+    );
+    let mut open = tls.clone();
+    open["allowPlaintext"] = json!(true);
+    let dual = status(json!({"security": {"tls": open}}));
+    assert_eq!(
+        dual.srv_name.as_deref(),
+        Some("_memcached-tls._tcp.my-cache.default.svc")
+    );
+}
+
+#[test]
 fn service_annotations_table() {
     let annotations = |spec: Value| {
         must(&render(spec), "Service")["metadata"]
@@ -545,7 +611,8 @@ fn pdb_spec(pdb: Value) -> Option<PodDisruptionBudgetSpec> {
     try_typed::<PodDisruptionBudget>(&render(spec)).map(|p| p.spec.expect("spec"))
 }
 
-/// The budget of the parent `my-cache` with exactly these two fields.
+/// The budget of the parent `my-cache` with exactly these two fields (and the default policy
+/// for unhealthy pods).
 fn budget(
     min_available: Option<IntOrString>,
     max_unavailable: Option<IntOrString>,
@@ -554,8 +621,19 @@ fn budget(
         min_available,
         max_unavailable,
         selector: Some(base_selector("my-cache")),
-        ..PodDisruptionBudgetSpec::default()
+        unhealthy_pod_eviction_policy: Some("AlwaysAllow".to_owned()),
     })
+}
+
+#[test]
+fn pdb_unhealthy_pod_eviction_policy() {
+    let policy = |pdb: Value| pdb_spec(pdb).and_then(|s| s.unhealthy_pod_eviction_policy);
+    let on = json!({"enabled": true});
+    assert_eq!(policy(on).as_deref(), Some("AlwaysAllow"), "default");
+    for set in ["AlwaysAllow", "IfHealthyBudget"] {
+        let pdb = json!({"enabled": true, "unhealthyPodEvictionPolicy": set});
+        assert_eq!(policy(pdb).as_deref(), Some(set), "copied");
+    }
 }
 
 #[test]

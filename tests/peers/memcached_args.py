@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 
 import yaml
 
@@ -41,6 +42,9 @@ SASL_PASSWORD = "peer-Secret-pw"
 OP_TIMEOUT = 4.0          # seconds per socket operation
 START_ATTEMPTS = 100      # readiness polls, 0.05 s apart
 MEMCACHED_LIFETIME = 120  # hard limit for one memcached process (timeout(1))
+# spec.memcached.hardening: command family -> (field, default)
+HARDENING = {"flush_all": ("disableFlushAll", False), "dumping": ("disableDumping", True),
+             "watch": ("disableWatch", True)}
 # extraArgs flags whose value `stats settings` shows: flag -> settings key (`-o key=value` is handled generically)
 KNOWN_EXTRA = {"--max-reqs-per-event": "reqs_per_event", "-R": "reqs_per_event"}
 
@@ -131,6 +135,10 @@ def intent_of(cr):
     want["monitoring"] = bool(dig(spec, "monitoring", "enabled"))
     want["sasl_secret"] = dig(sec, "sasl", "credentialsSecretRef", "name", default="")
     want["tls_secret"] = dig(sec, "tls", "certificateSecretRef", "name", default="")
+    # spec.memcached.hardening: the commands memcached must refuse (defaults: docs/behaviour.md)
+    hard = mc.get("hardening") or {}
+    want["refuse"] = {cmd: bool(hard.get(field, default)) for cmd, (field, default) in HARDENING.items()}
+    want["tls_min"] = dig(sec, "tls", "minVersion", default="TLSv1.2")
     return want
 
 
@@ -300,6 +308,10 @@ def apply_break(args, mode):
             del args[idx - 1:idx + 1]                          # C5C3's TLS: no listeners
     elif mode == "threads" and "-t" in args:
         args[args.index("-t") + 1] = "3"                       # a wrong value
+    elif mode == "hardening":
+        args = [a for a in args if a not in ("-F", "-X", "-W")]  # a hook that forgets the refusals
+        if "ssl_min_version=3" in args:
+            args[args.index("ssl_min_version=3")] = "ssl_min_version=2"
     return args
 
 
@@ -709,6 +721,9 @@ def run_case(R, name, cr, children, expected, opts, pki_dir, secret_data):
                 client = "client" if want["mtls"] else None
                 ck("auth-required-over-tls", *_unauthenticated("127.0.0.1", tlsp, tls_context(pki_dir, client)))
         check_settings(ck, want, plain, mapping)
+        check_hardening(ck, want, plain, auth)
+        if want["tls"] and tlsp is not None:
+            check_tls_minimum(ck, want, tlsp, pki_dir, "client" if want["mtls"] else None, auth)
         if want["monitoring"]:
             check_exporter(ck, R, want, deploy, plain_port, plain, opts, workdir, name, hosts)
     finally:
@@ -788,6 +803,60 @@ def stats_exporter_args(want):
             f"127.0.0.1:{port}"]
 
 
+def _first_line(c, command):
+    """Sends one command on an open session and returns memcached's first answer line."""
+    c.sock.sendall(command.encode() + b"\r\n")
+    return c._line()
+
+
+def check_hardening(ck, want, port, auth):
+    """Each command of spec.memcached.hardening: refused when asked, answered otherwise; a refused
+    flush_all leaves the data in place."""
+    commands = {"flush_all": ["flush_all"], "dumping": ["stats cachedump 1 1", "lru_crawler metadump all"],
+                "watch": ["watch"]}
+    for family, lines in commands.items():
+        refuse = want["refuse"][family]
+        for command in lines:
+            try:
+                with Client("127.0.0.1", port) as c:
+                    if auth:
+                        c.auth(SASL_USER, SASL_PASSWORD)
+                    c.set("peer-hardening", b"kept")
+                    first = _first_line(c, command)
+                    if family == "flush_all":
+                        kept = c.get("peer-hardening") == b"kept"
+                        first += f" (key {'kept' if kept else 'gone'})"
+            except (OSError, McError, ssl.SSLError) as e:
+                ck(f"hardening[{command}]", False, f"{type(e).__name__}: {e}")
+                continue
+            refused = "not allowed" in first
+            if family == "flush_all":
+                ok = ("kept" in first) if refuse else first.startswith("OK")
+            else:
+                ok = refused == refuse
+            ck(f"hardening[{command}] {'refused' if refuse else 'answered'}", ok and refused == refuse, first)
+
+
+def check_tls_minimum(ck, want, port, pki_dir, client, auth):
+    """A client that offers only versions below spec.security.tls.minVersion gets no session."""
+    if want["tls_min"] == "TLSv1.3":
+        ok, detail = rejected("127.0.0.1", port, tls_context(pki_dir, client, max_tls12=True), auth=auth)
+        ck("tls-min-version-refuses-tls1.2-client", ok, detail)
+    else:
+        ok, detail = set_get("127.0.0.1", port, tls_context(pki_dir, client, max_tls12=True), auth=auth)
+        ck("tls-min-version-accepts-tls1.2-client", ok, detail)
+        # OpenSSL's own policy on this machine may refuse TLS 1.1 too; @SECLEVEL=0 lets the client offer it
+        old = tls_context(pki_dir, client, max_tls12=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # offering TLS 1.1 is the point
+            old.minimum_version = old.maximum_version = ssl.TLSVersion.TLSv1_1
+        try:
+            old.set_ciphers("DEFAULT:@SECLEVEL=0")
+        except ssl.SSLError:
+            pass
+        ck("tls-min-version-refuses-tls1.1-client", *rejected("127.0.0.1", port, old, auth=auth))
+
+
 def check_exporter(ck, R, want, deploy, plain_port, plain, opts, workdir, name, hosts):
     containers = dig(deploy, "spec", "template", "spec", "containers", default=[])
     exp = containers[1] if len(containers) > 1 else {}
@@ -840,7 +909,7 @@ def main():
     ap.add_argument("--netns", action="store_true", help="running in a private network namespace (unshare -n)")
     ap.add_argument("--memcached", default=shutil.which("memcached") or "/usr/bin/memcached")
     ap.add_argument("--exporter", help="memcached_exporter binary, if one is installed")
-    ap.add_argument("--break", dest="break_mode", choices=["flag", "verify", "listeners", "threads"],
+    ap.add_argument("--break", dest="break_mode", choices=["flag", "verify", "listeners", "threads", "hardening"],
                     help="deliberately break the arguments after rendering (shows that the checks fail)")
     ap.add_argument("--workdir", help="temp dir (default: a new one, removed afterwards)")
     ap.add_argument("--deadline", type=float, default=600, help="seconds for all cases")

@@ -3,7 +3,7 @@
 # Debian's memcached with exactly the rendered arguments and drive it with real plaintext/TLS/mTLS/auth clients.
 #
 #   bash tests/peers/run.sh                 # everything; last line: "peers: N passed, M failed"
-#   PEERS_BREAK=flag bash tests/peers/run.sh   # deliberately broken arguments: must fail (flag|verify|listeners|threads)
+#   PEERS_BREAK=flag bash tests/peers/run.sh   # deliberately broken arguments: must fail (flag|verify|listeners|threads|hardening)
 #   PEERS_ONLY="tls mtls" bash tests/peers/run.sh
 #   PEERS_SECURE=0 bash tests/peers/run.sh  # without the TLS-only / Secret rotation suite (secure_rotation.py)
 #

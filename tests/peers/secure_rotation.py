@@ -55,10 +55,12 @@ WAIT_STEPS = 120          # bounded polls, 0.25 s apart
 USERS = {"v1": ("app", "first-Secret-pw"), "v2": ("app", "second-Secret-pw")}
 
 # The hand-written command lines (phase A); with --rendered-dir they are what the hook must render.
-TLS_ARGS = ["-Z", "-o", "ssl_chain_cert=/etc/memcached/tls/tls.crt", "-o", "ssl_key=/etc/memcached/tls/tls.key"]
+TLS_ARGS = ["-Z", "-o", "ssl_chain_cert=/etc/memcached/tls/tls.crt", "-o", "ssl_key=/etc/memcached/tls/tls.key",
+            "-o", "ssl_min_version=2"]
 MTLS_ARGS = ["-o", "ssl_ca_cert=/etc/memcached/tls/ca.crt", "-o", "ssl_verify_mode=2"]
-LOCKED = ["-l", "*:11211", "-l", "*:11212", "-l", "notls:127.0.0.1:11213"]
-OPEN = ["-l", "notls:*:11211", "-l", "*:11212"]
+REFUSED = ["-X", "-W"]    # spec.memcached.hardening's defaults
+LOCKED = ["-l", "*:11211", "-l", "*:11212", "-l", "notls:127.0.0.1:11213"] + REFUSED
+OPEN = ["-l", "notls:*:11211", "-l", "*:11212"] + REFUSED
 BASE = ["-m", "64", "-c", "1024", "-t", "4", "-I", "1m"]
 SASL_ARGS = ["-Y", "/etc/memcached/sasl/password-file"]
 STATS_EXPORTER = ["stats-exporter", "--auth-file", "/etc/memcached/sasl/password-file", "--memcached-addr",
