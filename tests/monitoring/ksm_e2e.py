@@ -170,8 +170,8 @@ def main():
         run.check(all(l.get("namespace") == NS and l.get("memcached") for _, l, _ in mine),
                   "every series carries namespace and memcached")
         info = {l["memcached"]: l for l, _ in find(series, "kube_memcached_info")}
-        run.check(info["plain"].get("image") == "memcached:1.6" and "workload" not in info["plain"],
-                  "info(plain): the CRD's default image, no workload label (spec.workload unset: Deployment)")
+        run.check(info["plain"].get("image") == "memcached:1.6" and info["plain"].get("workload") == "Deployment",
+                  "info(plain): the CRD's default image and workload, written by the API server")
         run.check(info["ha"].get("image") == "memcached:1.6.38", "info(ha): image from spec.image")
         if has_workload:
             run.check(info["sts"].get("workload") == "StatefulSet", "info(sts): workload=StatefulSet")
