@@ -21,8 +21,8 @@
 #              structure, dashboard series; kube-state-metrics when KUBE_STATE_METRICS_BIN is set)
 #   metacontroller  tests/e2e/metacontroller.sh (the hook under a real Metacontroller, both apply
 #              strategies, faults, 200 Memcacheds); only when a Metacontroller is supplied
-#              (METACONTROLLER_BIN + METACONTROLLER_CRDS_DIR, or KUBECONFIG + E2E_HOOK_HOST),
-#              else one line says it was skipped and why
+#              (METACONTROLLER_BIN + METACONTROLLER_CRDS_DIR of a Metacontroller built by hand outside
+#              the repository, or KUBECONFIG + E2E_HOOK_HOST), else one line says it was skipped and why
 #   load       tests/load/run.sh (sustained load, SIGTERM mid-load, slow clients; loopback only)
 #   fuzz       tests/fuzz/smoke.sh (cargo-fuzz on stable, decode + sync, 200k executions or 60 s)
 # Select phases with PHASES="rust peers". Heavy caches live outside the clone, under
