@@ -14,7 +14,8 @@
 #   e2e        tests/e2e/run.sh (CRD, CEL rules and children on a real kube-apiserver built from Go modules)
 #   pods       tests/pods/run.sh (root: the hook's children as real pods on a node of the e2e cluster:
 #              containerd, CNI bridge, CoreDNS, kube-scheduler, kubelet, images built here; plain,
-#              StatefulSet, drain, SASL/TLS/mTLS, Secret rotation, memory limits; host restored)
+#              StatefulSet, drain, SASL/TLS/mTLS, Secret rotation, memory limits; host restored; with
+#              METACONTROLLER_BIN + METACONTROLLER_CRDS_DIR again under Metacontroller, else a SKIPPED line)
 #   helm       tests/helm/check.sh (helm from its Go module: lint, template matrix, validate, same objects
 #              as kustomize, install on the e2e kube-apiserver)
 #   monitoring tests/monitoring/check.sh (promtool from its Go module: rules, unit tests, KSM config
