@@ -11,8 +11,8 @@
 # For each variant: start Metacontroller, point the CompositeController at the local hook, create
 # N Memcacheds in a fresh namespace in one apply, and time until every one has
 # status.observedGeneration (the first sync answered and its status written). Prints one line
-# per variant and a table. Needs Metacontroller (built by hand: its Go module is refused by the
-# module proxy); without it it says so and exits 0. Every wait is bounded (BENCH_TIMEOUT).
+# per variant and a table. Needs Metacontroller, built by hand outside the repository and supplied
+# as METACONTROLLER_BIN + METACONTROLLER_CRDS_DIR; without it it says so and exits 0. Every wait is bounded (BENCH_TIMEOUT).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -22,8 +22,8 @@ N=${N:-200}
 VARIANTS=${VARIANTS:-stock install}
 TIMEOUT=${BENCH_TIMEOUT:-400}
 HOOK_BIN=${HOOK_BIN:-${CARGO_TARGET_DIR:-$HOME/.cache/memcached-hook/target}/release/memcached-hook}
-if [[ ! -x "$METACONTROLLER_BIN" ]] || ! compgen -G "$METACONTROLLER_CRDS_DIR/*.yaml" >/dev/null; then
-    echo "skip: no Metacontroller ($METACONTROLLER_BIN, $METACONTROLLER_CRDS_DIR)"
+if ! metacontroller_supplied; then
+    echo "skip: no Metacontroller (METACONTROLLER_BIN=${METACONTROLLER_BIN:-<unset>}, METACONTROLLER_CRDS_DIR=${METACONTROLLER_CRDS_DIR:-<unset>})"
     exit 0
 fi
 [[ -x "$HOOK_BIN" ]] || { echo "HOOK_BIN=$HOOK_BIN: build it with cargo build --release" >&2; exit 1; }

@@ -14,15 +14,16 @@
 #   e2e        tests/e2e/run.sh (CRD, CEL rules and children on a real kube-apiserver built from Go modules)
 #   pods       tests/pods/run.sh (root: the hook's children as real pods on a node of the e2e cluster:
 #              containerd, CNI bridge, CoreDNS, kube-scheduler, kubelet, images built here; plain,
-#              StatefulSet, drain, SASL/TLS/mTLS, Secret rotation, memory limits; host restored)
+#              StatefulSet, drain, SASL/TLS/mTLS, Secret rotation, memory limits; host restored; with
+#              METACONTROLLER_BIN + METACONTROLLER_CRDS_DIR again under Metacontroller, else a SKIPPED line)
 #   helm       tests/helm/check.sh (helm from its Go module: lint, template matrix, validate, same objects
 #              as kustomize, install on the e2e kube-apiserver)
 #   monitoring tests/monitoring/check.sh (promtool from its Go module: rules, unit tests, KSM config
 #              structure, dashboard series; kube-state-metrics when KUBE_STATE_METRICS_BIN is set)
 #   metacontroller  tests/e2e/metacontroller.sh (the hook under a real Metacontroller, both apply
 #              strategies, faults, 200 Memcacheds); only when a Metacontroller is supplied
-#              (METACONTROLLER_BIN + METACONTROLLER_CRDS_DIR, or KUBECONFIG + E2E_HOOK_HOST),
-#              else one line says it was skipped and why
+#              (METACONTROLLER_BIN + METACONTROLLER_CRDS_DIR of a Metacontroller built by hand outside
+#              the repository, or KUBECONFIG + E2E_HOOK_HOST), else one line says it was skipped and why
 #   load       tests/load/run.sh (sustained load, SIGTERM mid-load, slow clients; loopback only)
 #   fuzz       tests/fuzz/smoke.sh (cargo-fuzz on stable, decode + sync, 200k executions or 60 s)
 # Select phases with PHASES="rust peers". Heavy caches live outside the clone, under

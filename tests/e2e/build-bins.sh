@@ -9,9 +9,11 @@
 #   $E2E_BIN_CACHE/kubelet-<v>/kubelet                    (the pods phase's node)
 #   $E2E_BIN_CACHE/kube-scheduler-<v>/kube-scheduler
 #   $E2E_BIN_CACHE/coredns-<v>/coredns                    (cluster DNS of the pods phase)
-#   $E2E_BIN_CACHE/metacontroller-<v>/metacontroller and .../crds/*.yaml
 #
-# Usage: build-bins.sh [all | etcd | kube | coredns | metacontroller]...   (default: all)
+# Metacontroller is not built here: it is supplied by the user (METACONTROLLER_BIN and
+# METACONTROLLER_CRDS_DIR, see docs/testing.md).
+#
+# Usage: build-bins.sh [all | etcd | kube | coredns]...   (default: all)
 #
 # `kube` is the five Kubernetes commands; those missing are built by one `go build`, which
 # compiles the packages they share once (cold, all five: ~15 min on 2 busy cores).
@@ -22,8 +24,7 @@
 # the build so the checkout is never modified.
 #
 # Exit status: 0 when everything asked for exists afterwards; 1 on a build
-# failure; 3 when only Metacontroller could not be fetched from the module proxy
-# (the reason is printed and kept in $E2E_BIN_CACHE/metacontroller-<v>.blocked).
+# failure; 2 on a bad argument.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -31,7 +32,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # Remember which binaries the caller provided before versions.sh fills defaults.
 declare -A preset=()
 for v in ETCD_BIN KUBE_APISERVER_BIN KUBE_CONTROLLER_MANAGER_BIN KUBECTL_BIN KUBELET_BIN \
-  KUBE_SCHEDULER_BIN COREDNS_BIN METACONTROLLER_BIN; do
+  KUBE_SCHEDULER_BIN COREDNS_BIN; do
   if [[ -n "${!v:-}" ]]; then preset[$v]=1; fi
 done
 # shellcheck source=versions.sh
@@ -140,76 +141,17 @@ build_coredns() {
     "-X github.com/coredns/coredns/coremain.GitCommit=${COREDNS_VERSION}"
 }
 
-# Returns 3 (and records why) when the module proxy refuses Metacontroller.
-build_metacontroller() {
-  local blocked="${E2E_BIN_CACHE}/metacontroller-${METACONTROLLER_VERSION}.blocked"
-  local have_crds=0
-  compgen -G "${METACONTROLLER_CRDS_DIR}/*.yaml" >/dev/null && have_crds=1
-  if [[ -n "${preset[METACONTROLLER_BIN]:-}" || -x "${METACONTROLLER_BIN}" ]] && ((have_crds)); then
-    need METACONTROLLER_BIN || true
-    log "Metacontroller CRDs: ${METACONTROLLER_CRDS_DIR}"
-    return 0
-  fi
-  local mod out dir start=$SECONDS
-  mod="$(copy_module metacontroller)"
-  log "fetching Metacontroller ${METACONTROLLER_VERSION} from the module proxy ..."
-  if ! out="$(cd "${mod}" && go mod download -json metacontroller 2>&1)" \
-     || grep -q '"Error"' <<<"${out}"; then
-    mkdir -p "${E2E_BIN_CACHE}"
-    {
-      echo "command: (cd tests/e2e/tools/metacontroller && go mod download -json metacontroller)"
-      echo "${out}"
-    } >"${blocked}"
-    log "BLOCKED: Metacontroller cannot be fetched from the Go module proxy:"
-    sed 's/^/    /' "${blocked}" >&2
-    return 3
-  fi
-  rm -f "${blocked}"
-  dir="$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p' <<<"${out}")"
-  [[ -d "${dir}" ]] || { log "no module Dir in: ${out}"; return 1; }
-  echo "metacontroller download: $((SECONDS - start))s" >>"${timings}"
-
-  # The CRDs come from the very module the binary is built from.
-  local crd="${dir}/manifests/production/metacontroller-crds-v1.yaml"
-  if [[ ! -f "${crd}" ]]; then
-    log "expected ${crd}; CRD manifests found in the module:"
-    grep -rl --include='*.yaml' 'kind: CustomResourceDefinition' "${dir}" >&2 || true
-    return 1
-  fi
-  mkdir -p "${METACONTROLLER_CRDS_DIR}"
-  install -m 0644 "${crd}" "${METACONTROLLER_CRDS_DIR}/"
-
-  if need METACONTROLLER_BIN; then
-    build_one "metacontroller ${METACONTROLLER_VERSION}" "${mod}" \
-      metacontroller/pkg/cmd/metacontroller "${METACONTROLLER_BIN}" \
-      "-X main.version=${METACONTROLLER_VERSION}"
-  fi
-}
-
-# Metacontroller runs in a subshell with errexit on, so that its failure is
-# reported (exit 3 = blocked at the proxy) after everything else was built.
-try_metacontroller() {
-  set +e
-  (set -e; build_metacontroller)
-  local r=$?
-  set -e
-  ((r == 0)) || rc=${r}
-}
-
 targets=("$@")
 ((${#targets[@]})) || targets=(all)
-rc=0
 for t in "${targets[@]}"; do
   case "$t" in
-    all) build_etcd; build_kube; build_coredns; try_metacontroller ;;
+    all) build_etcd; build_kube; build_coredns ;;
     etcd) build_etcd ;;
     kube | kubernetes) build_kube ;;
     coredns) build_coredns ;;
-    metacontroller) try_metacontroller ;;
-    *) echo "usage: $0 [all|etcd|kube|coredns|metacontroller]..." >&2; exit 2 ;;
+    *) echo "usage: $0 [all|etcd|kube|coredns]..." >&2; exit 2 ;;
   esac
 done
 
 while read -r t; do log "time ${t}"; done <"${timings}"
 log "total $((SECONDS - total_start))s; cache ${E2E_BIN_CACHE} ($(du -sh "${E2E_BIN_CACHE}" 2>/dev/null | cut -f1))"
-exit "${rc}"

@@ -35,7 +35,8 @@
 #   E2E_STATE_DIR       state dir (logs, PIDs, certs, kubeconfig);
 #                       default ${TMPDIR:-/tmp}/memcached-hook-e2e-$(id -u)
 #   E2E_APPLY_STRATEGY  dynamic-apply (default) | server-side-apply
-#   E2E_METACONTROLLER  auto (default: start it when its binary and CRDs exist)
+#   E2E_METACONTROLLER  auto (default: start it when METACONTROLLER_BIN and METACONTROLLER_CRDS_DIR
+#                       are given and exist)
 #                       | 1 (required) | 0 (never)
 #   E2E_KCM_CONTROLLERS kube-controller-manager --controllers (default: enough for
 #                       ownerRef cascades; '*' with E2E_NODE=1)
@@ -53,8 +54,8 @@
 #   E2E_WAIT_SECONDS    bound of each readiness wait (default 120)
 #   ETCD_BIN KUBE_APISERVER_BIN KUBE_CONTROLLER_MANAGER_BIN KUBECTL_BIN
 #   KUBELET_BIN KUBE_SCHEDULER_BIN COREDNS_BIN (E2E_NODE=1)
-#   METACONTROLLER_BIN METACONTROLLER_CRDS_DIR   prebuilt binaries / CRD dir
-#                       (defaults: the cache filled by build-bins.sh)
+#   METACONTROLLER_BIN METACONTROLLER_CRDS_DIR   Metacontroller built by hand outside the
+#                       repository and the directory of its CRD manifests (no default)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -224,10 +225,6 @@ start_apiserver() {
     curl -sfk --max-time 2 -H "Authorization: Bearer ${token}" "https://${HOST}:${api_port}/readyz"
 }
 
-have_metacontroller() {
-  [[ -x "${METACONTROLLER_BIN}" ]] && compgen -G "${METACONTROLLER_CRDS_DIR}/*.yaml" >/dev/null
-}
-
 cmd_up() {
   local n
   if [[ -d "${S}/pids" ]]; then
@@ -236,7 +233,7 @@ cmd_up() {
     done
   fi
   case "${WANT_MC}" in
-    1) have_metacontroller || die "Metacontroller required but missing: ${METACONTROLLER_BIN} / ${METACONTROLLER_CRDS_DIR}/*.yaml" ;;
+    1) metacontroller_supplied || die "Metacontroller required but not supplied: METACONTROLLER_BIN=${METACONTROLLER_BIN:-<unset>} / METACONTROLLER_CRDS_DIR=${METACONTROLLER_CRDS_DIR:-<unset>} must be an executable and a directory of *.yaml" ;;
     0 | auto) ;;
     *) die "E2E_METACONTROLLER must be auto, 1 or 0" ;;
   esac
@@ -322,7 +319,7 @@ EOF
   local kc
   kc="$(kubectl_bin)"
   local -a manifests=()
-  if [[ "${WANT_MC}" != 0 ]] && have_metacontroller; then manifests+=("${METACONTROLLER_CRDS_DIR}"); fi
+  if [[ "${WANT_MC}" != 0 ]] && metacontroller_supplied; then manifests+=("${METACONTROLLER_CRDS_DIR}"); fi
   local m
   local -a extra=()
   IFS=: read -r -a extra <<<"${E2E_PRELOAD_MANIFESTS:-}"
@@ -355,10 +352,10 @@ EOF
   if [[ "${NODE}" == 1 ]]; then node_up; fi
 
   # --- Metacontroller ----------------------------------------------------------
-  if [[ "${WANT_MC}" != 0 ]] && have_metacontroller; then
+  if [[ "${WANT_MC}" != 0 ]] && metacontroller_supplied; then
     start_metacontroller
   else
-    log "Metacontroller not started (E2E_METACONTROLLER=${WANT_MC}; binary ${METACONTROLLER_BIN})"
+    log "Metacontroller not started (E2E_METACONTROLLER=${WANT_MC}; METACONTROLLER_BIN=${METACONTROLLER_BIN:-<unset>})"
     set_var METACONTROLLER absent
   fi
   log "up in $((SECONDS - start))s"
@@ -410,7 +407,7 @@ cmd_down() {
 cmd_restart_metacontroller() {
   [[ -f "${S}/vars" ]] || die "no environment in ${S}"
   alive kube-apiserver || die "kube-apiserver is not running"
-  have_metacontroller || die "no Metacontroller binary/CRDs"
+  metacontroller_supplied || die "no Metacontroller binary/CRDs"
   stop metacontroller
   start_metacontroller
   cmd_env

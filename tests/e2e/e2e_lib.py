@@ -39,10 +39,22 @@
   e2e_lib.py validate-jsonschema SCHEMA FILE...
       Validate each JSON FILE against SCHEMA (jsonschema package); exit 1 on any error.
 """
+import http.client
 import json
+import os
+import signal
+import socket
+import subprocess
 import sys
+import time
 
-import yaml
+
+def _yaml():
+    """PyYAML, imported where YAML is read or written: tests/pods imports this module for the
+    hook process and diff_subset without it."""
+    import yaml
+
+    return yaml
 
 # The memory-limit rule as the API server (v1.35) accepts it. deploy/crd.yaml's rule selects
 # the map entry as `self.resources.limits.memory`, which the cost estimator cannot size
@@ -63,7 +75,7 @@ def load_children(path, as_json):
     with open(path, encoding="utf-8") as f:
         if as_json:
             return list(json.load(f).get("children") or [])
-        return [d for d in yaml.safe_load_all(f) if d is not None]
+        return [d for d in _yaml().safe_load_all(f) if d is not None]
 
 
 def cmd_children(src, outdir, prefix, as_json=False):
@@ -144,7 +156,7 @@ def cmd_replay_expectation(fixture):
         text = f.read()
     # insta: a YAML front matter between two '---' lines, then the snapshot itself.
     parts = text.split("\n---\n", 1)
-    body = yaml.safe_load(parts[1] if len(parts) == 2 else text) or {}
+    body = _yaml().safe_load(parts[1] if len(parts) == 2 else text) or {}
     if isinstance(body, dict) and "rejected" in body:
         print(f"rejected {(body['rejected'] or {}).get('field', '')}".rstrip())
     else:
@@ -154,7 +166,7 @@ def cmd_replay_expectation(fixture):
 
 def cmd_crd_workaround(src, dst):
     with open(src, encoding="utf-8") as f:
-        crd = yaml.safe_load(f)
+        crd = _yaml().safe_load(f)
     replaced = 0
     for v in crd["spec"]["versions"]:
         rules = v["schema"]["openAPIV3Schema"]["properties"]["spec"].get("x-kubernetes-validations", [])
@@ -167,7 +179,7 @@ def cmd_crd_workaround(src, dst):
         print("no memory-limit rule found to replace", file=sys.stderr)
         return 1
     with open(dst, "w", encoding="utf-8") as f:
-        yaml.safe_dump(crd, f, sort_keys=False)
+        _yaml().safe_dump(crd, f, sort_keys=False)
     return 0
 
 
@@ -195,7 +207,7 @@ def strict_schema(s):
 
 def cmd_servicemonitor_schema(crd_path, out):
     with open(crd_path, encoding="utf-8") as f:
-        docs = [d for d in yaml.safe_load_all(f) if d]
+        docs = [d for d in _yaml().safe_load_all(f) if d]
     crd = next(d for d in docs if d.get("kind") == "CustomResourceDefinition")
     version = next(v for v in crd["spec"]["versions"] if v.get("storage"))
     schema = strict_schema(version["schema"]["openAPIV3Schema"])
@@ -225,6 +237,55 @@ def cmd_validate_jsonschema(schema_path, files):
             print(f"{path}: {loc}: {e.message[:300]}")
         bad += bool(errors)
     return 1 if bad else 0
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Hook:
+    """One real memcached-hook server process on 127.0.0.1."""
+
+    def __init__(self, binary, name, work, args=()):
+        self.binary, self.name, self.work, self.args = binary, name, work, list(args)
+        self.port = free_port()
+        self.proc = None
+
+    def start(self):
+        logf = open(os.path.join(self.work, f"hook-{self.name}.log"), "ab")
+        self.proc = subprocess.Popen(
+            [self.binary, "serve", "--addr", f"127.0.0.1:{self.port}", "--log-format", "text", *self.args],
+            stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+                c.request("GET", "/readyz")
+                if c.getresponse().status == 200:
+                    return
+            except OSError:
+                pass
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"hook {self.name} exited with {self.proc.returncode}")
+            time.sleep(0.1)
+        raise RuntimeError(f"hook {self.name} not ready on {self.port} within 20s")
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self.proc = None
+
+    def pid(self):
+        return self.proc.pid if self.proc else None
 
 
 def main(argv):

@@ -23,8 +23,6 @@ import http.client
 import http.server
 import json
 import os
-import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -35,6 +33,7 @@ import urllib.parse
 import yaml
 
 import e2e_lib
+from e2e_lib import Hook
 
 GROUP = "memcached.c5c3.io"
 PARENT_API = f"/apis/{GROUP}/v1beta1"
@@ -235,55 +234,6 @@ class Relay:
 
 
 # ---- hook processes ----------------------------------------------------------------------------
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-class Hook:
-    """One real memcached-hook server process on 127.0.0.1."""
-
-    def __init__(self, binary, name, work):
-        self.binary, self.name, self.work = binary, name, work
-        self.port = free_port()
-        self.proc = None
-
-    def start(self):
-        logf = open(os.path.join(self.work, f"hook-{self.name}.log"), "ab")
-        self.proc = subprocess.Popen(
-            [self.binary, "serve", "--addr", f"127.0.0.1:{self.port}", "--log-format", "text"],
-            stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            try:
-                c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
-                c.request("GET", "/readyz")
-                if c.getresponse().status == 200:
-                    return
-            except OSError:
-                pass
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"hook {self.name} exited with {self.proc.returncode}")
-            time.sleep(0.1)
-        raise RuntimeError(f"hook {self.name} not ready on {self.port} within 20s")
-
-    def stop(self, sig=signal.SIGTERM):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        self.proc = None
-
-    def pid(self):
-        return self.proc.pid if self.proc else None
-
 
 def proc_usage(pid):
     """(CPU seconds user+system, peak RSS in KiB) of a process from /proc."""

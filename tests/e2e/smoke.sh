@@ -10,7 +10,8 @@
 #      written, and the child is garbage-collected with the parent.
 # and brings everything down again (also on failure). Every wait is bounded.
 #
-# Usage: smoke.sh      (E2E_APPLY_STRATEGY / E2E_METACONTROLLER as for cluster.sh)
+# Usage: smoke.sh      (E2E_APPLY_STRATEGY / E2E_METACONTROLLER as for cluster.sh; Metacontroller
+#                      runs only when METACONTROLLER_BIN and METACONTROLLER_CRDS_DIR are supplied)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -118,7 +119,7 @@ until_true 60 "namespace controller finalized smoke-ns" \
 
 # 5. Metacontroller round trip
 if [[ "${E2E_METACONTROLLER}" != running ]]; then
-  log "SKIP: Metacontroller round trip (E2E_METACONTROLLER=${E2E_METACONTROLLER})"
+  log "SKIP: Metacontroller round trip (E2E_METACONTROLLER=${E2E_METACONTROLLER}; METACONTROLLER_BIN=${METACONTROLLER_BIN:-<unset>}, METACONTROLLER_CRDS_DIR=${METACONTROLLER_CRDS_DIR:-<unset>})"
   exit 0
 fi
 hook_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"

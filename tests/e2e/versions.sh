@@ -1,6 +1,7 @@
 # Pinned versions and cache locations of the e2e binaries. Sourced by
 # build-bins.sh and cluster.sh; override any of these from the environment.
 # The wrapper modules under tools/ pin the same versions: change both together.
+# METACONTROLLER_VERSION is the release the Metacontroller scenarios were run against.
 
 ETCD_VERSION="${ETCD_VERSION:-v3.5.21}"
 K8S_VERSION="${K8S_VERSION:-v1.35.8}"
@@ -19,7 +20,15 @@ KUBECTL_BIN="${KUBECTL_BIN:-${E2E_BIN_CACHE}/kubectl-${K8S_VERSION}/kubectl}"
 KUBELET_BIN="${KUBELET_BIN:-${E2E_BIN_CACHE}/kubelet-${K8S_VERSION}/kubelet}"
 KUBE_SCHEDULER_BIN="${KUBE_SCHEDULER_BIN:-${E2E_BIN_CACHE}/kube-scheduler-${K8S_VERSION}/kube-scheduler}"
 COREDNS_BIN="${COREDNS_BIN:-${E2E_BIN_CACHE}/coredns-${COREDNS_VERSION}/coredns}"
-METACONTROLLER_BIN="${METACONTROLLER_BIN:-${E2E_BIN_CACHE}/metacontroller-${METACONTROLLER_VERSION}/metacontroller}"
-# Directory holding Metacontroller's own CRD manifests (*.yaml), copied out of
-# the same module the binary is built from.
-METACONTROLLER_CRDS_DIR="${METACONTROLLER_CRDS_DIR:-${E2E_BIN_CACHE}/metacontroller-${METACONTROLLER_VERSION}/crds}"
+
+# Metacontroller is never built by this project: the user builds it by hand outside the
+# repository and supplies the binary and the directory of its CRD manifests (*.yaml).
+# Empty means not supplied.
+METACONTROLLER_BIN="${METACONTROLLER_BIN:-}"
+METACONTROLLER_CRDS_DIR="${METACONTROLLER_CRDS_DIR:-}"
+
+# metacontroller_supplied: true when both are given and exist.
+metacontroller_supplied() {
+  [[ -n "${METACONTROLLER_BIN}" && -x "${METACONTROLLER_BIN}" && -n "${METACONTROLLER_CRDS_DIR}" ]] &&
+    compgen -G "${METACONTROLLER_CRDS_DIR}/*.yaml" >/dev/null
+}

@@ -182,7 +182,7 @@ validate() {
     local crds=(--crd "$ROOT/deploy/crd.yaml") mc po
     # shellcheck source=/dev/null
     mc=$(source "$ROOT/tests/e2e/versions.sh" && echo "$METACONTROLLER_CRDS_DIR")
-    if grep -qs 'compositecontrollers.metacontroller.k8s.io' "$mc"/*.yaml; then
+    if [[ -n "$mc" ]] && grep -qs 'compositecontrollers.metacontroller.k8s.io' "$mc"/*.yaml; then
         crds+=(--crd "$mc")
         echo "Metacontroller CRDs: $mc"
     else
@@ -249,11 +249,11 @@ install() {
     source "$ROOT/tests/e2e/versions.sh"
     mc_crds=$METACONTROLLER_CRDS_DIR
     local -a with_cc=(--set compositeController.create=false)
-    if grep -qs 'compositecontrollers.metacontroller.k8s.io' "$mc_crds"/*.yaml; then
+    if [[ -n "$mc_crds" ]] && grep -qs 'compositecontrollers.metacontroller.k8s.io' "$mc_crds"/*.yaml; then
         preload=$mc_crds
         with_cc=()
     else
-        echo "no Metacontroller CRDs ($mc_crds): installing without the CompositeController"
+        echo "no Metacontroller CRDs (METACONTROLLER_CRDS_DIR=${mc_crds:-<unset>}): installing without the CompositeController"
     fi
     if [[ -d "$WORK/po-crds" ]]; then
         preload="${preload:+$preload:}$WORK/po-crds"

@@ -1,17 +1,23 @@
 #!/usr/bin/env python3
 """The pods phase's harness (tests/pods/pods.py has the scenarios): kubectl and the hook as
 subprocesses, a namespace with a client pod (`Namespace`), a Memcached synced as Metacontroller
-would (`Memcached`), the counting of checks (`Test`), and helpers for containers, evictions,
-certificates, DNS and cgroups. Environment: see pods.py.
+would, or by a real Metacontroller (`Memcached`), the counting of checks (`Test`), and helpers
+for containers, evictions, certificates, DNS and cgroups. Environment: see pods.py.
 """
 import base64
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 import uuid
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+from e2e_lib import Hook, diff_subset  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 KUBECTL = os.environ.get("E2E_KUBECTL", "kubectl")
 HOOK = os.environ.get("PODS_HOOK", "memcached-hook")
 HOOK_IMAGE = os.environ.get("PODS_HOOK_IMAGE", "")
@@ -19,6 +25,10 @@ MEMCACHED_IMAGE = os.environ.get("E2E_MEMCACHED_IMAGE", "")
 CLIENT_IMAGE = os.environ.get("E2E_CLIENT_IMAGE", "")
 WORK = os.environ.get("PODS_WORK") or tempfile.mkdtemp(prefix="memcached-hook-pods.")
 TIMES = os.environ.get("PODS_TIMES", "")
+# 1: a real Metacontroller (started by cluster.sh) syncs the Memcacheds, which are applied to the
+# API server as a user would; the hook runs as `memcached-hook serve` on 127.0.0.1.
+METACONTROLLER = os.environ.get("PODS_METACONTROLLER") == "1"
+PARENT = "memcacheds.memcached.c5c3.io"
 LABEL = "app.kubernetes.io/instance"
 # The children kinds a CompositeController for Memcached declares (metacontroller/).
 CHILD_KINDS = "deployments.apps,statefulsets.apps,services,poddisruptionbudgets.policy"
@@ -40,6 +50,10 @@ CONTROLLER = {
 
 class Failed(Exception):
     """A check that must hold before the scenario can go on."""
+
+
+def hook_args():
+    return ["--reload-agent-image", HOOK_IMAGE] if HOOK_IMAGE else []
 
 
 def run(args, stdin=None, check=True, timeout=120):
@@ -120,8 +134,8 @@ class Namespace:
     """A namespace of the scenario's own, with a client pod; deleted by close()."""
 
     def __init__(self, name):
-        self.name = name
-        kubectl("create", "namespace", name)
+        self.name = f"mc-{name}" if METACONTROLLER else name  # both modes can share a cluster
+        kubectl("create", "namespace", self.name)
         self.client_ready = False
 
     def apply(self, objs):
@@ -187,7 +201,9 @@ class Namespace:
 
 
 class Memcached:
-    """One Memcached, kept in the harness (no CRD needed); children and status via the hook."""
+    """One Memcached. Without Metacontroller it is kept in the harness (no CRD needed) and
+    children and status come from the hook's answers; under Metacontroller (METACONTROLLER) it
+    is applied to the API server and what Metacontroller writes is read back."""
 
     def __init__(self, ns, name, spec):
         self.ns = ns
@@ -200,16 +216,13 @@ class Memcached:
         }
         self.name = name
 
-    def hook_args(self):
-        return ["--reload-agent-image", HOOK_IMAGE] if HOOK_IMAGE else []
-
     def render(self):
         """`memcached-hook render` of the Memcached, as a user previewing it sees it: the
         objects (as JSON, through kubectl's client-side dry run)."""
         path = os.path.join(WORK, f"{self.ns.name}-{self.name}.json")
         with open(path, "w") as f:
             json.dump(self.obj, f)
-        out = run([HOOK, "render", *self.hook_args(), path]).stdout
+        out = run([HOOK, "render", *hook_args(), path]).stdout
         text = kubectl("create", "--dry-run=client", "-o", "json", "-f", "-", stdin=out).stdout
         objs, pos, dec = [], 0, json.JSONDecoder()
         while pos < len(text.rstrip()):  # one JSON document per object, one after the other
@@ -219,21 +232,56 @@ class Memcached:
                 pos += 1
         return objs
 
+    def apply_parent(self):
+        """Under Metacontroller: `kubectl apply` of the Memcached, as a user would."""
+        meta = {"name": self.name, "namespace": self.ns.name}
+        doc = {"apiVersion": self.obj["apiVersion"], "kind": "Memcached", "metadata": meta, "spec": self.obj["spec"]}
+        kubectl("apply", "-f", "-", stdin=json.dumps(doc))
+
     def create(self):
         """Creates the children: render, and the first sync, which applies them as Metacontroller
         would (render cannot see Secrets, so only the sync puts their hash into the pod
-        template). Raises Failed unless both name the same objects. Returns render's objects."""
+        template); under Metacontroller, applies the Memcached and waits for the children
+        Metacontroller creates. Raises Failed unless both name the same objects. Returns render's
+        objects."""
         rendered = self.render()
+        mine = sorted((c["kind"], c["metadata"]["name"]) for c in rendered)
+        if METACONTROLLER:
+            self.apply_parent()
+            self.last_desired = None
+            wait_until(f"Metacontroller created {mine}", lambda: sorted(
+                (o["kind"], o["metadata"]["name"]) for objs in self.observed().values() for o in objs.values()) == mine,
+                timeout=60)
+            return rendered
         self.sync()
         synced = sorted((c["kind"], c["metadata"]["name"]) for c in self.last_desired)
-        mine = sorted((c["kind"], c["metadata"]["name"]) for c in rendered)
         if synced != mine:
             raise Failed(f"render gives {mine}, the first sync {synced}")
         return rendered
 
+    def differences(self, rendered):
+        """How the children applied differ from render's objects: without Metacontroller the
+        sync's answer must equal them; under it every rendered field must be on the live child
+        (the API server and Metacontroller add defaults and labels). [] when they agree."""
+        if not METACONTROLLER:
+            same = sorted(map(without_namespace, rendered)) == sorted(map(without_namespace, self.last_desired))
+            return [] if same else ["the first sync's children are not render's objects"]
+        live = {(o["kind"], o["metadata"]["name"]): o for objs in self.observed().values() for o in objs.values()}
+        out = []
+        for c in rendered:
+            diffs = []
+            # render prints no namespace (kubectl's dry run fills in its default)
+            diff_subset(json.loads(without_namespace(c)), live.get((c["kind"], c["metadata"]["name"]), {}),
+                        f"{c['kind']}/{c['metadata']['name']}", diffs)
+            out += [f"{p}: rendered {json.dumps(w)[:100]}, live {json.dumps(g)[:100]}" for p, w, g in diffs]
+        return out
+
     def update(self, spec):
+        """A new spec; under Metacontroller applied at once, else sent by the next sync."""
         self.obj["spec"] = spec
         self.obj["metadata"]["generation"] += 1
+        if METACONTROLLER:
+            self.apply_parent()
 
     def observed(self):
         items = get(CHILD_KINDS, ns=self.ns.name, selector=f"{LABEL}={self.name}")["items"]
@@ -254,14 +302,17 @@ class Memcached:
         return out
 
     def sync(self):
-        """One sync as Metacontroller does it; returns the status."""
+        """One sync as Metacontroller does it; returns the status. Under Metacontroller: the
+        status it wrote for the Memcached's current generation (waited for, bounded)."""
+        if METACONTROLLER:
+            return self.written_status()
         observed = self.observed()
         req = {"controller": CONTROLLER, "parent": self.obj, "children": observed,
                "related": self.related(), "finalizing": False}
         path = os.path.join(WORK, f"{self.ns.name}-{self.name}-sync.json")
         with open(path, "w") as f:
             json.dump(req, f)
-        resp = json.loads(run([HOOK, "replay", *self.hook_args(), path]).stdout)
+        resp = json.loads(run([HOOK, "replay", *hook_args(), path]).stdout)
         desired = resp.get("children", [])
         self.last_desired = desired
         if desired:
@@ -272,6 +323,15 @@ class Memcached:
                 if (o["kind"], o["metadata"]["name"]) not in want:
                     kubectl("delete", o["kind"], o["metadata"]["name"], "-n", self.ns.name, "--wait=false")
         self.obj["status"] = resp.get("status", {})
+        return self.obj["status"]
+
+    def written_status(self):
+        def current():
+            live = get(PARENT, self.name, ns=self.ns.name)
+            st = live.get("status") or {}
+            return st if st.get("observedGeneration") == live["metadata"]["generation"] else None
+        self.obj["status"] = wait_until(f"Metacontroller wrote the status of {self.name}'s generation", current,
+                                        timeout=60)
         return self.obj["status"]
 
     def condition(self, type_):
@@ -309,6 +369,20 @@ class Memcached:
     def sync_until(self, what, pred, timeout=90):
         """Syncs until pred(status) holds (Metacontroller resyncs on every child change)."""
         return wait_until(what, lambda: pred(self.sync()) and self.obj["status"], timeout=timeout, interval=1)
+
+
+def serve_hook():
+    """Under Metacontroller: `memcached-hook serve` on 127.0.0.1 and the repository's
+    CompositeController (metacontroller/base/) with both webhooks pointed at it. Returns the
+    Hook; stop() it at the end."""
+    hook = Hook(HOOK, "pods", WORK, args=hook_args())
+    hook.start()
+    path = os.path.join(ROOT, "metacontroller", "base", "compositecontroller.yaml")
+    cc = json.loads(kubectl("create", "--dry-run=client", "-o", "json", "-f", path).stdout)
+    for name in ("sync", "customize"):
+        cc["spec"]["hooks"][name]["webhook"]["url"] = f"http://127.0.0.1:{hook.port}/{name}"
+    kubectl("apply", "-f", "-", stdin=json.dumps(cc))
+    return hook
 
 
 def without_namespace(obj):

@@ -9,11 +9,18 @@
 #             OCI archive): the reload-agent sidecar of the Reload scenarios
 #   up        cluster.sh up with E2E_NODE=1 and the hook's image imported
 #   scenarios pods.py (each scenario in its own namespace; see its docstring)
+#   metacontroller  with METACONTROLLER_BIN + METACONTROLLER_CRDS_DIR (a Metacontroller built by
+#             hand outside the repository): cluster.sh also starts Metacontroller (deploy/crd.yaml
+#             preloaded) and the scenarios run again under it (pods.py with PODS_METACONTROLLER=1:
+#             Memcacheds applied with kubectl, status written by Metacontroller); else one
+#             SKIPPED line
 #   down      cluster.sh down
 #   host      the host facts of `cluster.sh host-state` after `down` equal those before `up`
 #
 # Usage: tests/pods/run.sh [SCENARIO...]
 # Environment:
+#   METACONTROLLER_BIN, METACONTROLLER_CRDS_DIR  see `metacontroller` above
+#   PODS_MC_SCENARIOS   the scenarios run under Metacontroller (default: the same as without)
 #   MEMCACHED_HOOK_BIN  the hook binary for render/replay (default: cargo build, debug)
 #   PODS_RUN_TIMEOUT    bound of the whole run in seconds (default 3600)
 #   PODS_KEEP=1         keep the work dir (cluster logs, sync requests) even when all pass
@@ -35,7 +42,14 @@ fi
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${HOME}/.cache/memcached-hook/target}"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/memcached-hook-pods.XXXXXX")"
 export E2E_STATE_DIR="${WORK}/cluster"
-export E2E_METACONTROLLER=0
+# shellcheck source=../e2e/versions.sh
+source "${E2E}/versions.sh"
+if metacontroller_supplied; then
+  export E2E_METACONTROLLER=1 E2E_PRELOAD_MANIFESTS="${ROOT}/deploy/crd.yaml"
+  read -r -a MC_SCENARIOS <<<"${PODS_MC_SCENARIOS:-$*}"
+else
+  export E2E_METACONTROLLER=0
+fi
 export PODS_WORK="${WORK}" PODS_TIMES="${WORK}/times.tsv"
 : >"${PODS_TIMES}"
 
@@ -80,7 +94,7 @@ finish() {
   printf 'time: %s\n' "${steps[@]}" "total: $((SECONDS - t0))s"
   if [[ -s "${PODS_TIMES}" ]]; then
     echo "apply to Ready, per scenario:"
-    awk -F'\t' '$2 != "scenario" { printf "  %-12s %-32s %6ss\n", $1, $2, $3 }' "${PODS_TIMES}"
+    awk -F'\t' '$2 != "scenario" { printf "  %-27s %-32s %6ss\n", $1, $2, $3 }' "${PODS_TIMES}"
   fi
   if ((failed)); then
     echo "failures:"
@@ -144,15 +158,30 @@ timed up
 
 # ---- scenarios -----------------------------------------------------------------------------
 export PODS_HOOK="${HOOK}"
+# scenarios LABEL [SCENARIO...]: runs pods.py and folds its counts and failures into this run's.
 # In the background, so that a TERM (PODS_RUN_TIMEOUT, Ctrl-C) reaches the traps at once: `wait`
 # returns on a signal, a foreground command would first run to its end.
-python3 "${HERE}/pods.py" "$@" > >(tee "${WORK}/scenarios.log") 2>&1 &
-pods_pid=$!
-wait "${pods_pid}"
-pods_pid=""
-p=$(sed -n 's/^scenarios: \([0-9]*\) passed.*/\1/p' "${WORK}/scenarios.log")
-passed=$((passed + ${p:-0}))
-n=$(sed -n 's/^scenarios: [0-9]* passed, \([0-9]*\) failed/\1/p' "${WORK}/scenarios.log")
-if [[ -z "${n}" ]]; then bad "pods.py ended without a summary"; else failed=$((failed + n)); fi
-while read -r f; do failures+=("${f}"); done < <(sed -n '/^failures:$/,/^scenarios:/{s/^  //p}' "${WORK}/scenarios.log")
+scenarios() {
+  local out="${WORK}/scenarios-$1.log" p n f
+  shift
+  python3 "${HERE}/pods.py" "$@" > >(tee "${out}") 2>&1 &
+  pods_pid=$!
+  wait "${pods_pid}"
+  pods_pid=""
+  p=$(sed -n 's/^scenarios: \([0-9]*\) passed.*/\1/p' "${out}")
+  passed=$((passed + ${p:-0}))
+  n=$(sed -n 's/^scenarios: [0-9]* passed, \([0-9]*\) failed/\1/p' "${out}")
+  if [[ -z "${n}" ]]; then bad "pods.py ended without a summary (${out##*/})"; else failed=$((failed + n)); fi
+  while read -r f; do failures+=("${f}"); done < <(sed -n '/^failures:$/,/^scenarios:/{s/^  //p}' "${out}")
+}
+scenarios direct "$@"
 timed scenarios
+
+# ---- the same scenarios under Metacontroller ---------------------------------------------------
+if [[ "${E2E_METACONTROLLER}" == running ]]; then
+  log "the scenarios under Metacontroller: ${MC_SCENARIOS[*]:-all}"
+  PODS_METACONTROLLER=1 scenarios metacontroller "${MC_SCENARIOS[@]}"
+  timed "scenarios under Metacontroller"
+else
+  echo "SKIPPED pods scenarios under Metacontroller: METACONTROLLER_BIN=${METACONTROLLER_BIN:-<unset>} / METACONTROLLER_CRDS_DIR=${METACONTROLLER_CRDS_DIR:-<unset>} is not a Metacontroller built by hand outside the repository plus a directory of its CRD *.yaml (docs/testing.md)"
+fi
