@@ -220,8 +220,9 @@ def scenario_statefulset(t: Test):
 def scenario_drain(t: Test):
     """The eviction API (what `kubectl drain` calls) honours the PDB the hook renders: one
     eviction at a time while the replacement is not Ready; with the shipped
-    unhealthyPodEvictionPolicy (unset: IfHealthyBudget) a not-Ready pod is evicted while the
-    budget holds, a Ready one is refused. A rolling update keeps the budget too."""
+    unhealthyPodEvictionPolicy (AlwaysAllow) a not-Ready pod is evicted even while the budget is
+    exhausted, a Ready one is refused; under IfHealthyBudget the same drain waits. A rolling
+    update keeps the budget too."""
     ns = Namespace("pods-drain")
     try:
         mc = Memcached(ns, "cache", {"replicas": 3, "image": MEMCACHED_IMAGE,
@@ -232,8 +233,8 @@ def scenario_drain(t: Test):
         pods = mc.wait_ready(3)
         t.time("apply to 3 Ready pods", time.monotonic() - start)
         pdb = get("pdb", "cache", ns=ns.name)
-        t.check("the PDB leaves unhealthyPodEvictionPolicy unset (IfHealthyBudget)",
-                "unhealthyPodEvictionPolicy" not in pdb["spec"], pdb["spec"])
+        t.check("the PDB sets unhealthyPodEvictionPolicy AlwaysAllow (the default)",
+                pdb["spec"].get("unhealthyPodEvictionPolicy") == "AlwaysAllow", pdb["spec"])
         wait_until("PDB allows 1 disruption", lambda: get("pdb", "cache", ns=ns.name)["status"].get(
             "disruptionsAllowed") == 1, timeout=30)
         mc.sync()
@@ -270,13 +271,30 @@ def scenario_drain(t: Test):
         okay, msg = evict(ns, sick)
         t.check("with one pod not Ready: evicting that pod is allowed (the drain does not hang on it)", okay, msg)
         mc.wait_ready(3, timeout=90)
-        # Two pods not Ready: 1 healthy < minAvailable 2. Under IfHealthyBudget the not-Ready
-        # pods cannot be evicted either: a drain waits until they are Ready again.
+        # Two pods not Ready: 1 healthy < minAvailable 2, the budget is exhausted. Under
+        # AlwaysAllow the not-Ready pods can still be evicted (a drain never waits on them) and the
+        # Ready one cannot.
+        names = sorted(p["metadata"]["name"] for p in mc.pods())
+        crashloop(mc, names[0], names[1])
+        okay, msg = evict(ns, names[2])
+        t.check("with two of three pods not Ready: evicting the Ready pod is refused", not okay
+                and "disruption budget" in msg, msg)
+        okay, msg = evict(ns, names[0])
+        t.check("with two of three pods not Ready: evicting a not-Ready pod is allowed (AlwaysAllow: the "
+                "drain does not wait for it)", okay, msg)
+        mc.wait_ready(3, timeout=120)
+        # The same under IfHealthyBudget: the not-Ready pods cannot be evicted either.
+        spec = mc.obj["spec"]
+        spec["highAvailability"]["podDisruptionBudget"]["unhealthyPodEvictionPolicy"] = "IfHealthyBudget"
+        mc.update(spec)
+        mc.sync()
+        wait_until("PDB under IfHealthyBudget", lambda: get("pdb", "cache", ns=ns.name)["spec"].get(
+            "unhealthyPodEvictionPolicy") == "IfHealthyBudget", timeout=30)
         names = sorted(p["metadata"]["name"] for p in mc.pods())
         crashloop(mc, names[0], names[1])
         okay, msg = evict(ns, names[0])
-        t.check("with two of three pods not Ready: evicting a not-Ready pod is refused (IfHealthyBudget: "
-                "the drain waits for them)", not okay and "disruption budget" in msg, msg)
+        t.check("IfHealthyBudget, two of three pods not Ready: evicting a not-Ready pod is refused (the "
+                "drain waits for them)", not okay and "disruption budget" in msg, msg)
         mc.wait_ready(3, timeout=120)
         # Rolling update of the Deployment (a new -m): Ready pods never below minAvailable.
         spec = mc.obj["spec"]
