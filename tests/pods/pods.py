@@ -316,6 +316,21 @@ def scenario_drain(t: Test):
         ns.close()
 
 
+def scrape(ns, ip, port, want, timeout=30):
+    """GET /metrics from the client pod until it holds `want` (a listener may still be starting);
+    returns the last answer."""
+    last = [""]
+
+    def once():
+        last[0] = ns.http_get(ip, port, "/metrics")[1]
+        return want in last[0]
+    try:
+        wait_until(f"{want!r} on {ip}:{port}/metrics", once, timeout=timeout, interval=2)
+    except Failed:
+        pass
+    return last[0]
+
+
 def scenario_secure(t: Test):
     """SASL, TLS and mTLS pods become Ready and serve a client pod through the Service; a SASL
     password rotated in place (SIGHUP across the shared process namespace); under strict TLS no
@@ -331,7 +346,8 @@ def scenario_secure(t: Test):
         ns.secret("sasl", {"password-file": "app:s3cret\n"})
         img = {"replicas": 1, "image": MEMCACHED_IMAGE}
         mcs = {
-            "sasl": Memcached(ns, "sasl", {**img, "security": {
+            # With monitoring on, the metrics sidecar under SASL is the hook's own stats exporter.
+            "sasl": Memcached(ns, "sasl", {**img, "monitoring": {"enabled": True}, "security": {
                 "sasl": {"enabled": True, "credentialsSecretRef": {"name": "sasl"}}, "secretRotation": "Reload"}}),
             "tls": Memcached(ns, "tls", {**img, "security": {
                 "tls": {"enabled": True, "certificateSecretRef": {"name": "tls-cert"}, "allowPlaintext": False},
@@ -359,6 +375,11 @@ def scenario_secure(t: Test):
         t.check("sasl: a client without credentials is refused", "VALUE" not in out and "ERROR" in out, out)
         code, out = ns.memcached(f"sasl.{ns.name}", [*AUTH, "set k 0 0 2", "v1", "get k"])
         t.check("sasl: a client with the password sets and gets", "VALUE k 0 2" in out, out)
+        sasl_ip = mcs["sasl"].ready_pods()[0]["status"]["podIP"]
+        out = scrape(ns, sasl_ip, 9150, "memcached_up 1")
+        t.check("sasl: the metrics sidecar, scraped from the client pod, reports the cache up (it logs in)",
+                "memcached_up 1" in out and "memcached_current_connections" in out and "s3cret" not in out,
+                out[:800])
         # SASL alone under Reload: the agent sends SIGHUP to memcached across the shared process
         # namespace; the same memcached then takes the new password and refuses the old one.
         pod = mcs["sasl"].ready_pods()[0]
@@ -373,6 +394,9 @@ def scenario_secure(t: Test):
         t.time("SASL alone: Secret update to the new password accepted", time.monotonic() - start)
         code, out = ns.memcached(host, [*AUTH, "get k"])
         t.check("sasl: after the rotation the old password is refused", "VALUE" not in out and "ERROR" in out, out)
+        out = scrape(ns, sasl_ip, 9150, "memcached_up 1")
+        t.check("sasl: after the rotation the metrics sidecar still logs in (the cache up, no password shown)",
+                "memcached_up 1" in out and "n3wpass" not in out, out[:800])
         after = mcs["sasl"].pods()
         t.check("sasl: same pod, memcached not restarted, the key kept",
                 [p["metadata"]["uid"] for p in after] == [pod["metadata"]["uid"]] and restarts(after[0]) == 0)
@@ -404,9 +428,9 @@ def scenario_secure(t: Test):
                 continue
             t.check(f"{name}: no pod IP port answers plaintext memcached (listeners {socks})",
                     public and not plaintext, f"plaintext on {plaintext}")
-            code, out = ns.http_get(ip, 9151, "/metrics")
+            out = scrape(ns, ip, 9151, "reload")
             t.check(f"{name}: the reload agent's metrics scraped from the client pod",
-                    code == 0 and "reload" in out and " 200 " in out, out[:600])
+                    "reload" in out and " 200 " in out, out[:600])
     finally:
         ns.close()
 
