@@ -181,8 +181,10 @@ class Namespace:
         return sorted({line.split()[0] for line in out.splitlines() if "STREAM" in line}) or [out.strip()]
 
     def http_get(self, ip, port, path):
-        """GET http://ip:port/path from the client pod (nc; busybox's wget is not used)."""
-        return self.sh(f"printf 'GET {path} HTTP/1.0\\r\\n\\r\\n' | nc -w 5 {ip} {port}")
+        """GET http://ip:port/path from the client pod (nc; busybox's wget is not used). The
+        request side stays open for 3 s: nc half-closes at the end of its input, and an HTTP
+        server may drop a request whose client has closed before the answer is ready."""
+        return self.sh(f"(printf 'GET {path} HTTP/1.0\\r\\n\\r\\n'; sleep 3) | nc -w 5 {ip} {port}")
 
     def memcached(self, host, commands, port=11211, tls=None):
         """Sends memcached text commands (list of lines, `quit` appended) from the client pod;
