@@ -180,6 +180,18 @@ class Namespace:
         code, out = self.sh(f"getent ahostsv4 {host}")
         return sorted({line.split()[0] for line in out.splitlines() if "STREAM" in line}) or [out.strip()]
 
+    def resolve_until(self, host, want, timeout=20):
+        """resolve(host) until it gives `want` (sorted IPs) or `timeout` seconds pass; returns
+        the last answer. A name follows the pods' readiness through the EndpointSlice and the
+        DNS server's watch of it, so a client sees a new Ready pod a moment after the kubelet
+        reports it; the wait is bounded and the check after it still compares exactly."""
+        deadline = time.monotonic() + timeout
+        while True:
+            got = self.resolve(host)
+            if got == want or time.monotonic() >= deadline:
+                return got
+            time.sleep(0.5)
+
     def http_get(self, ip, port, path):
         """GET http://ip:port/path from the client pod (nc; busybox's wget is not used). The
         request side stays open for 3 s: nc half-closes at the end of its input, and an HTTP

@@ -94,7 +94,7 @@ def scenario_deployment(t: Test):
                 st.get("serverList"))
         # The serverList entry, as a client pod resolves it: the Ready pods' IPs.
         ips = sorted(p["status"]["podIP"] for p in pods)
-        got = ns.resolve(st["serverList"][0].rsplit(":", 1)[0])
+        got = ns.resolve_until(st["serverList"][0].rsplit(":", 1)[0], ips)
         t.check(f"the serverList entry resolves in a client pod to exactly the Ready pods' IPs ({got})",
                 got == ips, f"pods: {ips}")
         # Through the Service name: set and get on one connection, whichever pod answers.
