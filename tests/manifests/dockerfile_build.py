@@ -78,9 +78,12 @@ def may_contain_included(rel_dir, rules):
 
 
 def copy_context(root, context, rules):
-    if context.exists():
-        shutil.rmtree(context)
-    context.mkdir(parents=True)
+    """Brings `context` to exactly the files of `root` that the build would see. A file whose
+    bytes are unchanged keeps its time stamp, and a changed one gets the current time: cargo's
+    freshness check (time stamps) then rebuilds exactly when a source changed, also when the
+    context is shared by several checkouts whose files carry older times than the last build."""
+    context.mkdir(parents=True, exist_ok=True)
+    wanted = set()
     for dirpath, dirnames, filenames in os.walk(root):
         rel_dir = os.path.relpath(dirpath, root)
         rel_dir = "" if rel_dir == "." else rel_dir
@@ -96,9 +99,29 @@ def copy_context(root, context, rules):
         for f in sorted(filenames):
             rel = f"{rel_dir}/{f}" if rel_dir else f
             if not excluded(rel, rules):
-                dest = context / rel
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(root / rel, dest)
+                wanted.add(rel)
+                sync_file(root / rel, context / rel)
+    for dirpath, _, filenames in os.walk(context, topdown=False):
+        for f in filenames:
+            path = pathlib.Path(dirpath) / f
+            if str(path.relative_to(context)) not in wanted:
+                path.unlink()
+        if pathlib.Path(dirpath) != context and not any(pathlib.Path(dirpath).iterdir()):
+            pathlib.Path(dirpath).rmdir()
+
+
+def sync_file(src, dest):
+    data = src.read_bytes()
+    if dest.is_file() and not dest.is_symlink() and dest.read_bytes() == data:
+        shutil.copymode(src, dest)
+        return
+    if dest.is_dir():
+        shutil.rmtree(dest)
+    elif dest.exists() or dest.is_symlink():
+        dest.unlink()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_bytes(data)
+    shutil.copymode(src, dest)
 
 
 def cargo_command(dockerfile):
