@@ -21,12 +21,12 @@ source "$ROOT/tests/e2e/versions.sh"
 N=${N:-200}
 VARIANTS=${VARIANTS:-stock install}
 TIMEOUT=${BENCH_TIMEOUT:-400}
-HOOK_BIN=${HOOK_BIN:-${CARGO_TARGET_DIR:-$HOME/.cache/memcached-hook/target}/release/memcached-hook}
+HOOK_BIN=${MEMCACHED_HOOK_BIN:-${CARGO_TARGET_DIR:-$HOME/.cache/memcached-hook/target}/release/memcached-hook}
 if ! metacontroller_supplied; then
     echo "skip: no Metacontroller (METACONTROLLER_BIN=${METACONTROLLER_BIN:-<unset>}, METACONTROLLER_CRDS_DIR=${METACONTROLLER_CRDS_DIR:-<unset>})"
     exit 0
 fi
-[[ -x "$HOOK_BIN" ]] || { echo "HOOK_BIN=$HOOK_BIN: build it with cargo build --release" >&2; exit 1; }
+[[ -x "$HOOK_BIN" ]] || { echo "MEMCACHED_HOOK_BIN=$HOOK_BIN: build it with cargo build --release" >&2; exit 1; }
 
 WORK=$(mktemp -d)
 export E2E_STATE_DIR="$WORK/cluster"

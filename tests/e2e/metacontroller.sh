@@ -69,13 +69,9 @@ trap finish EXIT
 trap 'exit 143' TERM
 trap 'exit 130' INT
 
-if [[ -n "${MEMCACHED_HOOK_BIN:-}" ]]; then
-  HOOK="${MEMCACHED_HOOK_BIN}"
-else
-  log "building the hook"
-  (cd "${ROOT}" && cargo build --quiet) >"${WORK}/cargo.log" 2>&1 || { tail -n 30 "${WORK}/cargo.log"; exit 1; }
-  HOOK="${CARGO_TARGET_DIR}/debug/memcached-hook"
-fi
+# shellcheck source=tests/lib/hook-bin.sh
+source "${ROOT}/tests/lib/hook-bin.sh"
+HOOK=$(hook_bin "${WORK}/cargo.log") || exit 1
 
 PYYAML_VERSION=6.0.3
 PY="${CACHE}/venv-schema/e2e-pyyaml-${PYYAML_VERSION}/bin/python"

@@ -112,13 +112,9 @@ start_watchdog "${RUN_LIMIT}" "[e2e] E2E_RUN_TIMEOUT=${RUN_LIMIT}s"
 
 # ---- tools ---------------------------------------------------------------------------------------
 log "building the hook (CARGO_TARGET_DIR=${CARGO_TARGET_DIR})"
-if [[ -n "${MEMCACHED_HOOK_BIN:-}" ]]; then
-  HOOK="${MEMCACHED_HOOK_BIN}"
-else
-  (cd "${ROOT}" && cargo build --quiet) >"${WORK}/cargo.log" 2>&1 \
-    || { tail -n 30 "${WORK}/cargo.log" >&2; bad "cargo build"; exit 1; }
-  HOOK="${CARGO_TARGET_DIR}/debug/memcached-hook"
-fi
+# shellcheck source=tests/lib/hook-bin.sh
+source "${ROOT}/tests/lib/hook-bin.sh"
+HOOK=$(hook_bin "${WORK}/cargo.log") || { bad "cargo build"; exit 1; }
 [[ -x "${HOOK}" ]] || { bad "hook binary ${HOOK} missing"; exit 1; }
 
 log "building the control plane (tests/e2e/build-bins.sh)"

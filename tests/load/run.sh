@@ -10,7 +10,7 @@
 #   timeout    a trickling body gets the per-request timeout's 408 before 10 s; a body over
 #              the limit gets 413
 # Settings (environment): PHASES (default: all four), DURATION (sustained seconds, 30),
-# CONNECTIONS (sustained, 16), SLOW_CONNECTIONS (slowloris, 600), HOOK_BIN (skip the build and
+# CONNECTIONS (sustained, 16), SLOW_CONNECTIONS (slowloris, 600), MEMCACHED_HOOK_BIN (skip the build and
 # use this binary), PROFILE (cargo profile to build, release), IMAGE_ENV (1: the server runs with
 # the image's environment, the Dockerfile's ENV lines, as deployed; 0: without).
 # Prints `load: N passed, M failed` and exits non-zero when a phase fails.
@@ -27,13 +27,12 @@ SLOW_CONNECTIONS=${SLOW_CONNECTIONS:-600}
 PROFILE=${PROFILE:-release}
 CLIENT=$ROOT/tests/load/client.py
 
-if [ -z "${HOOK_BIN:-}" ]; then
-    echo "building memcached-hook ($PROFILE profile)"
-    timeout 3600 cargo build --locked --profile "$PROFILE" --bin memcached-hook || exit 1
-    dir=$PROFILE
-    [ "$PROFILE" = dev ] && dir=debug
-    HOOK_BIN=$CARGO_TARGET_DIR/$dir/memcached-hook
-fi
+# shellcheck source=tests/lib/hook-bin.sh
+source "$ROOT/tests/lib/hook-bin.sh"
+[ -n "${MEMCACHED_HOOK_BIN:-}" ] || echo "building memcached-hook ($PROFILE profile)"
+cargo_log=$(mktemp)
+HOOK_BIN=$(hook_bin "$cargo_log" "$PROFILE") || exit 1
+rm -f "$cargo_log"
 [ -x "$HOOK_BIN" ] || { echo "no binary at $HOOK_BIN"; exit 1; }
 
 # The Dockerfile's ENV lines (glibc's allocator setting): the server runs as in the image.

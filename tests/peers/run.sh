@@ -66,16 +66,11 @@ fi
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/memcached-peers.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 chmod 755 "$WORK"
-BIN=${MEMCACHED_HOOK_BIN:-}
-if [ -z "$BIN" ] && [ "${PEERS_NO_HOOK:-0}" != 1 ] && [ -f "$ROOT/Cargo.toml" ] && command -v cargo >/dev/null 2>&1; then
-    export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$CACHE/target}
-    echo "peers: cargo build (CARGO_TARGET_DIR=$CARGO_TARGET_DIR)"
-    if (cd "$ROOT" && timeout 1800 cargo build --quiet --bin memcached-hook) >"$WORK/cargo.log" 2>&1; then
-        BIN=$CARGO_TARGET_DIR/debug/memcached-hook
-    else
-        tail -20 "$WORK/cargo.log" >&2
-        echo "peers: the hook does not build" >&2
-    fi
+BIN=
+# shellcheck source=tests/lib/hook-bin.sh
+source "$ROOT/tests/lib/hook-bin.sh"
+if [ -n "${MEMCACHED_HOOK_BIN:-}" ] || { [ "${PEERS_NO_HOOK:-0}" != 1 ] && command -v cargo >/dev/null 2>&1; }; then
+    BIN=$(hook_bin "$WORK/cargo.log") || echo "peers: no hook binary" >&2
 fi
 driver=("$PY" "$HERE/memcached_args.py" --cases "$HERE/cases" --workdir "$WORK" --deadline 600)
 if [ -n "$BIN" ] && [ -x "$BIN" ]; then

@@ -119,14 +119,10 @@ start_watchdog "${RUN_LIMIT}" "[pods] PODS_RUN_TIMEOUT=${RUN_LIMIT}s"
 [[ $(id -u) -eq 0 ]] || { bad "the pods phase needs root (containerd, mounts, a bridge)"; exit 1; }
 
 # ---- bins ----------------------------------------------------------------------------------
-if [[ -n "${MEMCACHED_HOOK_BIN:-}" ]]; then
-  HOOK="${MEMCACHED_HOOK_BIN}"
-else
-  log "building the hook (cargo build)"
-  (cd "${ROOT}" && cargo build --locked --quiet) >"${WORK}/cargo.log" 2>&1 \
-    || { bad "cargo build" "$(tail -n 30 "${WORK}/cargo.log")"; exit 1; }
-  HOOK="${CARGO_TARGET_DIR}/debug/memcached-hook"
-fi
+# shellcheck source=tests/lib/hook-bin.sh
+source "${ROOT}/tests/lib/hook-bin.sh"
+log "the hook: MEMCACHED_HOOK_BIN or cargo build"
+HOOK=$(hook_bin "${WORK}/cargo.log") || { bad "cargo build"; exit 1; }
 [[ -x "${HOOK}" ]] || { bad "hook binary ${HOOK} missing"; exit 1; }
 log "building/locating the cluster's binaries (tests/e2e/build-bins.sh etcd kube coredns)"
 "${E2E}/build-bins.sh" etcd kube coredns >"${WORK}/build-bins.log" 2>&1 \

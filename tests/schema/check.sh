@@ -84,13 +84,9 @@ PY="${VENV}/bin/python"
 lib() { "${PY}" "${ROOT}/tests/e2e/e2e_lib.py" "$@"; }
 log "kubernetes-validate $("${VENV}/bin/kubernetes-validate" --version), checkov $("${VENV}/bin/checkov" --version 2>/dev/null)"
 
-if [[ -n "${MEMCACHED_HOOK_BIN:-}" ]]; then
-  HOOK="${MEMCACHED_HOOK_BIN}"
-else
-  (cd "${ROOT}" && cargo build --quiet) >"${WORK}/cargo.log" 2>&1 \
-    || { tail -n 30 "${WORK}/cargo.log" >&2; bad "cargo build"; exit 1; }
-  HOOK="${CARGO_TARGET_DIR}/debug/memcached-hook"
-fi
+# shellcheck source=tests/lib/hook-bin.sh
+source "${ROOT}/tests/lib/hook-bin.sh"
+HOOK=$(hook_bin "${WORK}/cargo.log") || { bad "cargo build"; exit 1; }
 
 # ---- render and replay ---------------------------------------------------------------------------
 C="${WORK}/children"
