@@ -49,12 +49,15 @@ ECHO_BIN="$CARGO_TARGET_DIR/release/examples/echo"
 source tests/lib/image-env.sh
 echo "environment: ${IMAGE_ENV_VARS[*]:-(glibc defaults)}"
 
-REAL=tests/fixtures/sync/steady-state.json
-# The realistic request padded to several sizes (bench/gen-large.py), for the linearity check.
+# The realistic request as Metacontroller sends it (compact: bench/compact.py), and padded to
+# several sizes (bench/gen-large.py, compact too), for the linearity check.
+FIXTURE=tests/fixtures/sync/steady-state.json
+REAL="$OUT/steady-state.json"
+python3 bench/compact.py "$FIXTURE" "$REAL"
 SIZES=(50000 100000 200000 400000)
 FILES=("$REAL")
 for size in "${SIZES[@]}"; do
-    python3 bench/gen-large.py --size "$size" "$REAL" "$OUT/padded-$size.json"
+    python3 bench/gen-large.py --size "$size" "$FIXTURE" "$OUT/padded-$size.json"
     FILES+=("$OUT/padded-$size.json")
 done
 

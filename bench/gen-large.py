@@ -12,12 +12,15 @@ long (default 200000):
   own fields, as the API server writes them,
 - Deployment status conditions of past rollouts.
 None of these is read by the hook, so the answer equals the answer to IN; only the bytes the
-hook has to get through grow. Deterministic: the same arguments give the same file.
+hook has to get through grow. OUT is compact, as Metacontroller sends it (bench/compact.py).
+Deterministic: the same arguments give the same file.
 """
 
 import argparse
 import json
 import os
+
+from compact import go_json
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_IN = os.path.join(HERE, "..", "tests", "fixtures", "sync", "steady-state.json")
@@ -89,7 +92,7 @@ def main():
     anns["kubectl.kubernetes.io/last-applied-configuration"] = json.dumps(applied) + "\n"
 
     def size():
-        return len(json.dumps(req, indent=2).encode())
+        return len(go_json(req).encode())
 
     n = 0
     while size() < args.size:
@@ -105,9 +108,8 @@ def main():
             n += 1
             if size() >= args.size:
                 break
-    with open(args.output, "w") as f:
-        json.dump(req, f, indent=2)
-        f.write("\n")
+    with open(args.output, "w", encoding="utf-8") as f:
+        f.write(go_json(req))
 
 
 if __name__ == "__main__":

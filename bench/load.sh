@@ -60,9 +60,12 @@ READY="$CARGO_TARGET_DIR/release/examples/ready"
 # shellcheck source=tests/lib/image-env.sh
 source tests/lib/image-env.sh
 
-REAL=tests/fixtures/sync/steady-state.json
+# Both requests as Metacontroller sends them: compact JSON (bench/compact.py, bench/gen-large.py).
+FIXTURE=tests/fixtures/sync/steady-state.json
+REAL="$OUT/steady-state.json"
+python3 bench/compact.py "$FIXTURE" "$REAL"
 LARGE="$OUT/large.json"
-python3 bench/gen-large.py --size 200000 "$REAL" "$LARGE"
+python3 bench/gen-large.py --size 200000 "$FIXTURE" "$LARGE"
 
 LUA="$OUT/post.lua"
 cat >"$LUA" <<'EOF'

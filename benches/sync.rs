@@ -1,7 +1,8 @@
 //! `sync()` per fixture, next to the serde floor.
 //!
-//! For every request in `tests/fixtures/sync/*.json` (and in the directory named by
-//! `SYNC_BENCH_EXTRA`, e.g. the large request `bench/gen-large.py` writes):
+//! For every request in `tests/fixtures/sync/*.json`, re-encoded compact as Metacontroller
+//! sends it (and in the directory named by `SYNC_BENCH_EXTRA`, e.g. the large request
+//! `bench/gen-large.py` writes):
 //!
 //! - `hook`: what `POST /sync` does between the body and the answer bytes: decode (as the
 //!   server does, with the JSON path of errors), `sync()`, encode;
@@ -57,7 +58,10 @@ fn fixtures() -> Vec<Fixture> {
     files
         .into_iter()
         .filter_map(|path| {
-            let body = std::fs::read(&path).expect("fixture readable");
+            // Compact, as Metacontroller sends it (the fixtures are indented for reading).
+            let text = std::fs::read(&path).expect("fixture readable");
+            let value: serde_json::Value = serde_json::from_slice(&text).expect("fixture is JSON");
+            let body = serde_json::to_vec(&value).expect("fixture encodes");
             let request: SyncRequest = hook::decode(&body).expect("fixture decodes");
             let response = memcached_hook::sync(&request, now()).ok()?;
             let answer = serde_json::to_value(&response).expect("answer encodes");
