@@ -6,8 +6,7 @@
 //! it. [`ObjectOnly`] wraps a struct's visitor so that a sequence gets serde's own error,
 //! `invalid type: sequence, expected struct MemcachedSpec`, answered with 422 like any other
 //! request of the wrong shape. [`super::strict::Strict`] applies it to every struct below the
-//! fields it wraps, [`TopLevel`] to the request itself. The fast path ([`super::json`]) leaves
-//! an array where a struct is read to serde_json, so both paths give this error.
+//! fields it wraps, [`TopLevel`] to the request itself.
 
 use std::fmt;
 
