@@ -53,6 +53,9 @@ pub fn container(e: &Effective<'_>, image: &str) -> Container {
             claims: None,
         }),
         security_context: reload_agent::security_context(e),
+        // Why it failed stays in the pod's status (`lastState.terminated.message`): the log
+        // names the file and the line at fault, never the content.
+        termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
         volume_mounts: Some(vec![
             mount(SASL_VOLUME, SASL_MOUNT_PATH),
             writable_mount(AUTH_COPY_VOLUME, AUTH_COPY_MOUNT_PATH),

@@ -181,6 +181,7 @@ fn sasl_volumes_mounts_and_args() {
                         "--to", "/run/memcached/sasl/password-file"],
                "resources": {"limits": {"memory": "64Mi"}, "requests": {"cpu": "10m", "memory": "16Mi"}},
                "securityContext": {"runAsUser": 11211},
+               "terminationMessagePolicy": "FallbackToLogsOnError",
                "volumeMounts": [
                    {"name": "sasl-credentials", "mountPath": "/etc/memcached/sasl", "readOnly": true},
                    {"name": "sasl-auth-file", "mountPath": "/run/memcached/sasl"}]})
