@@ -1,6 +1,6 @@
 //! The copy of the SASL auth file that memcached's `-Y` reads. memcached before 1.6.32 drops the
-//! last byte of a file whose last line has no `\n` (`user:password` is loaded as
-//! `user:passwor`), and a Secret written as `stringData` usually has none. So memcached never
+//! last byte of a one-entry file without a `\n` (`user:password` is loaded as `user:passwor`),
+//! and a Secret written as `stringData` usually has none. So memcached never
 //! reads the mounted Secret: `memcached-hook auth-file` (an init container) writes a normalised
 //! copy into an in-memory `emptyDir` before memcached starts, and the reload agent rewrites it
 //! before each SIGHUP.

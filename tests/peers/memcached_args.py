@@ -928,32 +928,36 @@ def _stats_ok(host, port):
 
 
 def check_raw_auth_file(R, opts, version):
-    """Control: memcached reading the Secret's file itself (no last newline). Before 1.6.32 it loads the password
-    less its last byte (the reason the pod reads a normalised copy); from 1.6.32 on the whole password."""
-    workdir = tempfile.mkdtemp(prefix="raw-auth-", dir=opts.workdir)
-    os.chmod(workdir, 0o755)
-    path = os.path.join(workdir, "password-file")
-    with open(path, "wb") as f:
-        f.write(f"{SASL_USER}:{SASL_PASSWORD}".encode())
-    os.chmod(path, 0o644)
-    port = 21299 if opts.netns else free_port()
-    mc = Memcached(opts.memcached, ["-l", f"127.0.0.1:{port}", "-Y", path], workdir, "raw-auth")
-    mc.start()
-    try:
-        ok, detail = mc.wait_ready("127.0.0.1", port)
-        if not R.check("raw-auth-file/starts", ok, detail):
-            return
-        logins = {}
-        for label, password in (("whole", SASL_PASSWORD), ("less-last-byte", SASL_PASSWORD[:-1])):
-            with Client("127.0.0.1", port, None) as c:
-                logins[label] = c.auth(SASL_USER, password)
-        fixed = tuple(int(x) for x in re.findall(r"\d+", version)[:3]) >= (1, 6, 32)
-        accepted = "whole" if fixed else "less-last-byte"
-        R.check("raw-auth-file/memcached-reads-a-file-without-last-newline-as-known", logins[accepted] == "STORED"
-                and all(r != "STORED" for k, r in logins.items() if k != accepted),
-                f"{version}: logins {logins}; accepted should be only the {accepted} password")
-    finally:
-        mc.stop()
+    """Control: memcached reading the Secret's file itself (no last newline). Before 1.6.32 it loads a one-entry
+    file's password less its last byte (the reason the pod reads a normalised copy), while with an entry before
+    it that entry's newline leaves room and the password is whole; from 1.6.32 on always whole."""
+    fixed = tuple(int(x) for x in re.findall(r"\d+", version)[:3]) >= (1, 6, 32)
+    entry = f"{SASL_USER}:{SASL_PASSWORD}"
+    for n, (name, content, truncated) in enumerate((("one-entry", entry, not fixed),
+                                                     ("two-entries", f"other:x\n{entry}", False))):
+        workdir = tempfile.mkdtemp(prefix=f"raw-auth-{name}-", dir=opts.workdir)
+        os.chmod(workdir, 0o755)
+        path = os.path.join(workdir, "password-file")
+        with open(path, "wb") as f:
+            f.write(content.encode())
+        os.chmod(path, 0o644)
+        port = 21299 + n if opts.netns else free_port()
+        mc = Memcached(opts.memcached, ["-l", f"127.0.0.1:{port}", "-Y", path], workdir, f"raw-auth-{name}")
+        mc.start()
+        try:
+            ok, detail = mc.wait_ready("127.0.0.1", port)
+            if not R.check(f"raw-auth-file/{name}/starts", ok, detail):
+                continue
+            logins = {}
+            for label, password in (("whole", SASL_PASSWORD), ("less-last-byte", SASL_PASSWORD[:-1])):
+                with Client("127.0.0.1", port, None) as c:
+                    logins[label] = c.auth(SASL_USER, password)
+            accepted = "less-last-byte" if truncated else "whole"
+            R.check(f"raw-auth-file/{name}/without-last-newline-memcached-loads-the-{accepted}-password",
+                    logins[accepted] == "STORED" and all(r != "STORED" for k, r in logins.items() if k != accepted),
+                    f"{version}: logins {logins}")
+        finally:
+            mc.stop()
 
 
 # ----------------------------------------------------------------------------------------------- main
