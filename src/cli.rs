@@ -60,6 +60,9 @@ enum Command {
     },
     /// Print the CustomResourceDefinition generated from the types.
     Crd,
+    /// Init step of a memcached pod with SASL: write the auth file memcached's `-Y` reads, a
+    /// normalised copy of the Secret's (every line ends with a newline).
+    AuthFile(memcached_hook::agent::authfile::CopyArgs),
     /// Sidecar in a memcached pod: reload rotated TLS and auth files into the running memcached.
     ReloadAgent(memcached_hook::agent::Args),
     /// Sidecar in a memcached pod with SASL: serve memcached's stats under the Prometheus
@@ -183,6 +186,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Render { file } => print(&render::render(&file, &options)?),
         Command::Crd => print(&memcached_hook::api::crd_yaml().context("encoding the CRD")?),
         Command::Probe(args) => print(&probe::probe(&args)?),
+        Command::AuthFile(args) => {
+            init_logging(LogFormat::Auto);
+            Ok(memcached_hook::agent::authfile::run(&args)?)
+        }
         Command::ReloadAgent(args) => {
             init_logging(LogFormat::Auto);
             memcached_hook::agent::run(&args)

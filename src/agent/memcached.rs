@@ -27,6 +27,14 @@ pub enum AdminError {
         /// The error.
         source: std::io::Error,
     },
+    /// The auth file memcached reads could not be written.
+    #[error("writing memcached's auth file {path}: {source}")]
+    Copy {
+        /// The copy memcached's `-Y` points at.
+        path: String,
+        /// The error.
+        source: std::io::Error,
+    },
     /// The connection failed midway.
     #[error("talking to memcached: {0}")]
     Io(#[from] std::io::Error),

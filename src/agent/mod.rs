@@ -3,8 +3,9 @@
 //! and on a change of
 //! - the TLS chain/key: checks the pair, then sends `refresh_certs` to memcached's loopback
 //!   plaintext listener (memcached >= 1.5.13; new connections get the new certificate);
-//! - the `-Y` auth file: checks it, then sends SIGHUP to memcached (>= 1.5.15 re-reads the file)
-//!   and waits until the new login is accepted.
+//! - the Secret's auth file: normalises and checks it, writes the copy memcached's `-Y` reads
+//!   (`authfile.rs`), then sends SIGHUP to memcached (>= 1.5.15 re-reads the file) and waits
+//!   until the new login is accepted.
 //!
 //! At start it does not know what memcached loaded (a native sidecar starts before memcached, and
 //! may restart after a rotation it never delivered), so its first delivery brings memcached to the
@@ -17,6 +18,7 @@
 //! is not retried until it changes). Each outcome is a log line (`reload succeeded` /
 //! `reload failed`, field `what` = `tls` or `auth`) and a counter on `GET /metrics`.
 
+pub mod authfile;
 pub mod check;
 pub mod exporter;
 pub mod memcached;
@@ -54,9 +56,13 @@ pub struct Args {
     /// memcached's `ssl_ca_cert` file, checked with the pair (memcached reloads it additively).
     #[arg(long, requires = "tls_cert")]
     pub tls_ca: Option<PathBuf>,
-    /// memcached's `-Y` auth file; its first entry is also the agent's own login.
+    /// The Secret's auth file; its first entry is also the agent's own login.
     #[arg(long)]
     pub auth_file: Option<PathBuf>,
+    /// Where memcached's `-Y` points: a new auth file is written there, normalised, before the
+    /// SIGHUP. Without it memcached is taken to read --auth-file itself.
+    #[arg(long, requires = "auth_file")]
+    pub auth_copy: Option<PathBuf>,
     /// memcached's plaintext listener on the pod's loopback.
     #[arg(long, default_value = "127.0.0.1:11211")]
     pub admin_addr: SocketAddr,
@@ -186,6 +192,7 @@ pub struct Agent {
     auth: Option<Watched>,
     admin: Admin,
     login: Option<Credentials>,
+    auth_copy: Option<PathBuf>,
     process_name: String,
     metrics: Arc<Metrics>,
     poll: u64,
@@ -208,8 +215,9 @@ impl Agent {
         let (auth, login) = match &args.auth_file {
             Some(path) => {
                 let watched = Watched::new(vec![path.clone()])?;
-                let login = check::auth_file(&watched.group.snapshot()?.contents[0])
-                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                let login = authfile::normalise(watched.group.snapshot()?.file(0))
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
+                    .login;
                 (Some(watched), Some(login))
             }
             None => (None, None),
@@ -222,6 +230,7 @@ impl Agent {
                 timeout: Duration::from_millis(args.timeout_ms),
             },
             login,
+            auth_copy: args.auth_copy.clone(),
             process_name: args.process_name.clone(),
             metrics,
             poll: 0,
@@ -244,8 +253,8 @@ impl Agent {
         let Some(snapshot) = watched.pending(poll, What::Auth) else {
             return;
         };
-        let login = match check::auth_file(snapshot.file(0)) {
-            Ok(login) => login,
+        let new = match authfile::normalise(snapshot.file(0)) {
+            Ok(new) => new,
             Err(e) => {
                 watched.refused(&snapshot);
                 self.metrics.record(What::Auth, false);
@@ -253,9 +262,20 @@ impl Agent {
                 return;
             }
         };
-        let result = reload_auth(&self.admin, &self.process_name, &login);
+        let result = self
+            .auth_copy
+            .as_deref()
+            .map_or(Ok(false), |copy| {
+                authfile::write_copy(copy, &new.bytes).map_err(|source| {
+                    memcached::AdminError::Copy {
+                        path: copy.display().to_string(),
+                        source,
+                    }
+                })
+            })
+            .and_then(|_| reload_auth(&self.admin, &self.process_name, &new.login));
         if watched.settle(&snapshot, poll, &self.metrics, What::Auth, result) {
-            self.login = Some(login);
+            self.login = Some(new.login);
         }
     }
 

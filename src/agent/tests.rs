@@ -23,6 +23,25 @@ fn metrics_text() {
     );
 }
 
+/// Nothing listens on the discard port.
+const DISCARD: &str = "127.0.0.1:9";
+
+/// The agent's options with no file to watch, talking to `admin_addr`.
+fn nothing_watched(admin_addr: SocketAddr) -> Args {
+    Args {
+        tls_cert: None,
+        tls_key: None,
+        tls_ca: None,
+        auth_file: None,
+        auth_copy: None,
+        admin_addr,
+        metrics_addr: "127.0.0.1:0".parse().unwrap(),
+        interval_seconds: 1,
+        timeout_ms: 200,
+        process_name: "memcached".into(),
+    }
+}
+
 /// A stand-in for memcached's admin listener that answers `OK` and counts the commands.
 fn fake_memcached() -> (SocketAddr, Arc<AtomicU64>) {
     use std::io::{BufRead as _, Write as _};
@@ -57,13 +76,8 @@ fn refused_material_is_never_sent_and_not_retried() {
     let args = Args {
         tls_cert: Some(volume.path("tls.crt")),
         tls_key: Some(volume.path("tls.key")),
-        tls_ca: None,
-        auth_file: None,
-        admin_addr,
-        metrics_addr: "127.0.0.1:0".parse().unwrap(),
-        interval_seconds: 1,
         timeout_ms: 2000,
-        process_name: "memcached".into(),
+        ..nothing_watched(admin_addr)
     };
     let metrics = Arc::new(Metrics::default());
     let mut agent = Agent::new(&args, Arc::clone(&metrics)).unwrap();
@@ -112,18 +126,40 @@ fn before_the_first_delivery_an_absent_memcached_is_no_failure() {
     let args = Args {
         tls_cert: Some(volume.path("tls.crt")),
         tls_key: Some(volume.path("tls.key")),
-        tls_ca: None,
-        auth_file: None,
-        // Nothing listens on the discard port.
-        admin_addr: "127.0.0.1:9".parse().unwrap(),
-        metrics_addr: "127.0.0.1:0".parse().unwrap(),
-        interval_seconds: 1,
-        timeout_ms: 200,
-        process_name: "memcached".into(),
+        ..nothing_watched(DISCARD.parse().unwrap())
     };
     let metrics = Arc::new(Metrics::default());
     let mut agent = Agent::new(&args, Arc::clone(&metrics)).unwrap();
     agent.poll();
     agent.poll();
     assert_eq!(metrics.counts(What::Tls), (0, 0));
+}
+
+/// A rotated Secret file without its last `\n` reaches memcached's copy normalised, before the
+/// login is tried (memcached absent here: no failure yet, and the copy is already in place).
+#[test]
+fn a_rotated_auth_file_is_written_normalised_for_memcached() {
+    let mut volume = watch::tests::Volume::new("agent-copy", &[("password-file", b"app:first")]);
+    let copy = volume.dir.with_extension("copy");
+    let args = Args {
+        auth_file: Some(volume.path("password-file")),
+        auth_copy: Some(copy.clone()),
+        ..nothing_watched(DISCARD.parse().unwrap())
+    };
+    let metrics = Arc::new(Metrics::default());
+    let mut agent = Agent::new(&args, Arc::clone(&metrics)).unwrap();
+    agent.poll();
+    assert_eq!(std::fs::read(&copy).unwrap(), b"app:first\n");
+    volume.publish(&[("password-file", b"app:second\r\n")]);
+    agent.poll();
+    assert_eq!(std::fs::read(&copy).unwrap(), b"app:second\n");
+    volume.publish(&[("password-file", b"no colon")]);
+    agent.poll();
+    assert_eq!(
+        std::fs::read(&copy).unwrap(),
+        b"app:second\n",
+        "a refused file never reaches memcached"
+    );
+    assert_eq!(metrics.counts(What::Auth), (0, 1));
+    std::fs::remove_file(&copy).unwrap();
 }

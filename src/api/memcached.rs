@@ -106,6 +106,7 @@ pub struct MemcachedConfig {
 
     /// Commands memcached refuses to every client.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = {}))]
     pub hardening: Option<HardeningSpec>,
 }
 

@@ -113,6 +113,7 @@ pub struct MemcachedSpec {
 
     /// memcached server settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = {}))]
     pub memcached: Option<MemcachedConfig>,
 
     /// Anti-affinity, topology spread, disruption budget and graceful shutdown.
@@ -121,10 +122,12 @@ pub struct MemcachedSpec {
 
     /// Prometheus exporter sidecar and ServiceMonitor.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = {}))]
     pub monitoring: Option<MonitoringSpec>,
 
     /// Security contexts, SASL, TLS and NetworkPolicy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = {}))]
     pub security: Option<SecuritySpec>,
 
     /// HorizontalPodAutoscaler settings.
@@ -133,6 +136,7 @@ pub struct MemcachedSpec {
 
     /// Settings of the headless Service.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = {}))]
     pub service: Option<ServiceSpec>,
 
     /// Node labels a node must have to run the pods (the pod's `nodeSelector`).

@@ -4,7 +4,7 @@
 use crate::api::effective::Effective;
 
 use super::ports::{LOOPBACK_PLAINTEXT, MEMCACHED, MEMCACHED_TLS};
-use super::{SASL_MOUNT_PATH, TLS_MOUNT_PATH};
+use super::{AUTH_COPY_FILE, TLS_MOUNT_PATH};
 
 /// The address every listener binds to: memcached's own "any address", dual stack (`0.0.0.0` is
 /// IPv4 only, `[::]` IPv6 only); tested with a real memcached in `tests/peers/FINDINGS.md`.
@@ -31,7 +31,7 @@ pub fn memcached(e: &Effective<'_>) -> Vec<String> {
         _ => {}
     }
     if e.security.sasl_secret.is_some() {
-        args.extend(["-Y".to_owned(), format!("{SASL_MOUNT_PATH}/password-file")]);
+        args.extend(["-Y".to_owned(), AUTH_COPY_FILE.to_owned()]);
     }
     if let Some(tls) = e.security.tls {
         args.extend([

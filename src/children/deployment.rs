@@ -16,11 +16,16 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::ports::{self, Port, Server};
-use super::{SASL_MOUNT_PATH, TLS_MOUNT_PATH, affinity, args, exporter, labels, reload_agent};
+use super::{
+    AUTH_COPY_MOUNT_PATH, SASL_MOUNT_PATH, TLS_MOUNT_PATH, affinity, args, auth_file, exporter,
+    labels, reload_agent,
+};
 use crate::api::effective::Effective;
 use crate::api::quantity;
 
 pub(super) const SASL_VOLUME: &str = "sasl-credentials";
+/// The in-memory volume with memcached's copy of the auth file.
+pub(super) const AUTH_COPY_VOLUME: &str = "sasl-auth-file";
 const TLS_VOLUME: &str = "tls-certificates";
 
 /// Pod-template annotation that rolls the pods when a referenced Secret changes.
@@ -41,7 +46,7 @@ pub struct Pods<'a> {
     /// The pod-template annotations that roll the pods.
     pub rollers: Rollers<'a>,
     /// The hook's own image: the reload agent's under `secretRotation: Reload`, and the stats
-    /// exporter's under SASL.
+    /// exporter's and the auth-file init step's under SASL.
     pub reload_agent_image: &'a str,
 }
 
@@ -155,12 +160,26 @@ pub(super) fn mount(volume: &str, path: &str) -> VolumeMount {
     }
 }
 
-fn volumes_and_mounts(e: &Effective<'_>) -> (Vec<Volume>, Vec<VolumeMount>) {
+/// A mount the container writes to.
+pub(super) fn writable_mount(volume: &str, path: &str) -> VolumeMount {
+    VolumeMount {
+        read_only: None,
+        ..mount(volume, path)
+    }
+}
+
+/// The pod's volumes, memcached's mounts and the reload agent's: memcached reads the copy of
+/// the auth file; the agent reads the Secret and writes the copy.
+fn volumes_and_mounts(e: &Effective<'_>) -> (Vec<Volume>, Vec<VolumeMount>, Vec<VolumeMount>) {
     let mut volumes = Vec::new();
     let mut mounts = Vec::new();
+    let mut agent_mounts = Vec::new();
     if let Some(secret) = e.security.sasl_secret {
         volumes.push(secret_volume(SASL_VOLUME, secret, &["password-file"]));
-        mounts.push(mount(SASL_VOLUME, SASL_MOUNT_PATH));
+        volumes.push(auth_file::volume());
+        mounts.push(mount(AUTH_COPY_VOLUME, AUTH_COPY_MOUNT_PATH));
+        agent_mounts.push(mount(SASL_VOLUME, SASL_MOUNT_PATH));
+        agent_mounts.push(writable_mount(AUTH_COPY_VOLUME, AUTH_COPY_MOUNT_PATH));
     }
     if let Some(tls) = e.security.tls {
         let keys: &[&str] = if tls.client_cert {
@@ -170,8 +189,9 @@ fn volumes_and_mounts(e: &Effective<'_>) -> (Vec<Volume>, Vec<VolumeMount>) {
         };
         volumes.push(secret_volume(TLS_VOLUME, tls.secret_name, keys));
         mounts.push(mount(TLS_VOLUME, TLS_MOUNT_PATH));
+        agent_mounts.push(mount(TLS_VOLUME, TLS_MOUNT_PATH));
     }
-    (volumes, mounts)
+    (volumes, mounts, agent_mounts)
 }
 
 fn memcached_container(e: &Effective<'_>, served: &[Port], mounts: Vec<VolumeMount>) -> Container {
@@ -270,10 +290,19 @@ pub fn pod_template(pods: Pods<'_>) -> PodTemplateSpec {
         (None, own) => own,
         (Some(user), own) => Some(merged(Some(user), own.unwrap_or_default())),
     };
-    let (volumes, mounts) = volumes_and_mounts(e);
+    let (volumes, mounts, agent_mounts) = volumes_and_mounts(e);
     let reloads = reload_agent::applies(e);
-    let init_containers =
-        reloads.then(|| vec![reload_agent::container(e, reload_agent_image, &mounts)]);
+    let mut init_containers = Vec::new();
+    if e.security.sasl_secret.is_some() {
+        init_containers.push(auth_file::container(e, reload_agent_image));
+    }
+    if reloads {
+        init_containers.push(reload_agent::container(
+            e,
+            reload_agent_image,
+            &agent_mounts,
+        ));
+    }
     let mut containers = vec![memcached_container(e, served, mounts)];
     if let Some(m) = &e.monitoring {
         containers.push(exporter::container(e, m, served, reload_agent_image));
@@ -300,7 +329,7 @@ pub fn pod_template(pods: Pods<'_>) -> PodTemplateSpec {
             automount_service_account_token: Some(false),
             // The agent sends SIGHUP to memcached for a new auth file.
             share_process_namespace: (reloads && e.security.sasl_secret.is_some()).then_some(true),
-            init_containers,
+            init_containers: (!init_containers.is_empty()).then_some(init_containers),
             containers,
             volumes: (!volumes.is_empty()).then_some(volumes),
             ..PodSpec::default()

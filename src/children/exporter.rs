@@ -6,9 +6,9 @@
 
 use k8s_openapi::api::core::v1::Container;
 
-use super::deployment::{SASL_VOLUME, container_ports, mount, resources};
+use super::deployment::{AUTH_COPY_VOLUME, container_ports, mount, resources};
 use super::ports::{self, Port, Server};
-use super::{SASL_MOUNT_PATH, reload_agent};
+use super::{AUTH_COPY_FILE, AUTH_COPY_MOUNT_PATH, reload_agent};
 use crate::api::effective::Effective;
 use crate::api::monitoring::Monitoring;
 
@@ -26,12 +26,13 @@ fn prometheus_exporter_args(e: &Effective<'_>) -> Option<Vec<String>> {
     })
 }
 
-/// `memcached-hook stats-exporter` with the mounted auth file.
+/// `memcached-hook stats-exporter` with memcached's own copy of the auth file (so it logs in with
+/// what memcached has, also while a rotation is on its way).
 fn stats_exporter_args(e: &Effective<'_>) -> Vec<String> {
     vec![
         "stats-exporter".to_owned(),
         "--auth-file".to_owned(),
-        format!("{SASL_MOUNT_PATH}/password-file"),
+        AUTH_COPY_FILE.to_owned(),
         "--memcached-addr".to_owned(),
         format!("127.0.0.1:{}", ports::in_pod_plaintext(e)),
     ]
@@ -57,7 +58,7 @@ pub fn container(
             image: Some(hook_image.to_owned()),
             command: Some(vec![reload_agent::BINARY.to_owned()]),
             args: Some(stats_exporter_args(e)),
-            volume_mounts: Some(vec![mount(SASL_VOLUME, SASL_MOUNT_PATH)]),
+            volume_mounts: Some(vec![mount(AUTH_COPY_VOLUME, AUTH_COPY_MOUNT_PATH)]),
             ..common
         }
     } else {

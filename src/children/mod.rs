@@ -7,6 +7,7 @@
 pub mod accept;
 mod affinity;
 pub mod args;
+pub mod auth_file;
 pub mod deployment;
 pub mod discovery;
 pub mod exporter;
@@ -22,6 +23,12 @@ pub mod statefulset;
 
 /// Where the SASL Secret is mounted.
 pub const SASL_MOUNT_PATH: &str = "/etc/memcached/sasl";
+/// The SASL Secret's auth file (read by the init step and the reload agent, never by memcached).
+pub const SASL_SECRET_FILE: &str = "/etc/memcached/sasl/password-file";
+/// Where the in-memory volume with memcached's copy of the auth file is mounted.
+pub const AUTH_COPY_MOUNT_PATH: &str = "/run/memcached/sasl";
+/// memcached's `-Y` file: the normalised copy (`src/agent/authfile.rs`).
+pub const AUTH_COPY_FILE: &str = "/run/memcached/sasl/password-file";
 /// Where the TLS Secret is mounted.
 pub const TLS_MOUNT_PATH: &str = "/etc/memcached/tls";
 

@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-use super::{SASL_MOUNT_PATH, TLS_MOUNT_PATH, ports};
+use super::{AUTH_COPY_FILE, SASL_SECRET_FILE, TLS_MOUNT_PATH, ports};
 use crate::agent::METRICS_PORT;
 use crate::api::effective::Effective;
 
@@ -90,7 +90,7 @@ pub fn applies(e: &Effective<'_>) -> bool {
     rotation(e) == Some(Rotation::Reload)
 }
 
-fn quantities(pairs: &[(&str, &str)]) -> BTreeMap<String, Quantity> {
+pub(super) fn quantities(pairs: &[(&str, &str)]) -> BTreeMap<String, Quantity> {
     pairs
         .iter()
         .map(|(k, v)| ((*k).to_owned(), Quantity((*v).to_owned())))
@@ -115,7 +115,9 @@ pub fn args(e: &Effective<'_>) -> Vec<String> {
     if e.security.sasl_secret.is_some() {
         args.extend([
             "--auth-file".to_owned(),
-            format!("{SASL_MOUNT_PATH}/password-file"),
+            SASL_SECRET_FILE.to_owned(),
+            "--auth-copy".to_owned(),
+            AUTH_COPY_FILE.to_owned(),
         ]);
     }
     args.extend([
@@ -126,8 +128,9 @@ pub fn args(e: &Effective<'_>) -> Vec<String> {
 }
 
 /// The security context: the spec's container context (applied to every container); with SASL
-/// the agent signals memcached, so it runs as memcached's user unless a context names one.
-fn security_context(e: &Effective<'_>) -> Option<SecurityContext> {
+/// the agent signals memcached, so it runs as memcached's user unless a context names one (the
+/// auth-file init step too).
+pub(super) fn security_context(e: &Effective<'_>) -> Option<SecurityContext> {
     let mut context = e.security.container_security_context.cloned();
     let named = context.as_ref().is_some_and(|c| c.run_as_user.is_some())
         || e.security
@@ -141,7 +144,7 @@ fn security_context(e: &Effective<'_>) -> Option<SecurityContext> {
     context
 }
 
-/// The sidecar, mounting the same Secret volumes as memcached.
+/// The sidecar with `mounts`: the Secret volumes, and the auth file copy it rewrites.
 #[must_use]
 pub fn container(e: &Effective<'_>, image: &str, mounts: &[VolumeMount]) -> Container {
     Container {

@@ -10,8 +10,8 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde_json::{Value, json};
 
 use crate::common::{
-    child, condition, container, decoded, map, memcached, must, pod_spec, render, request_json,
-    status, sync_value, typed,
+    child, condition, container, decoded, map, must, pod_spec, render, request_json, status,
+    sync_value, typed,
 };
 
 fn pod(r: &Value) -> &Value {
@@ -65,7 +65,7 @@ fn exporter_sidecar_and_metrics_port() {
 }
 
 /// With SASL memcached refuses `stats` to the Prometheus exporter (it cannot log in): the metrics
-/// sidecar is the hook's own `stats-exporter`, logged in with the mounted auth file, on the same
+/// sidecar is the hook's own `stats-exporter`, logged in with memcached's copy of the auth file, on the same
 /// `metrics` port; `exporterImage` is not used then.
 #[test]
 fn sasl_metrics_sidecar_is_the_stats_exporter() {
@@ -81,10 +81,10 @@ fn sasl_metrics_sidecar_is_the_stats_exporter() {
             "name": "exporter",
             "image": memcached_hook::children::reload_agent::DEFAULT_IMAGE,
             "command": ["/memcached-hook"],
-            "args": ["stats-exporter", "--auth-file", "/etc/memcached/sasl/password-file",
+            "args": ["stats-exporter", "--auth-file", "/run/memcached/sasl/password-file",
                      "--memcached-addr", "127.0.0.1:11211"],
             "ports": [{"name": "metrics", "containerPort": 9150, "protocol": "TCP"}],
-            "volumeMounts": [{"name": "sasl-credentials", "mountPath": "/etc/memcached/sasl",
+            "volumeMounts": [{"name": "sasl-auth-file", "mountPath": "/run/memcached/sasl",
                               "readOnly": true}]
         }))
     );
@@ -164,12 +164,27 @@ fn sasl_volumes_mounts_and_args() {
     assert_eq!(
         pod(&r)["volumes"],
         json!([{"name": "sasl-credentials", "secret": {"secretName": "creds",
-        "items": [{"key": "password-file", "path": "password-file"}]}}])
+        "items": [{"key": "password-file", "path": "password-file"}]}},
+        {"name": "sasl-auth-file", "emptyDir": {"medium": "Memory", "sizeLimit": "64Ki"}}])
     );
     let c = container(&r);
+    // memcached reads only the normalised copy; the init step writes it from the Secret.
     assert_eq!(
         c["volumeMounts"],
-        json!([{"name": "sasl-credentials", "mountPath": "/etc/memcached/sasl", "readOnly": true}])
+        json!([{"name": "sasl-auth-file", "mountPath": "/run/memcached/sasl", "readOnly": true}])
+    );
+    assert_eq!(
+        pod(&r)["initContainers"][0],
+        json!({"name": "auth-file", "image": memcached_hook::children::reload_agent::DEFAULT_IMAGE,
+               "command": ["/memcached-hook"],
+               "args": ["auth-file", "--from", "/etc/memcached/sasl/password-file",
+                        "--to", "/run/memcached/sasl/password-file"],
+               "resources": {"limits": {"memory": "64Mi"}, "requests": {"cpu": "10m", "memory": "16Mi"}},
+               "securityContext": {"runAsUser": 11211},
+               "terminationMessagePolicy": "FallbackToLogsOnError",
+               "volumeMounts": [
+                   {"name": "sasl-credentials", "mountPath": "/etc/memcached/sasl", "readOnly": true},
+                   {"name": "sasl-auth-file", "mountPath": "/run/memcached/sasl"}]})
     );
     assert_eq!(
         c["args"],
@@ -183,7 +198,7 @@ fn sasl_volumes_mounts_and_args() {
             "-I",
             "1m",
             "-Y",
-            "/etc/memcached/sasl/password-file",
+            "/run/memcached/sasl/password-file",
             "-X",
             "-W"
         ])
@@ -305,7 +320,7 @@ fn kitchen_sink_argument_order() {
             "2m",
             "-vv",
             "-Y",
-            "/etc/memcached/sasl/password-file",
+            "/run/memcached/sasl/password-file",
             "-Z",
             "-o",
             "ssl_chain_cert=/etc/memcached/tls/tls.crt",
@@ -337,8 +352,8 @@ fn kitchen_sink_argument_order() {
         .collect();
     assert_eq!(
         volumes,
-        ["sasl-credentials", "tls-certificates"],
-        "the same Secret backs both volumes"
+        ["sasl-credentials", "sasl-auth-file", "tls-certificates"],
+        "the same Secret backs both Secret volumes"
     );
 }
 
@@ -587,7 +602,7 @@ fn reload_agent_sidecar() {
     let typed_agent = &typed_pod
         .init_containers
         .as_deref()
-        .expect("init containers")[0];
+        .expect("init containers")[1];
     assert_eq!(typed_agent.name, "reload-agent");
     assert_eq!(typed_agent.restart_policy.as_deref(), Some("Always"));
     assert_eq!(
@@ -601,9 +616,12 @@ fn reload_agent_sidecar() {
         typed_agent.command,
         Some(vec!["/memcached-hook".to_owned()])
     );
-    assert_eq!(typed_agent.volume_mounts, memcached(&r).volume_mounts);
     let p = pod(&r);
-    let agent = &p["initContainers"][0];
+    assert_eq!(
+        p["initContainers"][0]["name"], "auth-file",
+        "the copy is written first"
+    );
+    let agent = &p["initContainers"][1];
     assert_eq!(
         agent["args"],
         json!([
@@ -616,11 +634,20 @@ fn reload_agent_sidecar() {
             "/etc/memcached/tls/ca.crt",
             "--auth-file",
             "/etc/memcached/sasl/password-file",
+            "--auth-copy",
+            "/run/memcached/sasl/password-file",
             "--admin-addr",
             "127.0.0.1:11213"
         ])
     );
-    assert_eq!(agent["volumeMounts"], container(&r)["volumeMounts"]);
+    assert_eq!(
+        agent["volumeMounts"],
+        json!([
+            {"name": "sasl-credentials", "mountPath": "/etc/memcached/sasl", "readOnly": true},
+            {"name": "sasl-auth-file", "mountPath": "/run/memcached/sasl"},
+            {"name": "tls-certificates", "mountPath": "/etc/memcached/tls", "readOnly": true}
+        ])
+    );
     assert_eq!(agent["securityContext"], json!({"runAsUser": 11211}));
     // TLS only: no signal, no shared process namespace, the user's context as it is.
     let tls = render(
@@ -646,7 +673,13 @@ fn reload_agent_sidecar() {
     // A memcached too old for the reload: the pods roll, and the status says why.
     let old = render(json!({"image": "memcached:1.5.12", "security": {
         "sasl": {"enabled": true, "credentialsSecretRef": {"name": "s"}}}}));
-    assert!(pod(&old).get("initContainers").is_none());
+    let init = pod(&old)["initContainers"].clone();
+    assert_eq!(
+        init.as_array()
+            .map(|i| i.iter().map(|c| c["name"].clone()).collect::<Vec<_>>()),
+        Some(vec![json!("auth-file")]),
+        "no agent; the auth file copy is still written"
+    );
     let c = condition(&old, "SecretReload");
     assert_eq!(
         (c["status"].as_str(), c["reason"].as_str()),
@@ -668,7 +701,12 @@ fn reload_agent_sidecar() {
         json!({"security": {"secretRotation": "Reload"}}),
     ] {
         let r = render(spec);
-        assert!(pod(&r).get("initContainers").is_none());
+        let init = pod(&r).get("initContainers").cloned().unwrap_or_default();
+        assert!(
+            init.as_array()
+                .is_none_or(|i| i.iter().all(|c| c["name"] != "reload-agent")),
+            "{init}"
+        );
         assert!(pod(&r).get("shareProcessNamespace").is_none());
     }
 }

@@ -8,6 +8,7 @@ mod bad_input;
 mod bounded;
 mod cli;
 mod common;
+mod defaults;
 mod features;
 mod golden;
 mod http;

@@ -168,6 +168,15 @@ fn reference() -> String {
          identical schemas. Defaults are the CRD's; the hook applies the same defaults itself (see\n\
          [behaviour.md](behaviour.md)). Rules are enforced by the API server (CEL) and re-checked by the hook.\n\
          Examples for each feature: `config/samples/`.\n\n\
+         The blocks of settings with a default `{}` (`memcached`, `memcached.hardening`, `monitoring`,\n\
+         `security`, `service`) are always stored, their fields' defaults filled in, so `kubectl get\n\
+         memcached -o yaml` shows the effective settings. The others stay absent unless written:\n\
+         `replicas` (it must stay unset under autoscaling; the hook uses 1 otherwise), `autoscaling` (no\n\
+         field of it has a default), `highAvailability` (its mere presence turns on the `soft`\n\
+         anti-affinity preset, as in the reference operator), and the blocks whose presence asks for\n\
+         something: `podDisruptionBudget`, `gracefulShutdown`, `serviceMonitor`, `sasl`, `tls`,\n\
+         `networkPolicy`. Defaulting adds nothing the hook would not have applied itself: the rendered\n\
+         children are the same with or without the stored defaults.\n\n\
          | field | type | default | bounds and rules | description |\n|---|---|---|---|---|\n",
     );
     for part in ["spec", "status"] {

@@ -22,6 +22,7 @@ import fcntl
 import json
 import os
 import pwd
+import re
 import shutil
 import socket
 import ssl
@@ -166,9 +167,10 @@ def make_pki(d):
         with open(os.path.join(d, name), "rb") as f:
             return f.read()
 
-    # every fake Secret carries every key the hook may project
+    # every fake Secret carries every key the hook may project; the password file as `stringData` gives it,
+    # without a last newline (memcached < 1.6.32 drops the last byte of such a file; the pod reads a copy)
     return {
-        "password-file": f"{SASL_USER}:{SASL_PASSWORD}\n".encode(),
+        "password-file": f"{SASL_USER}:{SASL_PASSWORD}".encode(),
         "tls.crt": read("server.crt"),
         "tls.key": read("server.key"),
         "ca.crt": read("ca.crt"),
@@ -181,11 +183,17 @@ def synthetic_deployment(cr, args, want):
     c0 = {"name": "memcached", "image": "memcached:1.6", "args": list(args),
           "ports": [{"name": "memcached", "containerPort": 11211, "protocol": "TCP"}],
           "readinessProbe": {"tcpSocket": {"port": "memcached"}}, "livenessProbe": {"tcpSocket": {"port": "memcached"}}}
-    volumes, mounts = [], []
+    volumes, mounts, inits = [], [], []
     if want["sasl"]:
         volumes.append({"name": "sasl-credentials", "secret": {"secretName": want["sasl_secret"],
                         "items": [{"key": "password-file", "path": "password-file"}]}})
-        mounts.append({"name": "sasl-credentials", "mountPath": "/etc/memcached/sasl", "readOnly": True})
+        volumes.append({"name": "sasl-auth-file", "emptyDir": {"medium": "Memory", "sizeLimit": "64Ki"}})
+        mounts.append({"name": "sasl-auth-file", "mountPath": "/run/memcached/sasl", "readOnly": True})
+        inits.append({"name": "auth-file", "command": ["/memcached-hook"],
+                      "args": ["auth-file", "--from", "/etc/memcached/sasl/password-file",
+                               "--to", "/run/memcached/sasl/password-file"],
+                      "volumeMounts": [{"name": "sasl-credentials", "mountPath": "/etc/memcached/sasl"},
+                                       {"name": "sasl-auth-file", "mountPath": "/run/memcached/sasl"}]})
     if want["tls"]:
         c0["ports"].append({"name": "memcached-tls", "containerPort": 11212, "protocol": "TCP"})
         items = [{"key": "tls.crt", "path": "tls.crt"}, {"key": "tls.key", "path": "tls.key"}]
@@ -203,20 +211,31 @@ def synthetic_deployment(cr, args, want):
             exporter.update(command=["/memcached-hook"], args=stats_exporter_args(want))
         containers.append(exporter)
     pod = {"containers": containers}
+    if inits:
+        pod["initContainers"] = inits
     if volumes:
         pod["volumes"] = volumes
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": cr["metadata"]["name"]},
             "spec": {"template": {"spec": pod}}}
 
 
-def materialise_mounts(deploy, workdir, secret_data):
-    """Write each Secret volume mounted into containers[0] to workdir/mounts/<volume>; return mountPath -> dir."""
+def materialise_mounts(deploy, workdir, secret_data, hook=None):
+    """Write each Secret volume mounted into containers[0] or a plain init container to workdir/mounts/<volume>,
+    make each emptyDir an empty directory, then run the init containers (the hook's `auth-file`, which writes
+    memcached's copy of the auth file) with `hook`; return mountPath -> dir."""
     pod = dig(deploy, "spec", "template", "spec", default={})
     volumes = {v.get("name"): v for v in pod.get("volumes") or []}
     c0 = dig(pod, "containers", 0, default={})
+    inits = [c for c in pod.get("initContainers") or [] if c.get("restartPolicy") != "Always"]
     mapping, problems = {}, []
-    for m in c0.get("volumeMounts") or []:
+    for m in [m for c in [c0] + inits for m in c.get("volumeMounts") or []]:
         vol = volumes.get(m.get("name"))
+        if vol is not None and "emptyDir" in vol:
+            target = os.path.join(workdir, "mounts", m["name"])
+            os.makedirs(target, exist_ok=True)
+            os.chmod(target, 0o777)  # kubelet's mode for an emptyDir
+            mapping[m["mountPath"].rstrip("/")] = target
+            continue
         if vol is None or "secret" not in vol:
             problems.append(f"mount {m.get('name')} has no Secret volume")
             continue
@@ -233,6 +252,14 @@ def materialise_mounts(deploy, workdir, secret_data):
                 f.write(secret_data[item["key"]])
             os.chmod(path, 0o644)
         mapping[m["mountPath"].rstrip("/")] = target
+    for c in inits:
+        if c.get("command") != ["/memcached-hook"] or not hook:
+            problems.append(f"init container {c.get('name')}: needs the hook binary, command {c.get('command')}")
+            continue
+        out = subprocess.run([hook] + rewrite_mount_paths(c.get("args") or [], mapping), timeout=30,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        if out.returncode != 0:
+            problems.append(f"init container {c.get('name')} exited {out.returncode}: {out.stdout.decode()[-300:]}")
     return mapping, problems
 
 
@@ -658,10 +685,10 @@ def run_case(R, name, cr, children, expected, opts, pki_dir, secret_data):
 
     workdir = tempfile.mkdtemp(prefix=f"{name}-", dir=opts.workdir)
     os.chmod(workdir, 0o755)
-    mapping, problems = materialise_mounts(deploy, workdir, secret_data)
+    mapping, problems = materialise_mounts(deploy, workdir, secret_data, opts.hook)
     ck("secret-volumes-mountable", not problems, "; ".join(problems) or f"{sorted(mapping)}")
     run_args = rewrite_mount_paths(args, mapping)
-    leftover = [a for a in run_args if "/etc/memcached/" in a]
+    leftover = [a for a in run_args if "/etc/memcached/" in a or "/run/memcached/" in a]
     ck("args-reference-only-mounted-paths", not leftover, f"unmounted paths: {leftover}")
 
     hosts = ["127.0.0.1"]
@@ -717,6 +744,9 @@ def run_case(R, name, cr, children, expected, opts, pki_dir, secret_data):
         if want["sasl"]:
             ck("auth-required-for-get", *_unauthenticated("127.0.0.1", plain, None))
             ck("auth-wrong-password-rejected", *_wrong_password("127.0.0.1", plain, None))
+            # the Secret's file has no last newline: the copy memcached reads keeps the password whole
+            ck("auth-password-less-its-last-byte-rejected",
+               *_wrong_password("127.0.0.1", plain, None, SASL_PASSWORD[:-1]))
             if want["tls"] and tlsp is not None:
                 client = "client" if want["mtls"] else None
                 ck("auth-required-over-tls", *_unauthenticated("127.0.0.1", tlsp, tls_context(pki_dir, client)))
@@ -743,10 +773,10 @@ def _unauthenticated(host, port, tls):
         return False, f"{type(e).__name__}: {e}"
 
 
-def _wrong_password(host, port, tls):
+def _wrong_password(host, port, tls, password="not-the-password"):
     try:
         with Client(host, port, tls) as c:
-            r = c.auth(SASL_USER, "not-the-password")
+            r = c.auth(SASL_USER, password)
             try:
                 got = c.get("peer-key")
                 after = f"get then returned {got!r}"
@@ -780,7 +810,7 @@ def check_settings(ck, want, port, mapping):
         expect["ssl_verify_mode"] = "3"
         expect["ssl_ca_cert"] = os.path.join(mapping.get("/etc/memcached/tls", "?"), "ca.crt")
     if want["sasl"]:
-        expect["auth_enabled_ascii"] = os.path.join(mapping.get("/etc/memcached/sasl", "?"), "password-file")
+        expect["auth_enabled_ascii"] = os.path.join(mapping.get("/run/memcached/sasl", "?"), "password-file")
     else:
         expect["auth_enabled_ascii"] = "no"
     extra = want["extraArgs"]
@@ -799,7 +829,7 @@ def check_settings(ck, want, port, mapping):
 def stats_exporter_args(want):
     """Under SASL the metrics sidecar is the hook's own stats exporter, logged in with the mounted auth file."""
     port = LOOPBACK_PLAIN if want["tls_only"] else 11211
-    return ["stats-exporter", "--auth-file", "/etc/memcached/sasl/password-file", "--memcached-addr",
+    return ["stats-exporter", "--auth-file", "/run/memcached/sasl/password-file", "--memcached-addr",
             f"127.0.0.1:{port}"]
 
 
@@ -897,6 +927,39 @@ def _stats_ok(host, port):
         return False, f"{type(e).__name__}: {e}"
 
 
+def check_raw_auth_file(R, opts, version):
+    """Control: memcached reading the Secret's file itself (no last newline). Before 1.6.32 it loads a one-entry
+    file's password less its last byte (the reason the pod reads a normalised copy), while with an entry before
+    it that entry's newline leaves room and the password is whole; from 1.6.32 on always whole."""
+    fixed = tuple(int(x) for x in re.findall(r"\d+", version)[:3]) >= (1, 6, 32)
+    entry = f"{SASL_USER}:{SASL_PASSWORD}"
+    for n, (name, content, truncated) in enumerate((("one-entry", entry, not fixed),
+                                                     ("two-entries", f"other:x\n{entry}", False))):
+        workdir = tempfile.mkdtemp(prefix=f"raw-auth-{name}-", dir=opts.workdir)
+        os.chmod(workdir, 0o755)
+        path = os.path.join(workdir, "password-file")
+        with open(path, "wb") as f:
+            f.write(content.encode())
+        os.chmod(path, 0o644)
+        port = 21299 + n if opts.netns else free_port()
+        mc = Memcached(opts.memcached, ["-l", f"127.0.0.1:{port}", "-Y", path], workdir, f"raw-auth-{name}")
+        mc.start()
+        try:
+            ok, detail = mc.wait_ready("127.0.0.1", port)
+            if not R.check(f"raw-auth-file/{name}/starts", ok, detail):
+                continue
+            logins = {}
+            for label, password in (("whole", SASL_PASSWORD), ("less-last-byte", SASL_PASSWORD[:-1])):
+                with Client("127.0.0.1", port, None) as c:
+                    logins[label] = c.auth(SASL_USER, password)
+            accepted = "less-last-byte" if truncated else "whole"
+            R.check(f"raw-auth-file/{name}/without-last-newline-memcached-loads-the-{accepted}-password",
+                    logins[accepted] == "STORED" and all(r != "STORED" for k, r in logins.items() if k != accepted),
+                    f"{version}: logins {logins}")
+        finally:
+            mc.stop()
+
+
 # ----------------------------------------------------------------------------------------------- main
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -929,6 +992,7 @@ def main():
         version = run([opts.memcached, "-V"]).stdout.decode().strip()
         R.note(f"{version} ({opts.memcached}); mode: "
                + ("rendered by the hook" if opts.rendered_dir else "hand-written expected args (no hook binary)"))
+        check_raw_auth_file(R, opts, version)
         pki_dir = os.path.join(opts.workdir, "pki")
         os.makedirs(pki_dir)
         secret_data = make_pki(pki_dir)

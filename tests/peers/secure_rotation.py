@@ -18,9 +18,12 @@ Checks (one line each, then `secure: N passed, M failed`):
 - from the client namespace (outside the pod's loopback): plaintext set/get fails on every port unless the
   case allows plaintext; TLS set/get works on each TLS port, mTLS needs a client certificate from the CA;
 - from the pod's loopback: the exporter's plaintext `stats` works; with SASL, `stats` without a login is
-  refused, and the metrics sidecar the hook renders instead (`memcached-hook stats-exporter`, logged in with the
-  mounted auth file) serves memcached_up 1, memcached_max_connections and memcached_commands_total under the
+  refused, and the metrics sidecar the hook renders instead (`memcached-hook stats-exporter`, logged in with
+  memcached's copy of the auth file) serves memcached_up 1, memcached_max_connections and memcached_commands_total under the
   exporter's names, never the password, and still after the password rotates;
+- SASL: the Secret's password file has no last newline (then a CRLF one): the pod's `auth-file` init step writes
+  memcached's copy with one newline (mode 0444), the whole password logs in and the password less its last byte
+  (what memcached 1.6.18 loads from the raw file) is refused, before and after a rotation;
 - rotation (Reload): keys stored before are still there, new TLS connections present the new certificate
   (a new CA, then a new serial from the same CA), the old password is refused and the new one accepted, the
   agent's counter says so; a certificate with a foreign key is refused by the agent and memcached keeps serving
@@ -53,6 +56,9 @@ CLONE_NEWNET = 0x40000000
 LIFETIME = 180            # hard limit for one pod (timeout(1) around the PID namespace)
 WAIT_STEPS = 120          # bounded polls, 0.25 s apart
 USERS = {"v1": ("app", "first-Secret-pw"), "v2": ("app", "second-Secret-pw")}
+# The Secret's password file as `stringData` gives it: no last newline (memcached < 1.6.32 drops the last byte
+# of such a file, so the pod's memcached reads a normalised copy); the rotated one with a CRLF line end.
+PASSWORD_FILES = {"v1": b"app:first-Secret-pw", "v2": b"app:second-Secret-pw\r\n"}
 
 # The hand-written command lines (phase A); with --rendered-dir they are what the hook must render.
 TLS_ARGS = ["-Z", "-o", "ssl_chain_cert=/etc/memcached/tls/tls.crt", "-o", "ssl_key=/etc/memcached/tls/tls.key",
@@ -62,9 +68,11 @@ REFUSED = ["-X", "-W"]    # spec.memcached.hardening's defaults
 LOCKED = ["-l", "*:11211", "-l", "*:11212", "-l", "notls:127.0.0.1:11213"] + REFUSED
 OPEN = ["-l", "notls:*:11211", "-l", "*:11212"] + REFUSED
 BASE = ["-m", "64", "-c", "1024", "-t", "4", "-I", "1m"]
-SASL_ARGS = ["-Y", "/etc/memcached/sasl/password-file"]
-STATS_EXPORTER = ["stats-exporter", "--auth-file", "/etc/memcached/sasl/password-file", "--memcached-addr",
+SASL_ARGS = ["-Y", "/run/memcached/sasl/password-file"]
+STATS_EXPORTER = ["stats-exporter", "--auth-file", "/run/memcached/sasl/password-file", "--memcached-addr",
                   "127.0.0.1:11213"]
+# The init step that writes memcached's copy of the Secret's auth file (both rotation modes).
+AUTH_FILE = ["auth-file", "--from", "/etc/memcached/sasl/password-file", "--to", "/run/memcached/sasl/password-file"]
 HAND_WRITTEN = {
     "tls": {"memcached": BASE + TLS_ARGS + LOCKED, "agent": None, "plaintext": False, "mtls": False},
     "mtls": {"memcached": BASE + TLS_ARGS + MTLS_ARGS + LOCKED, "agent": None, "plaintext": False, "mtls": True},
@@ -73,10 +81,11 @@ HAND_WRITTEN = {
         "memcached": BASE + SASL_ARGS + TLS_ARGS + MTLS_ARGS + LOCKED,
         "agent": ["reload-agent", "--tls-cert", "/etc/memcached/tls/tls.crt", "--tls-key",
                   "/etc/memcached/tls/tls.key", "--tls-ca", "/etc/memcached/tls/ca.crt", "--auth-file",
-                  "/etc/memcached/sasl/password-file", "--admin-addr", "127.0.0.1:11213"],
-        "plaintext": False, "mtls": True, "sasl": True, "exporter": STATS_EXPORTER},
+                  "/etc/memcached/sasl/password-file", "--auth-copy", "/run/memcached/sasl/password-file",
+                  "--admin-addr", "127.0.0.1:11213"],
+        "plaintext": False, "mtls": True, "sasl": True, "exporter": STATS_EXPORTER, "init": AUTH_FILE},
     "rolling-restart": {"memcached": BASE + SASL_ARGS + TLS_ARGS + LOCKED, "agent": None, "plaintext": False,
-                        "mtls": False, "sasl": True, "exporter": STATS_EXPORTER},
+                        "mtls": False, "sasl": True, "exporter": STATS_EXPORTER, "init": AUTH_FILE},
 }
 
 
@@ -208,11 +217,13 @@ def rewrite(args, mapping):
 class Pod:
     """memcached (+ agent) in the pod's network namespace and a PID namespace of their own."""
 
-    def __init__(self, net, memcached_args, agent_cmd, workdir, name, exporter_cmd=None):
+    def __init__(self, net, memcached_args, agent_cmd, workdir, name, exporter_cmd=None, init_cmd=None):
         self.log_path = os.path.join(workdir, f"{name}.pod.log")
         pw = pwd.getpwnam("memcache")
         as_user = ["setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--clear-groups"]
         script = "exec 2>&1\n"
+        if init_cmd:  # an init container: memcached starts only once it succeeded
+            script += " ".join(map(_q, as_user + init_cmd)) + " || exit 3\n"
         script += " ".join(map(_q, as_user + [shutil.which("memcached")] + memcached_args)) + " &\n"
         if agent_cmd:
             script += "sleep 0.3\n" + "RUST_LOG=info " + " ".join(map(_q, as_user + agent_cmd)) + " &\n"
@@ -297,6 +308,19 @@ def login_refused(net, host, port, tls, login):
             return r == "CLIENT_ERROR authentication failure", r
     except (OSError, McError, ssl.SSLError) as e:
         return False, f"{type(e).__name__}: {str(e)[:100]}"
+
+
+def check_whole_password(R, name, net, host, port, ctx, login, copy_dir):
+    """The Secret's file had no last newline (or CRLF): memcached's copy ends each line with one newline, and
+    memcached takes the whole password and refuses it less its last byte (what it loads from the raw file)."""
+    with open(os.path.join(copy_dir, "password-file"), "rb") as f:
+        copy = f.read()
+    mode = os.stat(os.path.join(copy_dir, "password-file")).st_mode & 0o777
+    R.check(name, "memcached's copy of the auth file is the Secret's with one newline, mode 0444",
+            copy == ("%s:%s\n" % login).encode() and mode == 0o444, f"{len(copy)} bytes, mode {mode:o}")
+    R.check(name, "the whole password logs in", *set_get(net, net.client, host, port, ctx, login))
+    R.check(name, "the password less its last byte is refused",
+            *login_refused(net, host, port, ctx, (login[0], login[1][:-1])))
 
 
 def peer_cn(net, host, port, pki, ca, client=None, login=None):
@@ -431,18 +455,23 @@ def run_case(R, net, name, case, pki, read, workdir, hook):
     os.chmod(root, 0o755)
     tls_files = {"tls.crt": read("server-a.crt"), "tls.key": read("server-a.key"), "ca.crt": read("ca1.crt")}
     tls_vol = Volume(os.path.join(root, "tls"), tls_files)
-    sasl_vol = Volume(os.path.join(root, "sasl"), {"password-file": ("%s:%s\n" % USERS["v1"]).encode()})
-    mapping = {"/etc/memcached/tls": tls_vol.path, "/etc/memcached/sasl": sasl_vol.path}
+    sasl_vol = Volume(os.path.join(root, "sasl"), {"password-file": PASSWORD_FILES["v1"]})
+    copy_dir = os.path.join(root, "auth-copy")  # the emptyDir
+    os.makedirs(copy_dir)
+    os.chmod(copy_dir, 0o777)
+    mapping = {"/etc/memcached/tls": tls_vol.path, "/etc/memcached/sasl": sasl_vol.path,
+               "/run/memcached/sasl": copy_dir}
     mc_args = rewrite(case["memcached"], mapping)
     agent = [hook] + rewrite(case["agent"], mapping) if case["agent"] else None
     exporter = [hook] + rewrite(case["exporter"], mapping) if case.get("exporter") else None
+    init = [hook] + rewrite(case["init"], mapping) if case.get("init") else None
     login = USERS["v1"] if sasl else None
     client = "client" if mtls else None
     host = POD_IP
 
     R.check(name, "outside: some TLS port", bool(tls_ports), f"-l {tls_ports} plain {plain_ports} loop {loop_port}")
     R.check(name, "outside: plaintext allowed as asked", bool(plain_ports) == case["plaintext"], plain_ports)
-    pod = Pod(net, mc_args, agent, workdir, name, exporter)
+    pod = Pod(net, mc_args, agent, workdir, name, exporter, init)
     pod.start()
     try:
         ok, detail = wait_listening(net, tls_ports[0] if tls_ports else 11211, pod)
@@ -481,6 +510,8 @@ def run_case(R, net, name, case, pki, read, workdir, hook):
                     check_stats_exporter(R, name, net, login, pod)
             else:
                 R.check(name, "loopback: the exporter's plaintext stats works", *exporter_stats(net, loop_port))
+        if sasl:
+            check_whole_password(R, name, net, host, tls_ports[0], tls_ctx(pki, "ca1", client), USERS["v1"], copy_dir)
         elif 11211 in plain_ports and not sasl:
             R.check(name, "loopback: the exporter's plaintext stats works", *exporter_stats(net, 11211))
 
@@ -498,7 +529,7 @@ def run_case(R, net, name, case, pki, read, workdir, hook):
         R.check(name, "20 keys stored before the rotation", stored)
         R.check(name, "before: the certificate is server-a", peer_cn(net, host, port, pki, "ca1", client, login) == "server-a")
         tls_vol.publish({"tls.crt": read("server-b.crt"), "tls.key": read("server-b.key"), "ca.crt": read("ca1.crt")})
-        sasl_vol.publish({"password-file": ("%s:%s\n" % USERS["v2"]).encode()})
+        sasl_vol.publish({"password-file": PASSWORD_FILES["v2"]})
         if agent:
             ok, counts = wait_counts(net, {("tls", "success"): 2, ("auth", "success"): 2})
             R.check(name, "agent: reloaded tls and auth", ok, counts)
@@ -507,6 +538,7 @@ def run_case(R, net, name, case, pki, read, workdir, hook):
                     peer_cn(net, host, port, pki, "ca2", client, new_login) == "server-b",
                     peer_cn(net, host, port, pki, "ca2", client, new_login))
             R.check(name, "the old password is refused", *login_refused(net, host, port, ctx_new, USERS["v1"]))
+            check_whole_password(R, name + " rotated", net, host, port, ctx_new, new_login, copy_dir)
             try:
                 with session(net, net.client, host, port, ctx_new, new_login) as c:
                     missing = [k for k, v in kept.items() if c.get(k) != v]
@@ -536,11 +568,11 @@ def run_case(R, net, name, case, pki, read, workdir, hook):
             R.check(name, "without the agent: the old password still works",
                     *set_get(net, net.client, host, port, ctx_old, USERS["v1"]))
             if exporter:
-                ok, series = wait_up(net, 0.0)
-                R.check(name, "metrics sidecar: memcached_up 0 while memcached still has the old password", ok,
-                        series if not ok else "")
+                ok, series = wait_up(net, 1.0)
+                R.check(name, "metrics sidecar: memcached_up 1 until the pod rolls (it logs in with memcached's copy)",
+                        ok, series if not ok else "")
             pod.stop()  # the rolled pod
-            pod = Pod(net, mc_args, None, workdir, name + "-rolled", exporter)
+            pod = Pod(net, mc_args, None, workdir, name + "-rolled", exporter, init)
             pod.start()
             ok, detail = wait_listening(net, port, pod)
             R.check(name, "rolled pod starts", ok, detail)
@@ -548,6 +580,7 @@ def run_case(R, net, name, case, pki, read, workdir, hook):
                 ok, series = wait_up(net)
                 R.check(name, "rolled pod: metrics sidecar memcached_up 1 with the new password", ok,
                         series if not ok else "")
+            check_whole_password(R, name + " rolled", net, host, port, ctx_new, USERS["v2"], copy_dir)
             R.check(name, "rolled pod presents the new certificate",
                     peer_cn(net, host, port, pki, "ca2", client, USERS["v2"]) == "server-b")
             try:
@@ -571,12 +604,18 @@ def from_rendering(R, name, path, hand):
     mc = next((c for c in pod.get("containers", []) if c.get("name") == "memcached"), {})
     agent = next((c for c in pod.get("initContainers") or [] if c.get("name") == "reload-agent"), None)
     exporter = next((c for c in pod.get("containers", []) if c.get("name") == "exporter"), None)
+    init = next((c for c in pod.get("initContainers") or [] if c.get("name") == "auth-file"), None)
     case = dict(hand)
+    case["init"] = init.get("args") if init else None
+    R.check(name, "rendered auth-file init step is the expected one, first, from the hook's image",
+            case["init"] == hand.get("init") and (init is None or (
+                pod["initContainers"][0] is init and init.get("command") == ["/memcached-hook"]
+                and "restartPolicy" not in init)), f"rendered {init}")
     case["memcached"] = mc.get("args") or []
     case["agent"] = agent.get("args") if agent else None
     case["exporter"] = exporter.get("args") if exporter else None
     if hand.get("exporter"):
-        sasl_mount = [m for m in mc.get("volumeMounts", []) if m.get("mountPath") == "/etc/memcached/sasl"]
+        sasl_mount = [m for m in mc.get("volumeMounts", []) if m.get("mountPath") == "/run/memcached/sasl"]
         R.check(name, "rendered metrics sidecar under SASL is the hook's stats exporter",
                 exporter is not None and exporter.get("args") == hand["exporter"]
                 and exporter.get("command") == ["/memcached-hook"] and exporter.get("volumeMounts") == sasl_mount
@@ -586,7 +625,8 @@ def from_rendering(R, name, path, hand):
             f"rendered {case['memcached']}")
     R.check(name, "rendered reload agent is the expected one", case["agent"] == hand["agent"]
             and (agent is None or (agent.get("restartPolicy") == "Always" and agent.get("command") == ["/memcached-hook"]
-                                   and agent.get("volumeMounts") == mc.get("volumeMounts"))),
+                                   and {m["mountPath"] for m in agent.get("volumeMounts", [])}
+                                   >= {m["mountPath"] for m in mc.get("volumeMounts", [])})),
             f"rendered {agent}")
     wants_shared = bool(hand["agent"]) and hand.get("sasl", False)
     R.check(name, "shareProcessNamespace only where the agent signals memcached",

@@ -145,9 +145,17 @@ class Namespace:
         kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=memcached-hook-pods", "-f", "-",
                 stdin=doc)
 
-    def secret(self, name, data):
-        self.apply([{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "type": "Opaque",
-                     "data": {k: b64(v) for k, v in data.items()}}])
+    def secret(self, name, data, string_data=False):
+        """A Secret with `data`, or with `stringData` (the API server stores the strings as they are) when
+        string_data."""
+        field = {"stringData": dict(data)} if string_data else {"data": {k: b64(v) for k, v in data.items()}}
+        self.apply([{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "type": "Opaque", **field}])
+
+    def container_sh(self, pod, container, script):
+        """Runs script with the image's busybox in a container of one of the scenario's pods (the memcached image
+        has no sh of its own); returns (exit status, stdout + stderr)."""
+        p = kubectl("exec", "-n", self.name, pod, "-c", container, "--", "busybox", "sh", "-c", script, check=False)
+        return p.returncode, p.stdout + p.stderr
 
     def pods(self, selector):
         return get("pods", ns=self.name, selector=selector)["items"]

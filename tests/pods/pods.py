@@ -438,14 +438,16 @@ def scenario_secure(t: Test):
 def scenario_rotation(t: Test):
     """Secret rotation under Reload in a real pod: the kubelet refreshes the volume, the reload
     agent applies it; same pod UID, same memcached process (keys kept), new clients see the new
-    certificate, the old password is refused. A new CA rolls the pod. Under RollingRestart the
-    pods roll."""
+    certificate, the old password is refused. The SASL Secret is written as `stringData` without a
+    last newline: the whole password logs in and the agent (logged in with it) applies a
+    certificate rotated alone. A new CA rolls the pod. Under RollingRestart the pods roll."""
     ns = Namespace("pods-rotation")
     try:
         c = certs(ns.name, "cache", 11)
         ns.secret("cache-tls", {"tls.crt": c["tls.crt"], "tls.key": c["tls.key"], "ca.crt": c["ca.crt"]})
         ns.secret("client-tls", {"tls.crt": c["client.crt"], "tls.key": c["client.key"], "ca.crt": c["ca.crt"]})
-        ns.secret("cache-sasl", {"password-file": "app:s3cret\n"})
+        # As a user writes it: stringData, no last newline (memcached 1.6.18 would load "s3cre").
+        ns.secret("cache-sasl", {"password-file": "app:s3cret"}, string_data=True)
         spec = {"replicas": 1, "image": MEMCACHED_IMAGE, "security": {
             "sasl": {"enabled": True, "credentialsSecretRef": {"name": "cache-sasl"}},
             "tls": {"enabled": True, "certificateSecretRef": {"name": "cache-tls"}, "enableClientCert": True,
@@ -461,16 +463,28 @@ def scenario_rotation(t: Test):
         host = f"cache.{ns.name}"
         code, out = ns.memcached(host, [*AUTH, "set before 0 0 4", "kept", "get before"], tls=CLIENT_ARGS)
         t.check("SASL over mTLS: set and get", "VALUE before 0 4" in out, out)
+        code, out = ns.memcached(host, [*auth("s3cre"), "get before"], tls=CLIENT_ARGS)
+        t.check("the password less its last byte is refused", "VALUE before" not in out and "ERROR" in out, out)
+        code, out = ns.container_sh(pod["metadata"]["name"], "memcached",
+                                    "busybox stat -c %a /run/memcached/sasl/password-file; busybox cat /proc/mounts")
+        t.check("memcached reads its copy of the auth file, mode 444, on an in-memory volume",
+                out.startswith("444") and any(line.split()[1:3] == ["/run/memcached/sasl", "tmpfs"]
+                                              for line in out.splitlines()[1:] if len(line.split()) > 2),
+                out[:200] if not out.startswith("444") else "444, tmpfs")
         t.check("the served certificate is the first one (serial 0B)", served_serial(ns, host) == "0B",
                 served_serial(ns, host))
-        # Rotate: a new server certificate (same CA) and a new password, in place.
+        # Rotate the certificate alone: the agent logs in with the whole password to apply it.
         c2 = certs(ns.name, "cache", 12, ca=c)
         start = time.monotonic()
         ns.secret("cache-tls", {"tls.crt": c2["tls.crt"], "tls.key": c2["tls.key"], "ca.crt": c["ca.crt"]})
-        ns.secret("cache-sasl", {"password-file": "app:n3wpass\n"})
         mc.sync()  # Metacontroller syncs on a related Secret's change
         wait_until("the new certificate served", lambda: served_serial(ns, host) == "0C", timeout=120, interval=2)
         t.time("Secret update to the new certificate served", time.monotonic() - start)
+        t.check("the certificate rotated alone is served (serial 0C)", served_serial(ns, host) == "0C")
+        # Then a new password, again stringData without a last newline.
+        start = time.monotonic()
+        ns.secret("cache-sasl", {"password-file": "app:n3wpass"}, string_data=True)
+        mc.sync()
         new_auth = auth("n3wpass")
         wait_until("the new password accepted", lambda: "VALUE before" in ns.memcached(
             host, [*new_auth, "get before"], tls=CLIENT_ARGS)[1], timeout=60, interval=2)
@@ -483,8 +497,12 @@ def scenario_rotation(t: Test):
         t.check("the key written before the rotation is still there", "VALUE before 0 4" in out, out)
         code, out = ns.memcached(host, [*AUTH, "get before"], tls=CLIENT_ARGS)
         t.check("the old password is refused", "VALUE before" not in out and "ERROR" in out, out)
+        code, out = ns.memcached(host, [*auth("n3wpas"), "get before"], tls=CLIENT_ARGS)
+        t.check("the new password less its last byte is refused", "VALUE before" not in out and "ERROR" in out, out)
         code, out = ns.http_get(after[0]["status"]["podIP"], 9151, "/metrics")
-        t.check("the reload agent counts the reloads", "reload" in out, out[:800])
+        t.check("the reload agent counts the reloads, none failed",
+                'what="tls",outcome="success"}' in out and 'what="auth",outcome="failure"} 0' in out
+                and 'what="tls",outcome="failure"} 0' in out, out[:1200])
         # A new CA: memcached never stops trusting a CA it loaded, so the hook rolls the pod.
         c3 = certs(ns.name, "cache", 13)
         uid = after[0]["metadata"]["uid"]
