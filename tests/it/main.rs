@@ -8,6 +8,7 @@ mod bad_input;
 mod bounded;
 mod cli;
 mod common;
+mod discovery;
 mod features;
 mod golden;
 mod http;
