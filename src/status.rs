@@ -388,7 +388,8 @@ pub fn build(inputs: &Inputs<'_>, previous: &[Condition], now: &str) -> Memcache
         + inputs.migration.map_or(0, |m| m.ready);
     let (name, namespace) = (inputs.name, inputs.namespace);
     let port = inputs.client_port.unwrap_or(ports::MEMCACHED.number);
-    let service = || vec![format!("{name}.{namespace}:{port}")];
+    let host = discovery::service_host(name, namespace);
+    let service = || vec![format!("{host}:{port}")];
     let server_list = match inputs.server_list {
         ServerList::ServiceWhenReady => ready.then(service),
         ServerList::ServiceWhileServing => (serving > 0).then(service),

@@ -10,6 +10,7 @@ use k8s_openapi::api::core::v1::ResourceRequirements;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use super::autoscaling::Autoscaling;
+use super::discovery::Discovery;
 use super::high_availability::HighAvailability;
 use super::memcached::{Server, memory_request_mib};
 use super::monitoring::Monitoring;
@@ -45,6 +46,8 @@ pub struct Effective<'a> {
     pub autoscaling: Option<Autoscaling>,
     /// `spec.service`.
     pub service: Service<'a>,
+    /// `spec.discovery`.
+    pub discovery: Discovery,
     /// Placement and metadata of the pods.
     pub pod: Pod<'a>,
 }
@@ -77,6 +80,7 @@ impl<'a> Effective<'a> {
             security: Security::of(spec.security.as_ref()),
             autoscaling,
             service: Service::of(spec.service.as_ref()),
+            discovery: Discovery::of(spec.discovery.as_ref()),
             pod: Pod::of(spec),
         }
     }

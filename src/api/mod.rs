@@ -1,5 +1,5 @@
 //! The Memcached custom resource, one module per spec block (`memcached`, `high_availability`,
-//! `monitoring`, `security`, `autoscaling`, `service`, `pod`; the other top-level fields in `spec`). Each
+//! `monitoring`, `security`, `autoscaling`, `service`, `discovery`, `pod`; the other top-level fields in `spec`). Each
 //! block holds its types, its bounds and defaults as constants used by both the schema and the
 //! checks, its effective view and its rules; `effective` and `validation` put them together.
 
@@ -9,6 +9,7 @@ pub mod bounded;
 pub mod bounds;
 mod check;
 mod crd;
+pub mod discovery;
 pub mod effective;
 pub mod hardening;
 pub mod high_availability;
@@ -24,6 +25,7 @@ pub mod validation;
 
 pub use autoscaling::AutoscalingSpec;
 pub use crd::{crd, crd_yaml};
+pub use discovery::{DiscoverySpec, ServerListConfigMapSpec};
 pub use hardening::HardeningSpec;
 pub use high_availability::{
     AntiAffinityPreset, GracefulShutdownSpec, HighAvailabilitySpec, PdbSpec,

@@ -20,6 +20,7 @@ use super::apiserver::is_dns1035_label;
 use super::autoscaling::{self, AutoscalingSpec};
 use super::bounds;
 use super::check::{self, Out, Violation, Zero, quoted};
+use super::discovery::DiscoverySpec;
 use super::high_availability::HighAvailabilitySpec;
 use super::memcached::{self, MemcachedConfig};
 use super::monitoring::MonitoringSpec;
@@ -138,6 +139,10 @@ pub struct MemcachedSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = {}))]
     pub service: Option<ServiceSpec>,
+
+    /// Server discovery for clients besides `status`: the server-list ConfigMap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discovery: Option<DiscoverySpec>,
 
     /// Node labels a node must have to run the pods (the pod's `nodeSelector`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

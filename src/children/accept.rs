@@ -81,6 +81,7 @@ fn parts(child: &Child) -> Option<(&'static str, &ObjectMeta, Option<&PodTemplat
         Child::HorizontalPodAutoscaler(h) => ("HorizontalPodAutoscaler", &h.metadata, None),
         Child::ServiceMonitor(m) => ("ServiceMonitor", &m.metadata, None),
         Child::NetworkPolicy(n) => ("NetworkPolicy", &n.metadata, None),
+        Child::ConfigMap(c) => ("ConfigMap", &c.metadata, None),
         Child::Kept(_) => return None,
     })
 }

@@ -14,6 +14,18 @@ pub const fn client_port(number: i32) -> Port {
     }
 }
 
+/// The Service's name as clients in any namespace resolve it: `<name>.<namespace>`.
+#[must_use]
+pub fn service_host(name: &str, namespace: &str) -> String {
+    format!("{name}.{namespace}")
+}
+
+/// The stable name of a StatefulSet's pod `ordinal`: `<name>-<i>.<name>.<namespace>.svc`.
+#[must_use]
+pub fn pod_host(name: &str, namespace: &str, ordinal: i32) -> String {
+    format!("{name}-{ordinal}.{name}.{namespace}.svc")
+}
+
 /// `_<port name>._tcp.<name>.<namespace>.svc`: the SRV records of a headless Service's named
 /// port; one target per published pod.
 #[must_use]

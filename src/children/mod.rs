@@ -17,6 +17,7 @@ pub mod network_policy;
 pub mod pdb;
 pub mod ports;
 pub mod reload_agent;
+pub mod servers;
 pub mod service;
 pub mod service_monitor;
 pub mod statefulset;
@@ -50,6 +51,8 @@ pub enum ChildKind {
     ServiceMonitor,
     /// `networking.k8s.io/v1` NetworkPolicy.
     NetworkPolicy,
+    /// `v1` ConfigMap: the server list for clients.
+    ConfigMap,
 }
 
 /// A kind's `(apiVersion, kind, group, plural)`, from its k8s-openapi type.
@@ -59,7 +62,7 @@ fn names<R: k8s_openapi::Resource>() -> (&'static str, &'static str, &'static st
 
 impl ChildKind {
     /// Every kind, in the order children are emitted.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::Deployment,
         Self::StatefulSet,
         Self::Service,
@@ -67,6 +70,7 @@ impl ChildKind {
         Self::HorizontalPodAutoscaler,
         Self::ServiceMonitor,
         Self::NetworkPolicy,
+        Self::ConfigMap,
     ];
 
     fn names(self) -> (&'static str, &'static str, &'static str, &'static str) {
@@ -79,6 +83,7 @@ impl ChildKind {
             Self::HorizontalPodAutoscaler => names::<autoscaling::v2::HorizontalPodAutoscaler>(),
             Self::ServiceMonitor => names::<service_monitor::ServiceMonitor>(),
             Self::NetworkPolicy => names::<networking::v1::NetworkPolicy>(),
+            Self::ConfigMap => names::<core::v1::ConfigMap>(),
         }
     }
 
@@ -121,6 +126,7 @@ impl ChildKind {
             Self::HorizontalPodAutoscaler => "spec.autoscaling.enabled",
             Self::ServiceMonitor => "spec.monitoring.serviceMonitor",
             Self::NetworkPolicy => "spec.security.networkPolicy.enabled",
+            Self::ConfigMap => "spec.discovery.configMap.enabled",
         }
     }
 }

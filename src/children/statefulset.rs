@@ -38,7 +38,7 @@ pub fn build(pods: Pods<'_>, replicas: Option<i32>) -> StatefulSet {
 #[must_use]
 pub fn server_list(name: &str, namespace: &str, replicas: i32, port: i32) -> Vec<String> {
     (0..replicas)
-        .map(|i| format!("{name}-{i}.{name}.{namespace}.svc:{port}"))
+        .map(|i| format!("{}:{port}", super::discovery::pod_host(name, namespace, i)))
         .collect()
 }
 

@@ -6,7 +6,7 @@
 
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use serde::Serialize;
@@ -33,6 +33,8 @@ pub enum Child {
     ServiceMonitor(Box<ServiceMonitor>),
     /// The NetworkPolicy.
     NetworkPolicy(Box<NetworkPolicy>),
+    /// The server-list ConfigMap.
+    ConfigMap(Box<ConfigMap>),
     /// An observed child kept exactly as this hook last desired it (invalid spec).
     Kept(Box<RawValue>),
 }

@@ -11,20 +11,22 @@ use crate::children::{
     ChildKind, accept, deployment, hpa, network_policy, pdb, ports, service, service_monitor,
     statefulset,
 };
-use crate::hook::{Child, ObservedChild, Parent, SyncRequest, SyncResponse};
+use crate::hook::{Child, Parent, SyncRequest, SyncResponse};
 use crate::secrets;
-use crate::status::{self, Inputs, Migration, PdbState, ServerList};
+use crate::status::{self, Inputs, Migration, PdbState};
 use crate::workload::{self, Plan};
 
 mod customize;
 mod error;
 mod keep;
+mod members;
 mod rotation;
 
 pub use crate::children::deployment::RESTART_TRIGGER;
 pub use customize::customize;
 pub use error::SyncError;
 use keep::keep_observed;
+use members::{server_list, server_list_config_map};
 use rotation::{rotation_cover, rotation_status};
 
 fn check_parent(parent: &Parent) -> Result<(), SyncError> {
@@ -264,6 +266,8 @@ fn desired(
                 let policy = network_policy::build(name, &served, sources);
                 Child::NetworkPolicy(Box::new(policy))
             }
+            // Listed in `kinds` only when enabled.
+            ChildKind::ConfigMap => server_list_config_map(name, namespace, e, plan),
         });
     }
     Ok((children, outcome))
@@ -284,6 +288,7 @@ fn needed_kinds(e: &Effective<'_>) -> Vec<ChildKind> {
                 .as_ref()
                 .is_some_and(|m| m.service_monitor.is_some()),
             ChildKind::NetworkPolicy => e.security.network_policy.is_some(),
+            ChildKind::ConfigMap => e.discovery.config_map,
         })
         .collect()
 }
@@ -360,18 +365,4 @@ fn emitted(needed: &[ChildKind], plan: &Plan<'_>) -> Vec<ChildKind> {
     }
     kinds.sort();
     kinds
-}
-
-/// What `status.serverList` publishes: during a switch what the old mode publishes for the old
-/// workload; in StatefulSet mode every pod by its stable name once the StatefulSet exists.
-fn server_list(plan: &Plan<'_>, migrating_from: Option<&ObservedChild>) -> ServerList {
-    match (plan.kind, migrating_from) {
-        (ChildKind::StatefulSet, Some(_)) => ServerList::ServiceWhileServing,
-        (_, Some(old)) => ServerList::Pods(old.spec.replicas.unwrap_or(1)),
-        (ChildKind::StatefulSet, None) if plan.current.is_some() => {
-            ServerList::Pods(plan.replicas.unwrap_or(1))
-        }
-        (ChildKind::StatefulSet, None) => ServerList::Nothing,
-        (_, None) => ServerList::ServiceWhenReady,
-    }
 }

@@ -42,6 +42,7 @@ KINDS = {
     ("apps/v1", "Deployment"): ("/apis/apps/v1", "deployments"),
     ("apps/v1", "StatefulSet"): ("/apis/apps/v1", "statefulsets"),
     ("v1", "Service"): ("/api/v1", "services"),
+    ("v1", "ConfigMap"): ("/api/v1", "configmaps"),
     ("policy/v1", "PodDisruptionBudget"): ("/apis/policy/v1", "poddisruptionbudgets"),
     ("networking.k8s.io/v1", "NetworkPolicy"): ("/apis/networking.k8s.io/v1", "networkpolicies"),
     ("autoscaling/v2", "HorizontalPodAutoscaler"): ("/apis/autoscaling/v2", "horizontalpodautoscalers"),

@@ -9,6 +9,7 @@ mod bounded;
 mod cli;
 mod common;
 mod defaults;
+mod discovery;
 mod features;
 mod golden;
 mod http;

@@ -20,7 +20,7 @@ use axum::http::{Method, Request, StatusCode, header};
 use http_body_util::BodyExt as _;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -44,7 +44,7 @@ const SASL_SECRET: &str = "sasl-credentials";
 const TLS_SECRET: &str = "tls-certificate";
 
 /// The child kinds the hook may emit: kind, apiVersion, resource.
-const KINDS: [(&str, &str, &str); 6] = [
+const KINDS: [(&str, &str, &str); 7] = [
     ("Deployment", "apps/v1", "deployments"),
     ("Service", "v1", "services"),
     ("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets"),
@@ -59,6 +59,7 @@ const KINDS: [(&str, &str, &str); 6] = [
         "servicemonitors",
     ),
     ("NetworkPolicy", "networking.k8s.io/v1", "networkpolicies"),
+    ("ConfigMap", "v1", "configmaps"),
 ];
 
 /// Every child resource the hook may emit, as a CompositeController declares it.
@@ -79,6 +80,7 @@ fn needed(kind: &str, spec: &Value) -> bool {
                 && get(spec, &["monitoring", "serviceMonitor"]).is_some()
         }
         "NetworkPolicy" => is_true(spec, &["security", "networkPolicy", "enabled"]),
+        "ConfigMap" => is_true(spec, &["discovery", "configMap", "enabled"]),
         _ => true,
     }
 }
@@ -662,6 +664,12 @@ fn make_valid(spec: &mut Value, slack: u32) {
 }
 
 /// A valid spec, every field of `MemcachedSpec` in play.
+fn discovery() -> BoxedStrategy<Value> {
+    field(field(any::<bool>().prop_map(Value::from)).prop_map(|e| object([("enabled", e)])))
+        .prop_map(|c| object([("configMap", c)]))
+        .boxed()
+}
+
 fn valid_spec() -> BoxedStrategy<Value> {
     (
         (
@@ -679,6 +687,7 @@ fn valid_spec() -> BoxedStrategy<Value> {
                 (field(annotation_map()), field(label_map()))
                     .prop_map(|(a, l)| object([("annotations", a), ("labels", l)])),
             ),
+            field(discovery()),
         ),
         (
             field(label_map()),
@@ -706,7 +715,7 @@ fn valid_spec() -> BoxedStrategy<Value> {
         .prop_map(
             |(
                 (replicas, image, resources, memcached, ha),
-                (monitoring, security, autoscaling, service),
+                (monitoring, security, autoscaling, service, discovery),
                 (node_selector, tolerations, affinity, priority, pull_secrets, labels, annotations),
                 slack,
             )| {
@@ -720,6 +729,7 @@ fn valid_spec() -> BoxedStrategy<Value> {
                     ("security", security),
                     ("autoscaling", autoscaling),
                     ("service", service),
+                    ("discovery", discovery),
                     ("nodeSelector", node_selector),
                     ("tolerations", tolerations),
                     ("affinity", affinity),
@@ -1103,7 +1113,7 @@ fn context() -> BoxedStrategy<Context> {
     let mut choices = all_declared();
     // A resource the hook never emits.
     choices.push(("apps/v1", "statefulsets"));
-    let declared = (subsequence(choices, 0..=7), any::<bool>()).prop_map(|(mut d, reverse)| {
+    let declared = (subsequence(choices, 0..=8), any::<bool>()).prop_map(|(mut d, reverse)| {
         if reverse {
             d.reverse();
         }
@@ -1636,6 +1646,7 @@ fn every_emitted_child_survives_the_typed_round_trip() {
                 Some("HorizontalPodAutoscaler") => round_trip::<HorizontalPodAutoscaler>(child)?,
                 Some("NetworkPolicy") => round_trip::<NetworkPolicy>(child)?,
                 Some("ServiceMonitor") => round_trip::<ServiceMonitor>(child)?,
+                Some("ConfigMap") => round_trip::<ConfigMap>(child)?,
                 _ => return Err(TestCaseError::fail(format!("unexpected child {child}"))),
             }
         }

@@ -39,6 +39,7 @@ CHILDREN = [
     ("policy/v1", "poddisruptionbudgets"),
     ("networking.k8s.io/v1", "networkpolicies"),
     ("autoscaling/v2", "horizontalpodautoscalers"),
+    ("v1", "configmaps"),
 ]
 SERVICEMONITOR = ("monitoring.coreos.com/v1", "servicemonitors")
 

@@ -31,7 +31,7 @@ METACONTROLLER = os.environ.get("PODS_METACONTROLLER") == "1"
 PARENT = "memcacheds.memcached.c5c3.io"
 LABEL = "app.kubernetes.io/instance"
 # The children kinds a CompositeController for Memcached declares (metacontroller/).
-CHILD_KINDS = "deployments.apps,statefulsets.apps,services,poddisruptionbudgets.policy"
+CHILD_KINDS = "deployments.apps,statefulsets.apps,services,poddisruptionbudgets.policy,configmaps"
 CONTROLLER = {
     "apiVersion": "metacontroller.k8s.io/v1alpha1",
     "kind": "CompositeController",
@@ -43,6 +43,7 @@ CONTROLLER = {
             {"apiVersion": "apps/v1", "resource": "statefulsets"},
             {"apiVersion": "v1", "resource": "services"},
             {"apiVersion": "policy/v1", "resource": "poddisruptionbudgets"},
+            {"apiVersion": "v1", "resource": "configmaps"},
         ],
     },
 }
@@ -462,6 +463,137 @@ class ReadyWatch:
         self.stop.set()
         self.thread.join(10)
         return self.min
+
+
+def uptime():
+    """The host's /proc/uptime: the clock a client pod's /proc/uptime shows too (one kernel)."""
+    with open("/proc/uptime") as f:
+        return float(f.read().split()[0])
+
+
+def srv_answer_targets(answer):
+    """The targets of a busybox `nslookup -type=SRV` answer (`<name> service = <priority>
+    <weight> <port> <target>` lines)."""
+    return sorted(line.split()[-1].rstrip(".") for line in answer.splitlines() if "service = " in line)
+
+
+def srv_targets(ns, srv):
+    """The target host names of the SRV name `srv` as the client pod's resolver answers, and
+    the answer."""
+    _, out = ns.sh(f"nslookup -type=SRV {srv}")
+    return srv_answer_targets(out), out
+
+
+class SrvWatch:
+    """Looks the DNS SRV name `srv` up from the client pod in a thread: batches of `busybox
+    nslookup -type=SRV`, one lookup every 0.2 s, at most `limit`. Each sample is (the pod's
+    uptime, the targets, the answer); `low()` the answers with fewer targets than `want` names,
+    `failed()` the lookups that got no answer at all."""
+
+    BATCH = 10
+
+    def __init__(self, ns, srv, want, limit=3000):
+        self.ns, self.srv, self.want, self.limit = ns, srv, sorted(want), limit
+        self.samples = []  # (uptime, targets, answer)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+        self.thread.start()
+
+    def loop(self):
+        script = (f"i=0; while [ $i -lt {self.BATCH} ]; do read t _ </proc/uptime; "
+                  f"a=$(nslookup -type=SRV {self.srv} 2>&1); printf 'srv %s %s\\n' \"$t\" "
+                  f"\"$(printf '%s' \"$a\" | tr '\\n\\t' '~ ')\"; i=$((i+1)); sleep 0.2; done")
+        while not self.stop.is_set() and len(self.samples) < self.limit:
+            _, out = self.ns.sh(script, timeout=30)
+            for line in out.splitlines():
+                parts = line.split(" ", 2)
+                if parts[0] != "srv" or len(parts) < 3:
+                    continue
+                answer = parts[2].replace("~", "\n")
+                self.samples.append((float(parts[1]), srv_answer_targets(answer), answer))
+
+    def done(self):
+        self.stop.set()
+        self.thread.join(40)
+        return self
+
+    @staticmethod
+    def unanswered(answer):
+        """A lookup that got no answer (timeout, SERVFAIL): not an answer with fewer targets."""
+        return any(w in answer for w in ("timed out", "no servers could be reached", "SERVFAIL"))
+
+    def answered(self):
+        return [s for s in self.samples if not self.unanswered(s[2])]
+
+    def failed(self):
+        return [s for s in self.samples if self.unanswered(s[2])]
+
+    def low(self):
+        """The answers with fewer targets than `want`."""
+        return [s for s in self.answered() if s[1] != self.want]
+
+    def longest_short(self):
+        """The longest time in seconds from a short answer to the next full one."""
+        longest, since = 0.0, None
+        for at, targets, _ in self.answered():
+            if targets != self.want:
+                since = at if since is None else since
+            elif since is not None:
+                longest, since = max(longest, at - since), None
+        return round(longest, 1)
+
+    def lowest(self):
+        return min((len(s[1]) for s in self.answered()), default=None)
+
+
+class PodTimeline:
+    """Watches a Memcached's pods (`kubectl get --watch`) in a thread and records, at each
+    event, the host's uptime and the names of the pods an EndpointSlice can list: existing,
+    with an IP, not terminal. A watch sees every change, however short."""
+
+    def __init__(self, mc):
+        # The pods as listed now, so that the watch's first events (one per pod) change nothing.
+        self.listable = {p["metadata"]["name"]: self.can_list(p) for p in mc.pods()}
+        self.states = [(uptime(), frozenset(n for n, ok in self.listable.items() if ok))]
+        self.proc = subprocess.Popen(
+            [KUBECTL, "get", "pods", "-n", mc.ns.name, "-l", mc.selector(), "--watch", "--output-watch-events",
+             "-o", "json"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+        self.thread.start()
+
+    @staticmethod
+    def can_list(pod, deleted=False):
+        st = pod.get("status", {})
+        return not deleted and bool(st.get("podIP")) and st.get("phase") not in ("Succeeded", "Failed")
+
+    def loop(self):
+        listable, buf, dec = self.listable, "", json.JSONDecoder()
+        for line in self.proc.stdout:
+            buf += line
+            try:
+                event, end = dec.raw_decode(buf.lstrip())
+            except ValueError:
+                continue  # an event spans several lines
+            buf = buf.lstrip()[end:]
+            pod = event.get("object", {})
+            listable[pod.get("metadata", {}).get("name")] = self.can_list(pod, event.get("type") == "DELETED")
+            self.states.append((uptime(), frozenset(n for n, ok in listable.items() if ok)))
+
+    def done(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+        self.thread.join(10)
+        return self
+
+    def absent(self, host, at, before=3.0, after=0.5):
+        """Whether the pod `host` names (its first label) was not listable at some moment from
+        `before` seconds before `at` to `after` seconds after it (DNS follows the API a moment
+        later)."""
+        pod = host.split(".")[0]
+        lo, hi = at - before, at + after
+        in_force = [names for t, names in self.states if t <= lo][-1:]
+        during = [names for t, names in self.states if lo < t <= hi]
+        return any(pod not in names for names in in_force + during)
 
 
 def crashloop(mc, *pod_names, timeout=90):

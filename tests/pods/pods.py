@@ -54,6 +54,9 @@ from harness import (
     restarts,
     evict,
     ReadyWatch,
+    SrvWatch,
+    PodTimeline,
+    srv_targets,
     crashloop,
     certs,
     tls_secrets,
@@ -68,6 +71,16 @@ from harness import (
     FILL,
 )
 
+
+
+def started(t: Test, mc, n):
+    """Creates mc's children and the client pod; returns the n Ready pods (timed)."""
+    start = time.monotonic()
+    mc.create()
+    mc.ns.client()
+    pods = mc.wait_ready(n)
+    t.time(f"apply to {n} Ready pods", time.monotonic() - start)
+    return pods
 
 
 def scenario_deployment(t: Test):
@@ -140,11 +153,7 @@ def scenario_statefulset(t: Test):
                                      "gracefulShutdown": {"enabled": True, "preStopDelaySeconds": 2,
                                                           "terminationGracePeriodSeconds": 10}}}
         mc = Memcached(ns, "cache", spec)
-        start = time.monotonic()
-        mc.create()
-        ns.client()
-        pods = mc.wait_ready(3)
-        t.time("apply to 3 Ready pods", time.monotonic() - start)
+        pods = started(t, mc, 3)
         names = sorted(p["metadata"]["name"] for p in pods)
         t.check("pods are cache-0, cache-1, cache-2", names == ["cache-0", "cache-1", "cache-2"], names)
         st = mc.sync_until("status readyReplicas 3", lambda s: s.get("readyReplicas") == 3)
@@ -213,6 +222,130 @@ def scenario_statefulset(t: Test):
                            and mc.condition("Progressing") == "False")
         t.check("status after the update: Ready, not Progressing, same serverList",
                 mc.condition("Ready") == "True" and st.get("serverList") == want, json.dumps(st, indent=1))
+    finally:
+        ns.close()
+
+
+def restart_watched(mc, srv, names, stamp):
+    """A rolling restart of mc's StatefulSet (pod-template annotation `stamp`) while the SRV name
+    is looked up from the client pod, the pods are watched and their readiness polled, and the
+    hook's answer is applied every second. Returns (SrvWatch, PodTimeline, lowest Ready, the
+    ConfigMap resourceVersions seen, syncs, old pod UIDs)."""
+    old = {p["metadata"]["name"]: p["metadata"]["uid"] for p in mc.pods()}
+    spec = mc.obj["spec"]
+    spec["podAnnotations"] = {"example.com/restarted-at": stamp}
+    mc.update(spec)
+    watch, timeline, ready = SrvWatch(mc.ns, srv, names), PodTimeline(mc), ReadyWatch(mc)
+    versions, syncs = set(), 0
+
+    def rolled():
+        nonlocal syncs
+        mc.sync()  # the hook's answer applied, the ConfigMap with it
+        syncs += 1
+        versions.add(get("configmap", "cache-servers", ns=mc.ns.name)["metadata"]["resourceVersion"])
+        sts = get("statefulset", "cache", ns=mc.ns.name)["status"]
+        return (sts.get("updateRevision") == sts.get("currentRevision") and sts.get("updatedReplicas") == 3
+                and len(mc.ready_pods()) == 3)
+    try:
+        wait_until("the rolling restart to finish", rolled, timeout=240, interval=1)
+        wait_until("the SRV name answers every pod again", lambda: srv_targets(mc.ns, srv)[0] == names, timeout=20)
+        time.sleep(1)  # a last few lookups with every new pod in place
+    finally:
+        lowest_ready = ready.done()
+        watch.done()
+        timeline.done()
+    return watch, timeline, lowest_ready, versions, syncs, old
+
+
+def scenario_discovery(t: Test):
+    """Server discovery through rolling restarts of a 3-pod StatefulSet with the server-list
+    ConfigMap. A client pod sets and gets a key through each server of the ConfigMap's plain
+    list, each on its own pod. While every pod is replaced (a pod-template annotation) the SRV
+    name is looked up from the client pod every 0.2 s: with publishNotReadyAddresses an answer
+    lacks a pod only while that pod has no IP (between the old pod's end and the new one's
+    sandbox), never while it is merely not Ready (a lookup that gets no answer at all is counted
+    apart); without it far more answers are short. The
+    ConfigMap's resourceVersion does not change, though the hook's answer is applied at every
+    step."""
+    ns = Namespace("pods-discovery")
+    try:
+        spec = {"workload": "StatefulSet", "replicas": 3, "image": MEMCACHED_IMAGE,
+                "service": {"publishNotReadyAddresses": True},
+                "discovery": {"configMap": {"enabled": True}},
+                "highAvailability": {"gracefulShutdown": {"enabled": True, "preStopDelaySeconds": 2,
+                                                          "terminationGracePeriodSeconds": 10}}}
+        mc = Memcached(ns, "cache", spec)
+        pods = started(t, mc, 3)
+        st = mc.sync_until("status readyReplicas 3", lambda s: s.get("readyReplicas") == 3)
+        cm = get("configmap", "cache-servers", ns=ns.name)
+        data = cm.get("data", {})
+        want = [f"cache-{i}.cache.{ns.name}.svc:11211" for i in range(3)]
+        t.check("ConfigMap cache-servers: the plain list is status.serverList, per-pod names in ordinal order",
+                data.get("servers") == ",".join(want) and st.get("serverList") == want, json.dumps(data, indent=1))
+        t.check("ConfigMap: every format key, the SRV name, no TLS key without TLS",
+                sorted(data) == ["memcached-proxy-pools.lua", "oslo-cache-memcache-servers", "servers", "srv-name",
+                                 "twemproxy-servers.yaml"] and data["srv-name"] == st.get("srvName"), sorted(data))
+        # A client reads the plain list and uses every server in it: a key set through each
+        # name is read back through that name and is on that very pod.
+        ips = {p["metadata"]["name"]: p["status"]["podIP"] for p in pods}
+        for entry in data.get("servers", "").split(","):
+            host, port = entry.rsplit(":", 1)
+            pod = host.split(".")[0]
+            code, out = ns.memcached(host, [f"set via-{pod} 0 0 {len(pod)}", pod, f"get via-{pod}"], port=int(port))
+            t.check(f"client pod: set and get through {entry}", "STORED" in out
+                    and f"VALUE via-{pod} 0 {len(pod)}" in out, out)
+            code, out = ns.memcached(ips[pod], [f"get via-{pod}"])
+            t.check(f"the key set through {host} is on pod {pod} ({ips[pod]})", f"VALUE via-{pod}" in out, out)
+        srv = f"{st.get('srvName')}.cluster.local"
+        names = [f"cache-{i}.cache.{ns.name}.svc.cluster.local" for i in range(3)]
+        try:
+            got, answer = wait_until("3 SRV targets", lambda: (lambda r: r if r[0] == names else None)(
+                srv_targets(ns, srv)), timeout=20)
+        except Failed:
+            got, answer = srv_targets(ns, srv)
+        t.check(f"SRV {srv} answers the 3 per-pod names in the client pod", got == names, answer)
+        rv = cm["metadata"]["resourceVersion"]
+        start = time.monotonic()
+        watch, timeline, lowest_ready, versions, syncs, old = restart_watched(mc, srv, names, "1")
+        t.time("rolling restart of 3 pods", time.monotonic() - start)
+        after = {p["metadata"]["name"]: p["metadata"]["uid"] for p in mc.pods()}
+        t.check("every pod was replaced under its name",
+                sorted(after) == sorted(old) and all(after[n] != old[n] for n in after), after)
+        t.check(f"during the restart pods were not Ready (lowest Ready {lowest_ready})",
+                lowest_ready is not None and lowest_ready < 3)
+        low = watch.low()
+        unexplained = [(at, sorted(set(names) - set(got)), answer) for at, got, answer in low
+                       if not all(timeline.absent(h, at) for h in set(names) - set(got))]
+        gone = sorted({h.split(".")[0] for _, got, _ in low for h in set(names) - set(got)})
+        t.check(f"SRV lookups during the restart with publishNotReadyAddresses: {len(watch.answered())} answers "
+                f"({len(watch.failed())} lookups unanswered), lowest {watch.lowest()} targets, {len(low)} short, "
+                f"at most {watch.longest_short()} s in a row "
+                f"(missing {', '.join(gone) or 'none'}); each missing target a pod without an IP at that moment "
+                f"({len(timeline.states)} pod events)",
+                len(watch.answered()) >= 20 and not unexplained,
+                "\n".join(f"at {at}: missing {m}: {a.replace(chr(10), ' | ')[:400]}" for at, m, a in unexplained[:5]))
+        versions.add(get("configmap", "cache-servers", ns=ns.name)["metadata"]["resourceVersion"])
+        t.check(f"ConfigMap resourceVersion {rv} unchanged across the restart ({syncs} syncs applied)",
+                versions == {rv} and syncs >= 5, sorted(versions))
+        t.check("ConfigMap data unchanged", get("configmap", "cache-servers", ns=ns.name).get("data") == data)
+        # The same restart without publishNotReadyAddresses: not-Ready pods leave the answer too.
+        spec = mc.obj["spec"]
+        spec["service"]["publishNotReadyAddresses"] = False
+        mc.update(spec)
+        mc.sync()
+        wait_until("the Service without publishNotReadyAddresses", lambda: not get(
+            "service", "cache", ns=ns.name)["spec"].get("publishNotReadyAddresses"), timeout=30)
+        control, control_timeline, _, versions, syncs, _ = restart_watched(mc, srv, names, "2")
+        control_low = control.low()
+        listed_but_dropped = [at for at, got, _ in control_low
+                              if not all(control_timeline.absent(h, at, before=0.5) for h in set(names) - set(got))]
+        t.check(f"without publishNotReadyAddresses: {len(control.answered())} answers, lowest {control.lowest()} "
+                f"targets, {len(control_low)} short ({len(listed_but_dropped)} while the missing pod had an IP), at most "
+                f"{control.longest_short()} s in a row, "
+                f"against {len(low)} short with it", len(control_low) > len(low) and listed_but_dropped)
+        versions.add(get("configmap", "cache-servers", ns=ns.name)["metadata"]["resourceVersion"])
+        t.check(f"ConfigMap resourceVersion {rv} unchanged across the second restart ({syncs} syncs)",
+                versions == {rv})
     finally:
         ns.close()
 
@@ -593,6 +726,7 @@ def scenario_limits(t: Test):
 SCENARIOS = {
     "deployment": scenario_deployment,
     "statefulset": scenario_statefulset,
+    "discovery": scenario_discovery,
     "drain": scenario_drain,
     "secure": scenario_secure,
     "rotation": scenario_rotation,

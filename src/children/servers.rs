@@ -1,0 +1,166 @@
+//! The ConfigMap `<name>-servers`: the server list in the formats clients read as they are
+//! (docs/behaviour.md, "Server discovery").
+//!
+//! It is built only from the spec and the workload's membership (which pods exist by name, or
+//! the Service), never from addresses, readiness or time, and in a fixed order: the same
+//! membership gives the same bytes, so a pod restart or a rolling update rewrites nothing.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::net::Ipv6Addr;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::{discovery, labels};
+
+/// The ConfigMap's name is the parent's with this suffix.
+pub const SUFFIX: &str = "-servers";
+/// Key: `host:port` entries separated by commas.
+pub const PLAIN: &str = "servers";
+/// Key: the value of oslo.cache's `[cache] memcache_servers`.
+pub const OSLO_CACHE: &str = "oslo-cache-memcache-servers";
+/// Key: twemproxy's `servers:` block (absent with TLS: twemproxy speaks no TLS to servers).
+pub const TWEMPROXY: &str = "twemproxy-servers.yaml";
+/// Key: a `pools{}` block for memcached's built-in proxy (its route library).
+pub const PROXY_POOLS: &str = "memcached-proxy-pools.lua";
+/// Key: the DNS SRV name of the port the lists name (as `status.srvName`).
+pub const SRV_NAME: &str = "srv-name";
+/// Key (with TLS): the names a TLS client verifies the certificate against, comma-separated
+/// (as `status.tlsServerNames`).
+pub const TLS_SERVER_NAMES: &str = "tls-server-names";
+
+/// Who the list names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Members {
+    /// The headless Service, by its name: Deployment pods have no stable names.
+    Service,
+    /// The StatefulSet's pods `<name>-0` to `<name>-<n-1>`, by their stable names, in ordinal
+    /// order.
+    Pods(i32),
+}
+
+/// What the ConfigMap is built from.
+#[derive(Clone, Copy, Debug)]
+pub struct Servers<'a> {
+    /// The parent's name.
+    pub name: &'a str,
+    /// The parent's namespace.
+    pub namespace: &'a str,
+    /// Who the list names.
+    pub members: Members,
+    /// The port clients connect to.
+    pub port: i32,
+    /// TLS is on: the port speaks TLS.
+    pub tls: bool,
+}
+
+/// One listed server: the host to connect to and a name for it that outlives its address.
+struct Entry {
+    host: String,
+    label: String,
+}
+
+impl Servers<'_> {
+    fn entries(&self) -> Vec<Entry> {
+        let (name, namespace) = (self.name, self.namespace);
+        match self.members {
+            Members::Service => vec![Entry {
+                host: discovery::service_host(name, namespace),
+                label: name.to_owned(),
+            }],
+            Members::Pods(n) => (0..n)
+                .map(|i| Entry {
+                    host: discovery::pod_host(name, namespace, i),
+                    label: format!("{name}-{i}"),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// `host:port`, comma-separated.
+fn plain(entries: &[Entry], port: i32) -> String {
+    let list: Vec<String> = entries
+        .iter()
+        .map(|e| format!("{}:{port}", e.host))
+        .collect();
+    list.join(",")
+}
+
+/// oslo.cache's form: `host:port`, except an IPv6 literal, which python-memcached reads only as
+/// `inet6:[addr]:port`. The hook lists names, so the `inet6:` form stays for literals.
+fn oslo_cache(entries: &[Entry], port: i32) -> String {
+    let list: Vec<String> = entries
+        .iter()
+        .map(|e| match e.host.parse::<Ipv6Addr>() {
+            Ok(_) => format!("inet6:[{}]:{port}", e.host),
+            Err(_) => format!("{}:{port}", e.host),
+        })
+        .collect();
+    list.join(",")
+}
+
+/// twemproxy's `servers:` block: `host:port:weight name`, weight 1, the name stable (twemproxy's
+/// ketama hashes the name when there is one, so a new address moves no key).
+fn twemproxy(entries: &[Entry], port: i32) -> String {
+    if entries.is_empty() {
+        return "servers: []\n".to_owned();
+    }
+    let mut out = "servers:\n".to_owned();
+    for e in entries {
+        let _ = writeln!(out, "  - {}:{port}:1 {}", e.host, e.label);
+    }
+    out
+}
+
+/// A `pools{}` block of one pool named after the Memcached, backends in list (ordinal) order:
+/// the proxy hashes keys over that order. With TLS the pool's backends connect with TLS.
+fn proxy_pools(name: &str, entries: &[Entry], port: i32, tls: bool) -> String {
+    let mut out = format!("pools{{\n    [\"{name}\"] = {{\n");
+    if tls {
+        out.push_str("        backend_options = { tls = true },\n");
+    }
+    out.push_str("        backends = {\n");
+    for e in entries {
+        let _ = writeln!(out, "            \"{}:{port}\",", e.host);
+    }
+    out.push_str("        },\n    },\n}\n");
+    out
+}
+
+/// The desired ConfigMap `<name>-servers` of `s`.
+#[must_use]
+pub fn build(s: &Servers<'_>) -> ConfigMap {
+    let entries = s.entries();
+    let (name, namespace, port) = (s.name, s.namespace, s.port);
+    let srv = discovery::srv_name(name, namespace, &discovery::client_port(port));
+    let mut data = BTreeMap::from([
+        (PLAIN.to_owned(), plain(&entries, port)),
+        (OSLO_CACHE.to_owned(), oslo_cache(&entries, port)),
+        (
+            PROXY_POOLS.to_owned(),
+            proxy_pools(name, &entries, port, s.tls),
+        ),
+        (SRV_NAME.to_owned(), srv),
+    ]);
+    if s.tls {
+        let per_pod = matches!(s.members, Members::Pods(_));
+        let names = discovery::tls_server_names(name, namespace, per_pod);
+        data.insert(TLS_SERVER_NAMES.to_owned(), names.join(","));
+    } else {
+        data.insert(TWEMPROXY.to_owned(), twemproxy(&entries, port));
+    }
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(format!("{name}{SUFFIX}")),
+            labels: Some(labels::base(name)),
+            ..ObjectMeta::default()
+        },
+        data: Some(data),
+        ..ConfigMap::default()
+    }
+}
+
+#[cfg(test)]
+mod tests;

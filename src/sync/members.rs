@@ -1,0 +1,50 @@
+//! Who the server lists name: `status.serverList` and the server-list ConfigMap.
+
+use crate::api::effective::Effective;
+use crate::children::servers::{self, Members};
+use crate::children::{ChildKind, ports};
+use crate::hook::{Child, ObservedChild};
+use crate::status::ServerList;
+use crate::workload::Plan;
+
+/// What `status.serverList` publishes: during a switch what the old mode publishes for the old
+/// workload; in StatefulSet mode every pod by its stable name once the StatefulSet exists.
+pub(super) fn server_list(plan: &Plan<'_>, migrating_from: Option<&ObservedChild>) -> ServerList {
+    match (plan.kind, migrating_from) {
+        (ChildKind::StatefulSet, Some(_)) => ServerList::ServiceWhileServing,
+        (_, Some(old)) => ServerList::Pods(old.spec.replicas.unwrap_or(1)),
+        (ChildKind::StatefulSet, None) if plan.current.is_some() => {
+            ServerList::Pods(plan.replicas.unwrap_or(1))
+        }
+        (ChildKind::StatefulSet, None) => ServerList::Nothing,
+        (_, None) => ServerList::ServiceWhenReady,
+    }
+}
+
+/// Who the server-list ConfigMap names: who `status.serverList` names, whether or not they are
+/// ready (a list that follows readiness would change with every restart), and in StatefulSet
+/// mode the pods the StatefulSet will have before it exists (their names are known).
+fn members(plan: &Plan<'_>) -> Members {
+    match server_list(plan, plan.migrating_from()) {
+        ServerList::ServiceWhenReady | ServerList::ServiceWhileServing => Members::Service,
+        ServerList::Pods(n) => Members::Pods(n),
+        ServerList::Nothing => Members::Pods(plan.replicas.unwrap_or(1)),
+    }
+}
+
+/// The server-list ConfigMap of the Memcached `name` in `namespace`.
+pub(super) fn server_list_config_map(
+    name: &str,
+    namespace: &str,
+    e: &Effective<'_>,
+    plan: &Plan<'_>,
+) -> Child {
+    let list = servers::Servers {
+        name,
+        namespace,
+        members: members(plan),
+        port: ports::for_clients(e),
+        tls: e.security.tls.is_some(),
+    };
+    Child::ConfigMap(Box::new(servers::build(&list)))
+}

@@ -1,0 +1,261 @@
+//! The server-list ConfigMap (`spec.discovery.configMap`): each format as written for the usual
+//! shapes (snapshots), when it is emitted, that an invalid spec keeps it, and a property: its
+//! bytes depend on the spec and the membership only, never on readiness, revisions, pod
+//! template changes or the parent's status.
+
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+use crate::common::{condition, sync_value};
+
+const LAST_APPLIED: &str = "metacontroller.k8s.io/last-applied-configuration";
+
+/// Every child kind, as metacontroller/base/ declares them.
+fn controller(config_maps: bool) -> Value {
+    let mut kinds = vec![
+        json!({"apiVersion": "apps/v1", "resource": "deployments"}),
+        json!({"apiVersion": "apps/v1", "resource": "statefulsets"}),
+        json!({"apiVersion": "v1", "resource": "services"}),
+        json!({"apiVersion": "policy/v1", "resource": "poddisruptionbudgets"}),
+    ];
+    if config_maps {
+        kinds.push(json!({"apiVersion": "v1", "resource": "configmaps"}));
+    }
+    json!({"spec": {"childResources": kinds}})
+}
+
+fn request(namespace: &str, spec: &Value, children: &[Value], status: Option<&Value>) -> Value {
+    let mut map = json!({});
+    for c in children {
+        let key = format!(
+            "{}.{}",
+            c["kind"].as_str().unwrap(),
+            c["apiVersion"].as_str().unwrap()
+        );
+        let name = c["metadata"]["name"].as_str().unwrap().to_owned();
+        map.as_object_mut()
+            .unwrap()
+            .entry(key)
+            .or_insert_with(|| json!({}))[name] = c.clone();
+    }
+    let mut parent = json!({"apiVersion": "memcached.c5c3.io/v1beta1", "kind": "Memcached",
+        "metadata": {"name": "cache", "namespace": namespace, "generation": 2,
+                     "uid": "0b6c2f4e-1d7a-4c1e-9a55-2f0d3c4b5a69"},
+        "spec": spec});
+    if let Some(status) = status {
+        parent["status"] = status.clone();
+    }
+    let related = json!({"Secret.v1": {"cache-tls": {"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "cache-tls", "namespace": namespace},
+        "data": {"tls.crt": "Q0VSVA==", "tls.key": "S0VZ"}}}});
+    json!({"controller": controller(true), "parent": parent, "children": map, "related": related})
+}
+
+fn config_map(response: &Value) -> Option<&Value> {
+    response["children"]
+        .as_array()?
+        .iter()
+        .find(|c| c["kind"] == "ConfigMap")
+}
+
+/// The ConfigMap's data as a reader sees it: each key, then its value.
+fn shown(response: &Value) -> String {
+    let cm = config_map(response).expect("a ConfigMap");
+    let mut out = format!("# {}\n", cm["metadata"]["name"].as_str().unwrap());
+    for (key, value) in cm["data"].as_object().expect("data") {
+        out.push_str(&format!("--- {key}\n{}\n", value.as_str().unwrap()));
+    }
+    out
+}
+
+fn statefulset(replicas: i32) -> Value {
+    json!({"workload": "StatefulSet", "replicas": replicas,
+           "discovery": {"configMap": {"enabled": true}}})
+}
+
+fn with_tls(mut spec: Value, allow_plaintext: bool) -> Value {
+    spec["security"] = json!({"tls": {"enabled": true, "allowPlaintext": allow_plaintext,
+                                      "certificateSecretRef": {"name": "cache-tls"}}});
+    spec
+}
+
+fn first_sync(namespace: &str, spec: &Value) -> Value {
+    sync_value(&request(namespace, spec, &[], None))
+}
+
+#[test]
+fn formats_of_a_statefulset_of_three() {
+    insta::assert_snapshot!(shown(&first_sync("shop", &statefulset(3))));
+}
+
+#[test]
+fn formats_of_a_deployment() {
+    let spec = json!({"replicas": 3, "discovery": {"configMap": {"enabled": true}}});
+    insta::assert_snapshot!(shown(&first_sync("shop", &spec)));
+}
+
+#[test]
+fn formats_with_tls() {
+    insta::assert_snapshot!(shown(&first_sync("shop", &with_tls(statefulset(2), false))));
+}
+
+#[test]
+fn formats_with_tls_beside_plaintext_on_port_11212() {
+    insta::assert_snapshot!(shown(&first_sync("shop", &with_tls(statefulset(2), true))));
+}
+
+#[test]
+fn formats_in_another_namespace() {
+    insta::assert_snapshot!(shown(&first_sync("payments-eu", &statefulset(2))));
+}
+
+#[test]
+fn the_config_map_is_written_only_when_enabled_and_declared() {
+    let off = json!({"workload": "StatefulSet", "replicas": 3});
+    assert!(config_map(&first_sync("shop", &off)).is_none());
+    let mut undeclared = request("shop", &statefulset(3), &[], None);
+    undeclared["controller"] = controller(false);
+    let response = sync_value(&undeclared);
+    assert!(config_map(&response).is_none());
+    let missing = condition(&response, "ChildResourcesMissing");
+    assert_eq!(missing["status"], "True");
+    assert!(
+        missing["message"]
+            .as_str()
+            .unwrap()
+            .contains("configmaps (needed by spec.discovery.configMap.enabled)"),
+        "{missing}"
+    );
+}
+
+/// A desired child as the API server holds it after Metacontroller applied it, with the status
+/// and server-side fields of `extra` merged in.
+fn observe(child: &Value, namespace: &str, extra: &Value) -> Value {
+    let mut live = child.clone();
+    live["metadata"]["namespace"] = json!(namespace);
+    live["metadata"]["labels"]["controller-uid"] = json!("0b6c2f4e-1d7a-4c1e-9a55-2f0d3c4b5a69");
+    let applied = serde_json::to_string(&live).unwrap();
+    live["metadata"]["annotations"] = json!({LAST_APPLIED: applied});
+    live["metadata"]["resourceVersion"] = json!("4711");
+    live["metadata"]["generation"] = json!(1);
+    merge(&mut live, extra);
+    live
+}
+
+fn merge(into: &mut Value, from: &Value) {
+    match (into, from) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                merge(a.entry(k.clone()).or_insert(Value::Null), v);
+            }
+        }
+        (slot, v) => *slot = v.clone(),
+    }
+}
+
+fn observed(first: &Value, namespace: &str, extra: &Value) -> Vec<Value> {
+    first["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let own = if c["kind"] == "StatefulSet" || c["kind"] == "Deployment" {
+                extra.clone()
+            } else {
+                json!({})
+            };
+            observe(c, namespace, &own)
+        })
+        .collect()
+}
+
+#[test]
+fn an_invalid_spec_keeps_the_config_map_as_last_applied() {
+    let spec = statefulset(3);
+    let first = first_sync("shop", &spec);
+    let children = observed(&first, "shop", &json!({}));
+    let mut invalid = spec.clone();
+    invalid["replicas"] = json!(65);
+    let response = sync_value(&request("shop", &invalid, &children, None));
+    assert_eq!(condition(&response, "Degraded")["reason"], "InvalidSpec");
+    let kept = config_map(&response).expect("the ConfigMap is kept");
+    let want = config_map(&first).unwrap();
+    assert_eq!(kept["data"], want["data"]);
+    assert_eq!(kept["metadata"]["name"], "cache-servers");
+}
+
+/// An observed workload's state in a rolling restart or with pods not ready: what must not
+/// reach the ConfigMap.
+fn workload_state() -> impl Strategy<Value = Value> {
+    (
+        0i32..=64,
+        0i32..=64,
+        0i32..=64,
+        any::<bool>(),
+        "[a-z0-9]{0,12}",
+        0i64..=5,
+    )
+        .prop_map(|(ready, updated, current, same_revision, trigger, seen)| {
+            let update = if same_revision { "cache-1" } else { "cache-2" };
+            json!({
+                "metadata": {"generation": seen + 1},
+                "spec": {"template": {"metadata": {"annotations": {"example.com/restarted-at": trigger}}}},
+                "status": {"observedGeneration": seen, "replicas": current, "readyReplicas": ready,
+                           "updatedReplicas": updated, "availableReplicas": ready,
+                           "currentRevision": "cache-1", "updateRevision": update}
+            })
+        })
+}
+
+fn parent_status() -> impl Strategy<Value = Option<Value>> {
+    prop::option::of((0i32..=64, any::<bool>()).prop_map(|(ready, flag)| {
+        json!({"readyReplicas": ready, "observedGeneration": 1,
+               "serverList": if flag { json!(["x:1"]) } else { json!(null) },
+               "conditions": [{"type": "Ready", "status": if flag { "True" } else { "False" },
+                               "reason": "r", "message": "m",
+                               "lastTransitionTime": "2026-11-20T00:00:00Z"}]})
+    }))
+}
+
+#[test]
+fn the_config_map_bytes_depend_on_the_spec_and_the_membership_only() {
+    let spec_strategy = (0i32..=64, any::<bool>(), any::<bool>(), any::<bool>()).prop_map(
+        |(replicas, stateful, tls, plaintext)| {
+            let mut spec = statefulset(replicas);
+            if !stateful {
+                spec["workload"] = json!("Deployment");
+            }
+            if tls { with_tls(spec, plaintext) } else { spec }
+        },
+    );
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: 128,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    });
+    let strategy = (
+        spec_strategy,
+        workload_state(),
+        parent_status(),
+        "[a-z0-9]{0,8}",
+    );
+    let result = runner.run(&strategy, |(spec, state, status, trigger)| {
+        let first = first_sync("shop", &spec);
+        let baseline = serde_json::to_vec(config_map(&first).expect("a ConfigMap")).unwrap();
+        // The workload as observed mid-rollout, the parent with a restart trigger and any status.
+        let children = observed(&first, "shop", &state);
+        let mut req = request("shop", &spec, &children, status.as_ref());
+        req["parent"]["metadata"]["annotations"] =
+            json!({"memcached.c5c3.io/restart-trigger": trigger});
+        let response = sync_value(&req);
+        let now = serde_json::to_vec(config_map(&response).expect("a ConfigMap")).unwrap();
+        prop_assert_eq!(
+            String::from_utf8_lossy(&now),
+            String::from_utf8_lossy(&baseline)
+        );
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
