@@ -11,7 +11,8 @@
 # For each variant: start Metacontroller, point the CompositeController at the local hook, create
 # N Memcacheds in a fresh namespace in one apply, and time until every one has
 # status.observedGeneration (the first sync answered and its status written). Prints one line
-# per variant and a table. Needs Metacontroller, built by hand outside the repository and supplied
+# per variant, the API server's requests by verb and resource per Memcached over the run plus
+# SETTLE seconds (default 10; bench/api_requests.py), and a table. Needs Metacontroller, built by hand outside the repository and supplied
 # as METACONTROLLER_BIN + METACONTROLLER_CRDS_DIR; without it it says so and exits 0. Every wait is bounded (BENCH_TIMEOUT).
 set -euo pipefail
 
@@ -21,6 +22,7 @@ source "$ROOT/tests/e2e/versions.sh"
 N=${N:-200}
 VARIANTS=${VARIANTS:-stock install}
 TIMEOUT=${BENCH_TIMEOUT:-400}
+SETTLE=${SETTLE:-10}
 HOOK_BIN=${MEMCACHED_HOOK_BIN:-${CARGO_TARGET_DIR:-$HOME/.cache/memcached-hook/target}/release/memcached-hook}
 if ! metacontroller_supplied; then
     echo "skip: no Metacontroller (METACONTROLLER_BIN=${METACONTROLLER_BIN:-<unset>}, METACONTROLLER_CRDS_DIR=${METACONTROLLER_CRDS_DIR:-<unset>})"
@@ -74,6 +76,7 @@ n, ns = int(sys.argv[1]), sys.argv[2]
 for i in range(n):
     print(f"---\napiVersion: memcached.c5c3.io/v1beta1\nkind: Memcached\nmetadata:\n  name: cache-{i:03d}\n  namespace: {ns}\nspec:\n  replicas: 2")
 EOF
+    kc get --raw /metrics >"$WORK/$ns.before.txt"
     t0=$EPOCHREALTIME
     kc apply -f "$WORK/$ns.yaml" >/dev/null
     done_count=0
@@ -88,6 +91,11 @@ EOF
         sleep 0.5
     done
     deployments=$(kc -n "$ns" get deployments -o name | wc -l)
+    # API requests while converging plus SETTLE seconds after (late status writes), per parent.
+    sleep "$SETTLE"
+    kc get --raw /metrics >"$WORK/$ns.after.txt"
+    echo "API requests, $name: N=$N created, converged, then ${SETTLE} s"
+    python3 "$ROOT/bench/api_requests.py" "$WORK/$ns.before.txt" "$WORK/$ns.after.txt" "$N"
     line=$(printf '%-10s %4d/%d synced in %7s s  (%d Deployments)  %s' "$name" "$done_count" "$N" "$elapsed" "$deployments" "$flags")
     echo "$line"
     results+=("$line")
