@@ -65,7 +65,8 @@ pub struct Inputs<'a> {
     pub autoscaling: bool,
     /// The workload kind built from the spec.
     pub workload_kind: ChildKind,
-    /// Status of the observed workload of that kind, if there is one.
+    /// Status of the observed workload of that kind, if there is one; on the first sync of a
+    /// new Memcached, which creates it, the empty status it will be observed with.
     pub workload: Option<ChildStatus>,
     /// The switch from the other workload, while it is under way.
     pub migration: Option<Migration<'a>>,
@@ -132,13 +133,14 @@ fn condition(type_: &'static str, status: bool, reason: &'static str, message: S
     }
 }
 
-/// The desired replica count the conditions compare against: the observed Deployment's under
-/// autoscaling, else `spec.replicas` (absent means 1).
+/// The desired replica count the conditions compare against: the observed workload's under
+/// autoscaling (once its controller has counted its pods), else `spec.replicas` (absent means 1).
 #[must_use]
 pub fn desired(inputs: &Inputs<'_>) -> i32 {
+    let from_spec = inputs.spec_replicas.unwrap_or(1);
     match &inputs.workload {
-        Some(dep) if inputs.autoscaling => dep.replicas.unwrap_or(0),
-        _ => inputs.spec_replicas.unwrap_or(1),
+        Some(dep) if inputs.autoscaling => dep.replicas.unwrap_or(from_spec),
+        _ => from_spec,
     }
 }
 

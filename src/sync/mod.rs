@@ -11,9 +11,9 @@ use crate::children::{
     ChildKind, accept, deployment, hpa, network_policy, pdb, ports, service, service_monitor,
     statefulset,
 };
-use crate::hook::{Child, Parent, SyncRequest, SyncResponse};
+use crate::hook::{Child, ChildStatus, Parent, SyncRequest, SyncResponse};
 use crate::secrets;
-use crate::status::{self, Inputs, Migration, PdbState};
+use crate::status::{self, Inputs, Migration, PdbState, ServerList};
 use crate::workload::{self, Plan};
 
 mod customize;
@@ -165,6 +165,10 @@ fn inputs<'a>(
     let migrating_from = plan.migrating_from();
     // Kept children are judged against what they run, not against the rejected spec.
     let kept = outcome.invalid_spec.is_some();
+    let creating = !kept
+        && observed.is_none()
+        && migrating_from.is_none()
+        && parent.status.conditions.is_empty();
     let spec_replicas = if kept {
         observed.map(|d| d.spec.replicas.or(d.status.replicas).unwrap_or(1))
     } else if migrating_from.is_some() && e.autoscaling.is_some() {
@@ -180,12 +184,20 @@ fn inputs<'a>(
         spec_replicas,
         autoscaling: !kept && e.autoscaling.is_some(),
         workload_kind: plan.kind,
-        workload: observed.map(|d| d.status.clone()),
+        // The first sync creates the workload: its conditions read as they will once it is
+        // observed without a status, so the sync after its creation writes no second status
+        // (a later sync that still finds none says it waits for it).
+        workload: observed
+            .map(|d| d.status.clone())
+            .or_else(|| creating.then(ChildStatus::default)),
         migration: migrating_from.map(|old| Migration {
             from: old.kind.as_str(),
             ready: old.status.ready_replicas.unwrap_or(0),
         }),
-        server_list: server_list(plan, migrating_from),
+        server_list: match server_list(plan, migrating_from) {
+            ServerList::Nothing if creating => ServerList::Pods(plan.replicas.unwrap_or(1)),
+            list => list,
+        },
         missing_secrets: outcome.missing_secrets,
         invalid_spec: outcome.invalid_spec,
         pdb: outcome.pdb,

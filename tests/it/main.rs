@@ -11,6 +11,7 @@ mod common;
 mod defaults;
 mod discovery;
 mod features;
+mod first_status;
 mod golden;
 mod http;
 mod no_secrets;

@@ -177,8 +177,10 @@ fn server_list_names_every_pod_in_statefulset_mode() {
             "{name}"
         );
     }
+    // The first sync creates the StatefulSet: its pods' names are known and listed at once.
     let (_, first) = step("statefulset-first-sync");
-    assert_eq!(status(&first).server_list, None);
+    let pods = (0..3).map(|i| format!("cache-{i}.cache.shop.svc:11211"));
+    assert_eq!(status(&first).server_list, Some(pods.collect()));
     let set = typed::<StatefulSet>(&first).spec.expect("spec");
     assert_eq!(set.service_name.as_deref(), Some("cache"));
     assert_eq!(set.pod_management_policy.as_deref(), Some("Parallel"));
