@@ -17,6 +17,7 @@ use super::pod::Pod;
 use super::security::Security;
 use super::service::Service;
 use super::spec::{DEFAULT_IMAGE, DEFAULT_REPLICAS};
+use super::warm_restart::WarmRestart;
 use super::{MemcachedSpec, Workload};
 
 /// A Memcached spec with every default resolved.
@@ -47,6 +48,8 @@ pub struct Effective<'a> {
     pub service: Service<'a>,
     /// Placement and metadata of the pods.
     pub pod: Pod<'a>,
+    /// `spec.warmRestart`, when enabled.
+    pub warm_restart: Option<WarmRestart<'a>>,
 }
 
 impl<'a> Effective<'a> {
@@ -78,6 +81,7 @@ impl<'a> Effective<'a> {
             autoscaling,
             service: Service::of(spec.service.as_ref()),
             pod: Pod::of(spec),
+            warm_restart: WarmRestart::of(spec.warm_restart.as_ref(), memcached.max_memory_mb),
         }
     }
 }

@@ -14,6 +14,7 @@ pub mod applied;
 mod customize;
 pub mod json;
 mod observed;
+pub mod pods;
 mod response;
 mod shape;
 mod strict;
