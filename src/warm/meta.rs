@@ -1,9 +1,10 @@
 //! memcached's `<file>.meta`: what a graceful stop saves, and the checks the guard makes before
 //! memcached reads it.
 //!
-//! memcached 1.6.18 trusts the file: a first line that is not a tag aborts it, an unknown tag
-//! or a line of another kind makes it use an uninitialised callback, and an empty file is taken
-//! as valid metadata. The guard accepts only what memcached itself wrote: `T<tag>` and
+//! memcached 1.6.18 calls `abort()` on an empty file, on a first line that is not a tag and on
+//! an unknown tag (measured, docs/warm-restart.md), and it reads the file before it would
+//! remove it, so every restart aborts again: a crash loop. The guard accepts only what
+//! memcached itself wrote: `T<tag>` and
 //! `K<key> <value>` lines, each ending in a newline, the tag `main`, the keys memcached needs
 //! with values of the right form, and a memory layout equal to the one memcached starts with.
 

@@ -67,6 +67,7 @@ from harness import (
     cgroup_value,
     FILL,
 )
+from warm import scenario_warm_restart
 
 
 
@@ -579,6 +580,7 @@ SCENARIOS = {
     "secure": scenario_secure,
     "rotation": scenario_rotation,
     "limits": scenario_limits,
+    "warm-restart": scenario_warm_restart,
 }
 
 
