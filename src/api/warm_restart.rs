@@ -38,8 +38,8 @@ pub const WORKLOAD_MESSAGE: &str = "warmRestart.enabled needs workload StatefulS
 #[serde(rename_all = "camelCase")]
 pub struct WarmRestartSpec {
     /// Keep the items across a restart (memcached `-e` on a volume per pod, stopped with
-    /// SIGUSR1). Needs `workload: StatefulSet`. Not compatible with memcached's extstore, which
-    /// memcached refuses together with `-e`. Turning it on or off, or changing the volume, on
+    /// SIGUSR1). Needs `workload: StatefulSet`. Not with memcached's extstore (`-o ext_path` in
+    /// `extraArgs`): memcached 1.6.18 starts with both but never restores. Turning it on or off, or changing the volume, on
     /// a running cache replaces the StatefulSet through a Deployment (the cache starts cold).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = false))]
@@ -138,17 +138,37 @@ pub(super) fn validate(out: &mut Out, w: &WarmRestartSpec) {
     }
 }
 
-/// The cross-field rule ([`WORKLOAD_RULE`]): warm restart only with a StatefulSet.
+/// The detail of an extstore path with warm restart.
+const EXTSTORE_DETAIL: &str = "extstore (-o ext_path) cannot be used with warmRestart: memcached \
+    starts with both but never restores (\"memory restart with extstore not presently supported\")";
+
+/// The cross-field rules: warm restart only with a StatefulSet ([`WORKLOAD_RULE`]), and not
+/// with an extstore path in `extraArgs`.
 pub(super) fn validate_rules(out: &mut Out, spec: &MemcachedSpec) {
     let enabled = spec
         .warm_restart
         .as_ref()
         .is_some_and(|w| w.enabled == Some(true));
-    if enabled && spec.workload.unwrap_or_default() != Workload::StatefulSet {
+    if !enabled {
+        return;
+    }
+    if spec.workload.unwrap_or_default() != Workload::StatefulSet {
         out.push(Violation::invalid(
             "spec.warmRestart.enabled",
             "true",
             WORKLOAD_MESSAGE,
+        ));
+    }
+    let args = spec
+        .memcached
+        .as_ref()
+        .and_then(|m| m.extra_args.as_deref())
+        .unwrap_or_default();
+    if let Some(index) = args.iter().position(|a| a.contains("ext_path=")) {
+        out.push(Violation::invalid(
+            format!("spec.memcached.extraArgs[{index}]"),
+            quoted(&args[index]),
+            EXTSTORE_DETAIL,
         ));
     }
 }

@@ -180,6 +180,23 @@ fn warm_restart_needs_a_statefulset() {
 }
 
 #[test]
+fn warm_restart_refuses_extstore() {
+    let spec: memcached_hook::api::MemcachedSpec = serde_json::from_value(warm_spec(
+        json!({"memcached": {"extraArgs": ["-o", "ext_path=/data/ext:1G,ext_wbuf_size=8"]}}),
+    ))
+    .expect("spec");
+    let shown: Vec<String> = memcached_hook::api::validation::validate("cache", &spec)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(shown.len(), 1, "{shown:?}");
+    assert!(
+        shown[0].starts_with("spec.memcached.extraArgs[1]: Invalid value: \"ext_path=/data/ext:1G"),
+        "{shown:?}"
+    );
+}
+
+#[test]
 fn an_invalid_warm_restart_keeps_the_observed_statefulset() {
     let mut spec = warm_spec(json!({}));
     spec["warmRestart"]["size"] = json!("lots");
