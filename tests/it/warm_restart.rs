@@ -6,6 +6,7 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use serde_json::{Value, json};
 
 use crate::common::{condition, controller, sync_value, typed};
+use crate::workload::answered_kinds;
 
 fn request(spec: Value, children: Value) -> Value {
     let mut controller = controller();
@@ -39,16 +40,6 @@ fn observed(kind: &str, replicas: i64, claims: Value, args: &[&str]) -> Value {
                     "template": {"spec": {"containers": [{"name": "memcached", "args": args}]}}},
            "status": {"observedGeneration": 1, "replicas": replicas, "readyReplicas": replicas,
                       "updatedReplicas": replicas, "currentRevision": "r1", "updateRevision": "r1"}})
-}
-
-fn kinds(response: &Value) -> Vec<&str> {
-    response["children"]
-        .as_array()
-        .expect("children")
-        .iter()
-        .filter_map(|c| c["kind"].as_str())
-        .filter(|k| matches!(*k, "Deployment" | "StatefulSet"))
-        .collect()
 }
 
 fn warm_claim(size: &str) -> Value {
@@ -210,7 +201,7 @@ fn an_invalid_warm_restart_keeps_the_observed_statefulset() {
         spec,
         json!({"StatefulSet.apps/v1": {"cache": sts_applied}}),
     ));
-    assert_eq!(kinds(&response), ["StatefulSet"]);
+    assert_eq!(answered_kinds(&response), ["StatefulSet"]);
     assert_eq!(
         response["children"][0]["spec"],
         json!({"replicas": 3}),
@@ -236,7 +227,7 @@ fn a_new_claim_template_replaces_the_statefulset_through_a_deployment() {
         spec.clone(),
         json!({"StatefulSet.apps/v1": {"cache": plain}}),
     ));
-    assert_eq!(kinds(&r), ["Deployment", "StatefulSet"]);
+    assert_eq!(answered_kinds(&r), ["Deployment", "StatefulSet"]);
     let c = condition(&r, "WarmRestart");
     assert_eq!(c["reason"], "VolumeChange");
     // 2. The Deployment is ready: the StatefulSet is left out (deleted).
@@ -246,14 +237,14 @@ fn a_new_claim_template_replaces_the_statefulset_through_a_deployment() {
         spec.clone(),
         json!({"StatefulSet.apps/v1": {"cache": plain}, "Deployment.apps/v1": {"cache": dep}}),
     ));
-    assert_eq!(kinds(&r), ["Deployment"]);
+    assert_eq!(answered_kinds(&r), ["Deployment"]);
     // 3. Only the Deployment: the StatefulSet with its volume, the Deployment kept meanwhile.
     let dep = observed("Deployment", 3, json!(null), &["-m", "64"]);
     let r = sync_value(&request(
         spec.clone(),
         json!({"Deployment.apps/v1": {"cache": dep}}),
     ));
-    assert_eq!(kinds(&r), ["Deployment", "StatefulSet"]);
+    assert_eq!(answered_kinds(&r), ["Deployment", "StatefulSet"]);
     assert!(
         typed::<StatefulSet>(&r)
             .spec
@@ -267,7 +258,7 @@ fn a_new_claim_template_replaces_the_statefulset_through_a_deployment() {
         spec.clone(),
         json!({"StatefulSet.apps/v1": {"cache": warm}}),
     ));
-    assert_eq!(kinds(&r), ["StatefulSet"]);
+    assert_eq!(answered_kinds(&r), ["StatefulSet"]);
     // Another size, or warm restart turned off: replaced again.
     for (spec, claim) in [
         (spec.clone(), warm_claim("1Gi")),
@@ -281,26 +272,15 @@ fn a_new_claim_template_replaces_the_statefulset_through_a_deployment() {
             spec,
             json!({"StatefulSet.apps/v1": {"cache": sts}}),
         ));
-        assert_eq!(kinds(&r), ["Deployment", "StatefulSet"]);
+        assert_eq!(answered_kinds(&r), ["Deployment", "StatefulSet"]);
     }
 }
 
 #[test]
 fn a_layout_change_is_announced_before_the_rollout() {
-    let args = [
-        "-m",
-        "64",
-        "-c",
-        "1024",
-        "-t",
-        "4",
-        "-I",
-        "1m",
-        "-X",
-        "-W",
-        "-e",
-        "/warm-restart/memory",
-    ];
+    let args: Vec<&str> = "-m 64 -c 1024 -t 4 -I 1m -X -W -e /warm-restart/memory"
+        .split(' ')
+        .collect();
     let children = || json!({"StatefulSet.apps/v1": {"cache": observed("StatefulSet", 3, warm_claim("132Mi"), &args)}});
     let same = sync_value(&request(
         warm_spec(json!({"memcached": {"threads": 8}})),
