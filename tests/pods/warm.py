@@ -133,8 +133,8 @@ def check_rollout(t, label, before, after, uids, mc, want_warm):
     total = sum(before.values())
     kept = sum(after.values())
     fraction = kept / total if total else 0.0
-    print(f"     {label}: {kept} of {total} keys readable after the rolling restart ({fraction:.1%})", flush=True)
-    t.time(f"{mc.name}: keys kept after the rolling restart, percent", 100 * fraction)
+    print(f"time {t.scenario}: {label}: {kept} of {total} keys readable after the rolling restart "
+          f"({fraction:.1%})", flush=True)
     new = {p["metadata"]["name"]: p["metadata"]["uid"] for p in mc.pods()}
     t.check(f"{label}: every pod replaced (new UIDs, same names)",
             sorted(new) == sorted(uids) and all(new[n] != uids[n] for n in uids), f"{uids} -> {new}")
