@@ -210,13 +210,22 @@ def synthetic_deployment(cr, args, want):
 
 
 def materialise_mounts(deploy, workdir, secret_data):
-    """Write each Secret volume mounted into containers[0] to workdir/mounts/<volume>; return mountPath -> dir."""
+    """Write each Secret volume mounted into containers[0] to workdir/mounts/<volume>, and give each
+    writable volume (a StatefulSet's claim template, an emptyDir) an empty directory memcached's user
+    may write to; return mountPath -> dir."""
     pod = dig(deploy, "spec", "template", "spec", default={})
     volumes = {v.get("name"): v for v in pod.get("volumes") or []}
+    claims = {dig(c, "metadata", "name") for c in dig(deploy, "spec", "volumeClaimTemplates", default=[]) or []}
     c0 = dig(pod, "containers", 0, default={})
     mapping, problems = {}, []
     for m in c0.get("volumeMounts") or []:
         vol = volumes.get(m.get("name"))
+        if (vol is None and m.get("name") in claims) or (vol is not None and "emptyDir" in vol):
+            target = os.path.join(workdir, "mounts", m["name"])
+            os.makedirs(target, exist_ok=True)
+            os.chmod(target, 0o777)
+            mapping[m["mountPath"].rstrip("/")] = target
+            continue
         if vol is None or "secret" not in vol:
             problems.append(f"mount {m.get('name')} has no Secret volume")
             continue
