@@ -139,6 +139,9 @@ def check_rollout(t, label, before, after, uids, mc, want_warm):
     t.check(f"{label}: every pod replaced (new UIDs, same names)",
             sorted(new) == sorted(uids) and all(new[n] != uids[n] for n in uids), f"{uids} -> {new}")
     if want_warm:
+        failed = [e.get("message", "") for e in get("events", ns=mc.ns.name)["items"]
+                  if e.get("reason") == "FailedPreStopHook"]
+        print(f"     {label}: FailedPreStopHook events: {len(failed)} {failed[:1]}", flush=True)
         t.check(f"{label}: >= 95% of the 30000 keys readable through the new pods ({fraction:.1%})",
                 total == 3 * KEYS_PER_POD and fraction >= 0.95, after)
         results = guard_results(mc)
