@@ -116,6 +116,42 @@ class Run:
         p.wait()
         self.check(f"restart with the same -e and layout: {n} of {KEYS} keys restored", n == KEYS, n)
 
+    def stop_beside_a_pid_1(self):
+        """`memcached-hook warm-stop` (the preStop hook) in a PID namespace whose PID 1 is a shell, as
+        the sandbox is with shareProcessNamespace: it finds memcached, which then saves its items."""
+        for name in os.listdir(self.dir):
+            os.unlink(os.path.join(self.dir, name))
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        go = os.path.join(self.dir, "go")
+        mc = " ".join([self.memcached, *self.user, "-p", str(port), "-U", "0", "-l", "127.0.0.1", *ARGS,
+                       "-e", self.file])
+        script = (f"{mc} & pid=$!; while [ ! -e {go} ]; do sleep 0.05; done; "
+                  f"{self.hook} warm-stop --file {self.file}; echo warm-stop exit $?; wait $pid")
+        p = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", script],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        self.fill(port)
+        open(go, "w").close()
+        out, _ = p.communicate(timeout=30)
+        self.check("warm-stop beside another PID 1 (shareProcessNamespace): memcached (pid 2) saved its metadata",
+                   "warm-stop exit 0" in out and "memcached (pid 2) stopped" in out
+                   and "metadata saved: true" in out, out[-400:])
+        os.unlink(go)
+        code, line = self.guard()
+        p, port = self.start()
+        n = self.count(port) if port else 0
+        p.terminate()
+        p.wait()
+        self.check(f"... and the next start restores {n} of {KEYS} keys ({line})", n == KEYS, n)
+
     def bad_meta(self, label, text, reason):
         self.saved_cache()
         with open(self.file + ".meta", "w") as f:
@@ -152,6 +188,10 @@ def main():
         os.chmod(r.dir, 0o777)
     try:
         r.restore()
+        if os.getuid() == 0:
+            r.stop_beside_a_pid_1()
+        else:
+            print("warm-restart: the preStop check in a PID namespace skipped: needs root (unshare --pid)")
         r.bad_meta("corrupt", "Kmaxbytes 67108864\nTmain\n", "the first line is not a tag")
         r.bad_meta("empty", "", "empty")
     except Exception as e:  # a broken precondition ends the run with one failure
