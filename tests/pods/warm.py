@@ -7,14 +7,16 @@ then the same rolling restart (a pod annotation, which keeps memcached's memory 
 the new pods wait, a corrupt and an empty `.meta` are written into two volumes after a graceful
 stop: both pods start Ready with an empty cache and no restart. Last, a new `maxItemSize` is
 announced in the WarmRestart condition by the sync that starts its rollout, and the pods start
-cold as announced.
+cold as announced. Then warmRestart is turned off: the StatefulSet, whose claim template cannot
+change, is replaced through a Deployment while some pod stays Ready.
 """
 import json
 import os
 import shutil
 import time
 
-from harness import MEMCACHED_IMAGE, WORK, Failed, Memcached, Namespace, Test, get, kubectl, restarts, wait_until
+from harness import (MEMCACHED_IMAGE, WORK, Failed, Memcached, Namespace, ReadyWatch, Test, get, kubectl, restarts,
+                     wait_until)
 
 KEYS_PER_POD = 10_000
 CLASS = "pods-warm-restart"
@@ -204,6 +206,39 @@ def layout_change(t, ns, mc, spec):
             warm_condition(status))
 
 
+def switch_off(t, ns, mc, spec):
+    """warmRestart turned off: the claim template cannot change in place, so a Deployment takes over,
+    the StatefulSet is deleted, and a new one without volumes replaces the Deployment; some pod
+    stays Ready throughout."""
+    spec["warmRestart"] = {"enabled": False}
+    mc.update(spec)
+    watch = ReadyWatch(mc)
+    start = time.monotonic()
+    migrating = []
+
+    def done():
+        status = mc.sync()
+        if mc.condition("Progressing") == "True":
+            migrating.append(next(c for c in status["conditions"] if c["type"] == "Progressing")["reason"])
+        sts = get("statefulset", mc.name, ns=ns.name, check=False)
+        dep = get("deployment", mc.name, ns=ns.name, check=False)
+        fresh = sts and not sts["spec"].get("volumeClaimTemplates")
+        return fresh and not dep and rolled(mc, ns) and len(mc.pods()) == 3
+    try:
+        wait_until("the StatefulSet replaced through a Deployment", done, timeout=300, interval=2)
+    finally:
+        lowest = watch.done()
+    t.time(f"{mc.name}: warmRestart turned off, StatefulSet replaced through a Deployment", time.monotonic() - start)
+    sts = get("statefulset", mc.name, ns=ns.name)
+    t.check("warmRestart off: a new StatefulSet without volumes, 3 Ready pods, no Deployment left",
+            not sts["spec"].get("volumeClaimTemplates") and not get("deployment", mc.name, ns=ns.name, check=False)
+            and len(mc.ready_pods()) == 3, sts["spec"].get("volumeClaimTemplates"))
+    t.check(f"during the replacement Progressing said WorkloadMigration ({len(migrating)} syncs)",
+            "WorkloadMigration" in migrating, migrating)
+    t.check(f"some pod Ready throughout the replacement (lowest {lowest}, {watch.samples} samples)",
+            lowest is not None and lowest >= 1 and watch.samples > 10)
+
+
 def scenario_warm_restart(t: Test):
     """warmRestart: a rolling restart keeps >= 95% of 30000 keys (and without it ~0%); a corrupt or
     empty .meta gives a Ready pod with an empty cache and no restart; a layout change is announced
@@ -239,6 +274,7 @@ def scenario_warm_restart(t: Test):
         check_rollout(t, "warmRestart off", before["cold"], counted(ns, cold), uids["cold"], cold, False)
         corrupt_and_empty(t, ns, warm, volumes)
         layout_change(t, ns, warm, warm_spec)
+        switch_off(t, ns, warm, warm_spec)
     finally:
         kubectl("delete", "namespace", ns.name, "--wait=true", "--timeout=180s", check=False)
         if volumes:
