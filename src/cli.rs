@@ -70,6 +70,11 @@ enum Command {
     StatsExporter(memcached_hook::agent::exporter::ExporterArgs),
     /// GET a URL and require a 200 answer, e.g. a hook's /readyz (the image has no curl).
     Probe(probe::ProbeArgs),
+    /// Init container with warmRestart: keep memcached's saved metadata only when it can be
+    /// restored safely (a bad file means a cold start, never a failure).
+    WarmGuard(memcached_hook::warm::guard::GuardArgs),
+    /// memcached's preStop hook with warmRestart: SIGUSR1, then wait for memcached to exit.
+    WarmStop(memcached_hook::warm::stop::StopArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -197,6 +202,20 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::StatsExporter(args) => {
             init_logging(LogFormat::Auto);
             memcached_hook::agent::exporter::run(&args)
+        }
+        Command::WarmGuard(args) => {
+            init_logging(LogFormat::Auto);
+            let _line = memcached_hook::warm::guard::run(&args);
+            Ok(())
+        }
+        Command::WarmStop(args) => {
+            init_logging(LogFormat::Auto);
+            let result = memcached_hook::warm::stop::run(&args);
+            match &result {
+                Ok(line) => tracing::info!(result = %line, "warm restart stop"),
+                Err(e) => tracing::error!(error = %e, "warm restart stop"),
+            }
+            result.map(drop).map_err(Into::into)
         }
     }
 }

@@ -13,6 +13,7 @@ pub mod secrets;
 pub mod server;
 pub mod status;
 mod sync;
+pub mod warm;
 pub mod workload;
 
 pub use sync::{Options, RESTART_TRIGGER, SyncError, condition_time, customize, sync, sync_with};

@@ -24,11 +24,14 @@ pub const CHILD_RESOURCES_MISSING: &str = "ChildResourcesMissing";
 /// Condition type: whether SASL/TLS Secret changes are reloaded in place.
 pub const SECRET_RELOAD: &str = "SecretReload";
 
-/// The `SecretReload` condition, computed from the spec by the sync.
+/// Condition type: whether the pods keep their cache across restarts, and what discards it.
+pub const WARM_RESTART: &str = "WarmRestart";
+
+/// A condition the sync computes from the spec (`SecretReload`, `WarmRestart`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SecretReload {
-    /// Changes are reloaded in place.
-    pub reloads: bool,
+pub struct SpecCondition {
+    /// The condition's status.
+    pub status: bool,
     /// The condition's reason.
     pub reason: &'static str,
     /// The condition's message.
@@ -89,7 +92,9 @@ pub struct Inputs<'a> {
     /// TLS is on.
     pub tls: bool,
     /// With SASL or TLS on: how Secret changes reach the pods.
-    pub secret_rotation: Option<SecretReload>,
+    pub secret_rotation: Option<SpecCondition>,
+    /// `WarmRestart`, with a StatefulSet (`None` for a kept invalid spec).
+    pub warm_restart: Option<SpecCondition>,
 }
 
 /// A switch between workloads under way: the old workload still serves.
@@ -314,12 +319,16 @@ fn computed(inputs: &Inputs<'_>) -> Vec<Computed> {
     let c = Counts::of(inputs);
     let mut out = vec![available(c), progressing(c), degraded(c, inputs), ready(c)];
     out.extend(inputs.pdb.as_ref().map(disruption_budget));
-    out.extend(
-        inputs
-            .secret_rotation
-            .as_ref()
-            .map(|r| condition(SECRET_RELOAD, r.reloads, r.reason, r.message.clone())),
-    );
+    let spec_conditions = [
+        (SECRET_RELOAD, &inputs.secret_rotation),
+        (WARM_RESTART, &inputs.warm_restart),
+    ];
+    for (type_, c) in spec_conditions {
+        out.extend(
+            c.as_ref()
+                .map(|c| condition(type_, c.status, c.reason, c.message.clone())),
+        );
+    }
     out.push(child_kinds(&inputs.missing_kinds));
     out
 }
@@ -339,6 +348,7 @@ fn merge(
         READY,
         DISRUPTION_BUDGET_BLOCKING,
         SECRET_RELOAD,
+        WARM_RESTART,
         CHILD_RESOURCES_MISSING,
     ];
     let mut out: Vec<Condition> = previous

@@ -13,7 +13,7 @@ use serde_json::value::RawValue;
 
 use crate::api::Workload;
 use crate::api::effective::Effective;
-use crate::children::ChildKind;
+use crate::children::{ChildKind, warm_restart};
 use crate::hook::{Observed, ObservedChild};
 
 /// The workload this sync builds and what happens to the other one.
@@ -29,23 +29,33 @@ pub struct Plan<'a> {
     /// `spec.replicas` answered for `kind`: the spec's count; under autoscaling the observed
     /// count of `current`, else of `old` (the switch hands the HPA's choice over), else none.
     pub replicas: Option<i32>,
+    /// The spec asks for a StatefulSet whose volume claim templates differ from the observed
+    /// one's, which cannot change in place: a Deployment takes over until the StatefulSet is
+    /// gone, then the switch back creates it anew.
+    pub bridge: bool,
 }
 
 impl<'a> Plan<'a> {
-    /// The plan for the Memcached `name` with effective spec `e`.
+    /// The plan for the Memcached `name` with effective spec `e`; only a `valid` spec starts
+    /// the replacement of a StatefulSet ([`Plan::bridge`]).
     #[must_use]
     pub fn new(
         e: &Effective<'_>,
         children: &'a Observed,
         name: &str,
         statefulsets_declared: bool,
+        valid: bool,
     ) -> Self {
-        let kind = if e.workload == Workload::StatefulSet && statefulsets_declared {
+        let find = |k: ChildKind| children.find(k.api_version(), k.kind(), name);
+        let wanted = e.workload == Workload::StatefulSet && statefulsets_declared;
+        let bridge = valid
+            && wanted
+            && find(ChildKind::StatefulSet).is_some_and(|s| !warm_restart::claims_match(s, e));
+        let kind = if wanted && !bridge {
             ChildKind::StatefulSet
         } else {
             ChildKind::Deployment
         };
-        let find = |k: ChildKind| children.find(k.api_version(), k.kind(), name);
         let current = find(kind);
         let old = find(other(kind));
         let replicas = if e.autoscaling.is_some() {
@@ -60,6 +70,7 @@ impl<'a> Plan<'a> {
             current,
             old,
             replicas,
+            bridge,
         }
     }
 

@@ -234,14 +234,20 @@ pub fn find_process(name: &str) -> Result<i32, AdminError> {
 /// # Errors
 /// The kernel's refusal (another user, no such process).
 pub fn hangup(pid: i32) -> Result<(), AdminError> {
+    signal(pid, rustix::process::Signal::HUP)
+}
+
+/// Sends `signal` to `pid`.
+///
+/// # Errors
+/// The kernel's refusal (another user, no such process).
+pub fn signal(pid: i32, signal: rustix::process::Signal) -> Result<(), AdminError> {
     let target = rustix::process::Pid::from_raw(pid).ok_or(AdminError::Signal {
         pid,
         source: std::io::ErrorKind::InvalidInput.into(),
     })?;
-    rustix::process::kill_process(target, rustix::process::Signal::HUP).map_err(|e| {
-        AdminError::Signal {
-            pid,
-            source: e.into(),
-        }
+    rustix::process::kill_process(target, signal).map_err(|e| AdminError::Signal {
+        pid,
+        source: e.into(),
     })
 }

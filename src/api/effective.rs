@@ -18,6 +18,7 @@ use super::pod::Pod;
 use super::security::Security;
 use super::service::Service;
 use super::spec::{DEFAULT_IMAGE, DEFAULT_REPLICAS};
+use super::warm_restart::WarmRestart;
 use super::{MemcachedSpec, Workload};
 
 /// A Memcached spec with every default resolved.
@@ -50,6 +51,8 @@ pub struct Effective<'a> {
     pub discovery: Discovery,
     /// Placement and metadata of the pods.
     pub pod: Pod<'a>,
+    /// `spec.warmRestart`, when enabled.
+    pub warm_restart: Option<WarmRestart<'a>>,
 }
 
 impl<'a> Effective<'a> {
@@ -82,6 +85,7 @@ impl<'a> Effective<'a> {
             service: Service::of(spec.service.as_ref()),
             discovery: Discovery::of(spec.discovery.as_ref()),
             pod: Pod::of(spec),
+            warm_restart: WarmRestart::of(spec.warm_restart.as_ref(), memcached.max_memory_mb),
         }
     }
 }

@@ -22,6 +22,7 @@ pub mod service;
 mod spec;
 mod status;
 pub mod validation;
+pub mod warm_restart;
 
 pub use autoscaling::AutoscalingSpec;
 pub use crd::{crd, crd_yaml};
@@ -37,6 +38,7 @@ pub use security::{NetworkPolicySpec, SaslSpec, SecretRef, SecuritySpec, TlsSpec
 pub use service::ServiceSpec;
 pub use spec::*;
 pub use status::{Condition, MemcachedStatus};
+pub use warm_restart::WarmRestartSpec;
 
 /// API group of the Memcached resource.
 pub const GROUP: &str = "memcached.c5c3.io";

@@ -29,6 +29,7 @@ use super::quantity::Quantity;
 use super::security::SecuritySpec;
 use super::service::ServiceSpec;
 use super::status::MemcachedStatus;
+use super::warm_restart::{self, WarmRestartSpec};
 
 /// Bounds of `replicas`.
 pub const REPLICAS: (i32, i32) = (0, 64);
@@ -87,6 +88,12 @@ const MIB: u32 = 1 << 20;
         "message": autoscaling::CPU_REQUEST_MESSAGE,
         "fieldPath": ".resources",
         "reason": "FieldValueRequired"
+    },
+    {
+        "rule": warm_restart::WORKLOAD_RULE,
+        "message": warm_restart::WORKLOAD_MESSAGE,
+        "fieldPath": ".warmRestart.enabled",
+        "reason": "FieldValueForbidden"
     },
     {
         "rule": memory_limit_rule(),
@@ -197,6 +204,11 @@ pub struct MemcachedSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = "Deployment"))]
     pub workload: Option<Workload>,
+
+    /// Keep the cache across restarts of the pods (`workload: StatefulSet` only): each pod
+    /// gets a volume holding memcached's item memory, and a rollout restores the items.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warm_restart: Option<WarmRestartSpec>,
 }
 
 /// The workload kind that runs the memcached pods.
@@ -205,7 +217,7 @@ pub enum Workload {
     /// An `apps/v1` Deployment (pods with random names).
     #[default]
     Deployment,
-    /// An `apps/v1` StatefulSet (stable pod names, no volumes).
+    /// An `apps/v1` StatefulSet (stable pod names; a volume per pod with `warmRestart`).
     StatefulSet,
 }
 

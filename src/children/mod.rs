@@ -21,6 +21,7 @@ pub mod servers;
 pub mod service;
 pub mod service_monitor;
 pub mod statefulset;
+pub mod warm_restart;
 
 /// Where the SASL Secret is mounted.
 pub const SASL_MOUNT_PATH: &str = "/etc/memcached/sasl";

@@ -131,12 +131,22 @@ pub fn args(e: &Effective<'_>) -> Vec<String> {
 /// the agent signals memcached, so it runs as memcached's user unless a context names one (the
 /// auth-file init step too).
 pub(super) fn security_context(e: &Effective<'_>) -> Option<SecurityContext> {
+    if e.security.sasl_secret.is_some() {
+        as_memcached_user(e)
+    } else {
+        e.security.container_security_context.cloned()
+    }
+}
+
+/// The spec's container security context, run as memcached's user unless a context names one:
+/// for a container that signals memcached or reads the files it writes.
+pub(super) fn as_memcached_user(e: &Effective<'_>) -> Option<SecurityContext> {
     let mut context = e.security.container_security_context.cloned();
     let named = context.as_ref().is_some_and(|c| c.run_as_user.is_some())
         || e.security
             .pod_security_context
             .is_some_and(|p| p.run_as_user.is_some());
-    if e.security.sasl_secret.is_some() && !named {
+    if !named {
         context
             .get_or_insert_with(SecurityContext::default)
             .run_as_user = Some(MEMCACHED_UID);

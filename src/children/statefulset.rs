@@ -5,30 +5,35 @@
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec, StatefulSetUpdateStrategy};
 
 use super::deployment::{Pods, pod_template, workload_metadata};
-use super::labels;
+use super::{labels, warm_restart};
 
 /// The desired StatefulSet of `pods`, governed by the headless Service of the parent's name.
 ///
 /// `podManagementPolicy: Parallel`: a cache has no start-up order, so pods start and stop
 /// together (it only affects scaling; a rolling update still replaces one pod at a time).
 /// `updateStrategy` is `RollingUpdate` without `rollingUpdate`, which the API server stores as
-/// sent. No `volumeClaimTemplates`: memcached keeps nothing on disk.
+/// sent. `volumeClaimTemplates` only with `warmRestart` ([`warm_restart::apply`]): otherwise
+/// memcached keeps nothing on disk.
 #[must_use]
 pub fn build(pods: Pods<'_>, replicas: Option<i32>) -> StatefulSet {
+    let mut spec = StatefulSetSpec {
+        replicas,
+        selector: labels::selector(pods.name),
+        service_name: Some(pods.name.to_owned()),
+        pod_management_policy: Some("Parallel".to_owned()),
+        update_strategy: Some(StatefulSetUpdateStrategy {
+            type_: Some("RollingUpdate".to_owned()),
+            rolling_update: None,
+        }),
+        template: pod_template(pods),
+        ..StatefulSetSpec::default()
+    };
+    if let Some(w) = &pods.e.warm_restart {
+        warm_restart::apply(&mut spec, pods.e, w, pods.reload_agent_image);
+    }
     StatefulSet {
         metadata: workload_metadata(pods.name, pods.e),
-        spec: Some(StatefulSetSpec {
-            replicas,
-            selector: labels::selector(pods.name),
-            service_name: Some(pods.name.to_owned()),
-            pod_management_policy: Some("Parallel".to_owned()),
-            update_strategy: Some(StatefulSetUpdateStrategy {
-                type_: Some("RollingUpdate".to_owned()),
-                rolling_update: None,
-            }),
-            template: pod_template(pods),
-            ..StatefulSetSpec::default()
-        }),
+        spec: Some(spec),
         status: None,
     }
 }

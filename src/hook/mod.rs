@@ -13,6 +13,7 @@
 pub mod applied;
 mod customize;
 mod observed;
+pub mod pods;
 mod response;
 mod shape;
 mod strict;

@@ -251,7 +251,8 @@ impl ObservedChild {
     }
 }
 
-/// The part of a child's spec the hook reads: a workload's `spec.replicas`. The rest is skipped;
+/// The part of a child's spec the hook reads: a workload's `spec.replicas`, memcached's
+/// arguments and a StatefulSet's volume claim templates ([`super::pods`]). The rest is skipped;
 /// the one path that repeats a whole observed spec (the old workload of a switch under
 /// server-side apply) reads it from the request body ([`super::applied::observed_workload`]).
 #[derive(Debug, Default, Deserialize)]
@@ -259,6 +260,12 @@ pub struct ChildSpec {
     /// `spec.replicas` of a Deployment or StatefulSet.
     #[serde(default)]
     pub replicas: Option<i32>,
+    /// The pod template's containers (names and arguments).
+    #[serde(default)]
+    pub template: Option<super::pods::ObservedTemplate>,
+    /// A StatefulSet's `volumeClaimTemplates`.
+    #[serde(default, rename = "volumeClaimTemplates")]
+    pub volume_claim_templates: Option<Vec<super::pods::ObservedClaim>>,
 }
 
 /// The parts of a child's status the hook reads (rollout counters of a Deployment or a

@@ -120,13 +120,14 @@ pub fn sync_with(
     let e = Effective::of(&parent.spec);
     let needed = needed_kinds(&e);
     let declared = |kind: &ChildKind| req.controller.declares(kind.api_version(), kind.resource());
-    let plan = Plan::new(&e, &req.children, name, declared(&ChildKind::StatefulSet));
+    let mut violations = validation::validate_effective(name, &parent.spec, &e);
+    let statefulsets = declared(&ChildKind::StatefulSet);
+    let plan = Plan::new(&e, &req.children, name, statefulsets, violations.is_empty());
     let missing_kinds = needed
         .iter()
         .filter(|k| !declared(k))
         .map(|k| (k.qualified_resource(), k.needed_by()))
         .collect();
-    let mut violations = validation::validate_effective(name, &parent.spec, &e);
     let mut built = None;
     if violations.is_empty() {
         let declared: Vec<ChildKind> = emitted(&needed, &plan)
@@ -209,6 +210,11 @@ fn inputs<'a>(
             None
         } else {
             crate::children::reload_agent::rotation(e).map(|r| rotation_status(e, r))
+        },
+        warm_restart: if kept {
+            None
+        } else {
+            crate::warm::condition::condition(e, plan)
         },
     }
 }

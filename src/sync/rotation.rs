@@ -2,17 +2,17 @@
 
 use crate::api::effective::Effective;
 use crate::secrets;
-use crate::status::SecretReload;
+use crate::status::SpecCondition;
 
 /// The `SecretReload` condition: whether Secret changes reach the pods in place, and if not, why.
 pub(super) fn rotation_status(
     e: &Effective<'_>,
     r: crate::children::reload_agent::Rotation,
-) -> SecretReload {
+) -> SpecCondition {
     use crate::children::reload_agent::Rotation;
     match r {
-        Rotation::Reload => SecretReload {
-            reloads: true,
+        Rotation::Reload => SpecCondition {
+            status: true,
             reason: "InPlace",
             message: format!(
                 "Changes to the certificate, key and password file are reloaded in place by the reload-agent sidecar; {} rolls the pods",
@@ -23,13 +23,13 @@ pub(super) fn rotation_status(
                 }
             ),
         },
-        Rotation::RollingRestart => SecretReload {
-            reloads: false,
+        Rotation::RollingRestart => SpecCondition {
+            status: false,
             reason: "RollingRestart",
             message: "spec.security.secretRotation is RollingRestart: every change to a referenced Secret rolls the pods".to_owned(),
         },
-        Rotation::TooOld(needs) => SecretReload {
-            reloads: false,
+        Rotation::TooOld(needs) => SpecCondition {
+            status: false,
             reason: "MemcachedTooOld",
             message: format!(
                 "Image {} runs a memcached older than {needs}, which reloading needs: every change to a referenced Secret rolls the pods",

@@ -20,4 +20,5 @@ mod reference;
 mod rules;
 mod secure;
 mod status_matrix;
+mod warm_restart;
 mod workload;

@@ -27,7 +27,8 @@ fn observed_workloads(request: &Value) -> Vec<&Value> {
         .collect()
 }
 
-fn answered_kinds(response: &Value) -> Vec<String> {
+/// The workload kinds an answer holds, in order.
+pub(crate) fn answered_kinds(response: &Value) -> Vec<String> {
     response["children"]
         .as_array()
         .expect("children")

@@ -7,6 +7,8 @@
 #   PEERS_ONLY="tls mtls" bash tests/peers/run.sh
 #   PEERS_SECURE=0 bash tests/peers/run.sh  # without the TLS-only / Secret rotation suite (secure_rotation.py)
 #
+#   (then tests/peers/warm_restart.py: warm restart with memcached -e and the hook's guard; "warm-restart: N passed, M failed")
+#
 # Environment: MEMCACHED_HOOK_BIN (use this binary instead of building), CARGO_TARGET_DIR (default
 # $HOME/.cache/memcached-hook/target), PEERS_REQUIRE_HOOK=1 (fail instead of falling back to the hand-written
 # arguments when the hook cannot be built; the default under CI=true), PEERS_NO_HOOK=1 (do not build or run the
@@ -152,5 +154,22 @@ if [ "${PEERS_SECURE:-1}" = 1 ] && [ -z "${PEERS_BREAK:-}" ]; then
         set -e
     fi
 fi
+# ---- 7. Warm restart: SIGUSR1 + -e restores the keys; a bad .meta after the guard is a clean cold start ------
+# Needs the hook binary (its warm-guard subcommand); memcached on 127.0.0.1 only, a free port.
+# Last line: "warm-restart: N passed, M failed".
+warm_rc=0
+if [ -z "${PEERS_BREAK:-}" ]; then
+    if [ -z "$BIN" ] || [ ! -x "$BIN" ]; then
+        echo "warm-restart: 0 passed, 1 failed (no hook binary for the guard)"
+        warm_rc=1
+    else
+        set +e
+        timeout --kill-after=10 300 "$PY" "$HERE/warm_restart.py" --hook "$BIN" --memcached "$MEMCACHED" \
+            --workdir "$WORK/warm-restart"
+        warm_rc=$?
+        set -e
+    fi
+fi
 [ $rc -eq 0 ] && rc=$secure_rc
+[ $rc -eq 0 ] && rc=$warm_rc
 exit $rc

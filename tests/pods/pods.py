@@ -70,6 +70,7 @@ from harness import (
     cgroup_value,
     FILL,
 )
+from warm import scenario_warm_restart
 
 
 
@@ -731,6 +732,7 @@ SCENARIOS = {
     "secure": scenario_secure,
     "rotation": scenario_rotation,
     "limits": scenario_limits,
+    "warm-restart": scenario_warm_restart,
 }
 
 

@@ -1,0 +1,77 @@
+//! The `WarmRestart` condition: whether the pods keep their cache across restarts, and, before
+//! a rollout, whether the spec change will discard it (docs/warm-restart.md).
+//!
+//! The hook sees the StatefulSet, not its pods: whether each pod's last start restored its
+//! items is the termination message of the pod's `warm-restart-guard` init container, which the
+//! condition points to but does not report.
+
+use super::layout::Layout;
+use crate::api::Workload;
+use crate::api::effective::Effective;
+use crate::children::{ChildKind, args, warm_restart};
+use crate::status::SpecCondition;
+use crate::workload::Plan;
+
+/// The condition for a spec that asks for a StatefulSet; `None` otherwise.
+#[must_use]
+pub fn condition(e: &Effective<'_>, plan: &Plan<'_>) -> Option<SpecCondition> {
+    if e.workload != Workload::StatefulSet {
+        return None;
+    }
+    let Some(w) = &e.warm_restart else {
+        let message = if plan.bridge {
+            "spec.warmRestart is off: the StatefulSet with volumes is replaced through a \
+             Deployment (volume claim templates cannot change in place); a restart of a pod \
+             empties its cache"
+        } else {
+            "spec.warmRestart is off: a restart of a pod empties its cache"
+        };
+        return Some(SpecCondition {
+            status: false,
+            reason: "Disabled",
+            message: message.to_owned(),
+        });
+    };
+    if plan.bridge {
+        return Some(SpecCondition {
+            status: true,
+            reason: "VolumeChange",
+            message: "The volume claim template changed and cannot change in place: the \
+                      StatefulSet is replaced through a Deployment, and the new pods start with \
+                      an empty cache"
+                .to_owned(),
+        });
+    }
+    let observed = plan
+        .current
+        .filter(|_| plan.kind == ChildKind::StatefulSet)
+        .and_then(|s| s.spec.template.as_ref())
+        .and_then(|t| t.args_of("memcached"));
+    let changes = observed
+        .map(|old| Layout::of(old).changes(&Layout::of(&args::memcached(e))))
+        .unwrap_or_default();
+    if !changes.is_empty() {
+        return Some(SpecCondition {
+            status: true,
+            reason: "LayoutChange",
+            message: format!(
+                "The rollout of this spec discards the cache: memcached restores its items only \
+                 with the same memory layout, and this changes {}",
+                changes.join(", ")
+            ),
+        });
+    }
+    Some(SpecCondition {
+        status: true,
+        reason: "Enabled",
+        message: format!(
+            "Each pod keeps its cache across restarts on its volume {}-<pod> ({}); items saved \
+             more than {} s before the restart are dropped; each pod's last start is the \
+             termination message of its {} init container",
+            warm_restart::VOLUME,
+            w.size,
+            w.max_stale_seconds,
+            warm_restart::GUARD
+        ),
+    })
+}
