@@ -162,7 +162,22 @@ def corrupt_and_empty(t, ns, mc, volumes):
     kubectl("cordon", node)
     try:
         old = {p["metadata"]["name"]: p["metadata"]["uid"] for p in mc.pods()}
-        kubectl("delete", "pod", "warm-0", "warm-1", "-n", ns.name, "--wait=true", "--timeout=120s")
+        kubectl("delete", "pod", "warm-0", "warm-1", "-n", ns.name, "--wait=false")
+        gone = {old["warm-0"], old["warm-1"]}
+        left = []
+
+        def stopped():  # by UID: the StatefulSet recreates each name at once (Pending: cordoned)
+            left[:] = [(p["metadata"]["name"], p["status"].get("phase"),
+                        [c.get("state") for c in p["status"].get("containerStatuses") or []])
+                       for p in mc.pods() if p["metadata"]["uid"] in gone]
+            return not left
+
+        # Each stop is the preStop (SIGUSR1, memcached writes its metadata) within the grace period;
+        # bounded well above two of them on a loaded machine.
+        try:
+            wait_until("warm-0 and warm-1 stopped and deleted", stopped, timeout=240, interval=1)
+        except Failed as e:
+            raise Failed(f"{e}; still there: {str(left)[:600]}") from None
         metas = {pod: os.path.join(volumes.dir_of(ns, pod), META) for pod in ("warm-0", "warm-1")}
         saved = {pod: os.path.exists(path) for pod, path in metas.items()}
         t.check("a graceful stop (preStop, SIGUSR1) saved memory.meta in both volumes", all(saved.values()), saved)
