@@ -1,0 +1,223 @@
+//! The conditions computed from the spec and the observed workload, before they are merged
+//! into the parent's current ones (`super::build`).
+
+use super::{
+    AVAILABLE, CHILD_RESOURCES_MISSING, DEGRADED, DISRUPTION_BUDGET_BLOCKING, Inputs, Migration,
+    PROGRESSING, PdbState, READY, SECRET_RELOAD, WARM_RESTART, WORKLOAD_MIGRATION,
+};
+use crate::children::ChildKind;
+use crate::hook::ChildStatus;
+
+/// A computed condition before the merge.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Computed {
+    pub(super) type_: &'static str,
+    pub(super) status: bool,
+    pub(super) reason: &'static str,
+    pub(super) message: String,
+}
+
+fn condition(type_: &'static str, status: bool, reason: &'static str, message: String) -> Computed {
+    Computed {
+        type_,
+        status,
+        reason,
+        message,
+    }
+}
+
+/// The desired replica count the conditions compare against: the observed workload's under
+/// autoscaling (once its controller has counted its pods), else `spec.replicas` (absent means 1).
+#[must_use]
+pub fn desired(inputs: &Inputs<'_>) -> i32 {
+    let from_spec = inputs.spec_replicas.unwrap_or(1);
+    match &inputs.workload {
+        Some(dep) if inputs.autoscaling => dep.replicas.unwrap_or(from_spec),
+        _ => from_spec,
+    }
+}
+
+/// What the conditions compare: the desired count and the observed workload's counts.
+#[derive(Clone, Copy)]
+struct Counts<'a> {
+    desired: i32,
+    has_dep: bool,
+    ready: i32,
+    /// Ready pods behind the Service: during a switch the old workload's too.
+    serving: i32,
+    migration: Option<Migration<'a>>,
+    to: &'static str,
+    waiting: &'static str,
+    updated: i32,
+    total: i32,
+    /// `" (HPA-managed)"` under autoscaling, else empty.
+    hpa: &'static str,
+}
+
+impl<'a> Counts<'a> {
+    fn of(inputs: &Inputs<'a>) -> Self {
+        let dep = inputs.workload.as_ref();
+        let count = |f: fn(&ChildStatus) -> Option<i32>| dep.and_then(f).unwrap_or(0);
+        let ready = count(|d| d.ready_replicas);
+        Self {
+            desired: desired(inputs),
+            has_dep: dep.is_some(),
+            ready,
+            serving: ready + inputs.migration.map_or(0, |m| m.ready),
+            migration: inputs.migration,
+            to: inputs.workload_kind.kind(),
+            waiting: if inputs.workload_kind == ChildKind::StatefulSet {
+                WAITING_FOR_STATEFULSET
+            } else {
+                WAITING
+            },
+            updated: count(|d| d.updated_replicas),
+            total: count(|d| d.replicas),
+            hpa: if inputs.autoscaling {
+                " (HPA-managed)"
+            } else {
+                ""
+            },
+        }
+    }
+}
+
+const WAITING: &str = "Waiting for deployment to be created";
+const WAITING_FOR_STATEFULSET: &str = "Waiting for statefulset to be created";
+const ALL_DECLARED: &str = "Every child kind the spec needs is declared by the CompositeController";
+
+fn available(c: Counts<'_>) -> Computed {
+    let (ready, desired, hpa) = (c.serving, c.desired, c.hpa);
+    let message = format!("{ready}/{desired} replicas are ready{hpa}");
+    if ready > 0 {
+        condition(AVAILABLE, true, "Available", message)
+    } else {
+        condition(AVAILABLE, false, "Unavailable", message)
+    }
+}
+
+fn progressing(c: Counts<'_>) -> Computed {
+    let (updated, desired) = (c.updated, c.desired);
+    if let Some(m) = c.migration {
+        let (from, to, ready, old) = (m.from, c.to, c.ready, m.ready);
+        let message = format!(
+            "Switching from {from} to {to}: the {to} has {ready}/{desired} replicas ready; the \
+             {from} keeps serving ({old} ready) until all are ready"
+        );
+        condition(PROGRESSING, true, WORKLOAD_MIGRATION, message)
+    } else if !c.has_dep {
+        condition(PROGRESSING, true, "Progressing", c.waiting.to_owned())
+    } else if updated < desired || c.total != desired {
+        let message = format!("Rollout in progress: {updated}/{desired} replicas updated");
+        condition(PROGRESSING, true, "Progressing", message)
+    } else {
+        let message = format!("All {desired} replicas are updated");
+        condition(PROGRESSING, false, "ProgressingComplete", message)
+    }
+}
+
+fn degraded(c: Counts<'_>, inputs: &Inputs<'_>) -> Computed {
+    let (ready, desired) = (c.serving, c.desired);
+    if let Some(message) = &inputs.invalid_spec {
+        let message = format!("Invalid spec, children left as they are: {message}");
+        condition(DEGRADED, true, "InvalidSpec", message)
+    } else if !inputs.missing_secrets.is_empty() {
+        let names = inputs.missing_secrets.join(", ");
+        let message = format!("Referenced Secrets not found: {names}");
+        condition(DEGRADED, true, "SecretNotFound", message)
+    } else if desired > 0 && ready < desired {
+        let message = if c.has_dep || c.migration.is_some() {
+            format!("Only {ready}/{desired} replicas are ready")
+        } else {
+            c.waiting.to_owned()
+        };
+        condition(DEGRADED, true, "Degraded", message)
+    } else {
+        let message = format!("All {desired} desired replicas are ready");
+        condition(DEGRADED, false, "NotDegraded", message)
+    }
+}
+
+fn ready(c: Counts<'_>) -> Computed {
+    let (ready, desired) = (c.ready, c.desired);
+    if desired > 0 && ready == desired {
+        let message = format!("All {desired} replicas are ready");
+        return condition(READY, true, "MemcachedReady", message);
+    }
+    let message = if desired == 0 {
+        "Instance has zero desired replicas".to_owned()
+    } else if !c.has_dep {
+        c.waiting.to_owned()
+    } else {
+        format!("{ready}/{desired} replicas are ready")
+    };
+    condition(READY, false, "MemcachedNotReady", message)
+}
+
+fn disruption_budget(pdb: &PdbState) -> Computed {
+    let (name, budget, replicas, allowed) = (&pdb.name, &pdb.budget, pdb.replicas, pdb.allowed);
+    if allowed == 0 && replicas > 0 {
+        let message = format!(
+            "PodDisruptionBudget {name} ({budget}) allows no voluntary disruption at {replicas} \
+             replicas: node drains will wait until the budget or the replica count changes"
+        );
+        condition(
+            DISRUPTION_BUDGET_BLOCKING,
+            true,
+            "NoDisruptionsAllowed",
+            message,
+        )
+    } else {
+        let message = format!(
+            "PodDisruptionBudget {name} ({budget}) allows {allowed} voluntary disruption(s) at \
+             {replicas} replicas"
+        );
+        condition(
+            DISRUPTION_BUDGET_BLOCKING,
+            false,
+            "DisruptionsAllowed",
+            message,
+        )
+    }
+}
+
+fn child_kinds(missing: &[(String, &'static str)]) -> Computed {
+    if missing.is_empty() {
+        return condition(
+            CHILD_RESOURCES_MISSING,
+            false,
+            "AllDeclared",
+            ALL_DECLARED.to_owned(),
+        );
+    }
+    let mut kinds: Vec<String> = missing
+        .iter()
+        .map(|(kind, field)| format!("{kind} (needed by {field})"))
+        .collect();
+    kinds.sort();
+    let message = format!(
+        "The CompositeController does not declare {}: add each to its spec.childResources with \
+         updateStrategy InPlace",
+        kinds.join(", ")
+    );
+    condition(CHILD_RESOURCES_MISSING, true, "NotDeclared", message)
+}
+
+/// Every condition the sync computes, before the merge.
+pub(super) fn computed(inputs: &Inputs<'_>) -> Vec<Computed> {
+    let c = Counts::of(inputs);
+    let mut out = vec![available(c), progressing(c), degraded(c, inputs), ready(c)];
+    out.extend(inputs.pdb.as_ref().map(disruption_budget));
+    let spec_conditions = [
+        (SECRET_RELOAD, &inputs.secret_rotation),
+        (WARM_RESTART, &inputs.warm_restart),
+    ];
+    for (type_, c) in spec_conditions {
+        out.extend(
+            c.as_ref()
+                .map(|c| condition(type_, c.status, c.reason, c.message.clone())),
+        );
+    }
+    out.push(child_kinds(&inputs.missing_kinds));
+    out
+}
