@@ -6,9 +6,8 @@ use k8s_openapi::Resource as _;
 use k8s_openapi::api::core::v1::Secret;
 use sha2::{Digest, Sha256};
 
+use crate::api::security::{Cover, Security};
 use crate::hook::{Observed, RelatedObject};
-
-pub use crate::children::deployment::SECRET_HASH;
 
 /// A Secret found among the related objects, with its data decoded.
 struct Found<'a> {
@@ -48,45 +47,23 @@ fn find<'a>(
     })
 }
 
-/// What the hash covers of one key of a Secret.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Cover {
-    /// Its content: a change rolls the pods.
-    Content,
-    /// Only that it is there (a mounted key whose content the reload agent reloads in place).
-    Presence,
-    /// Nothing (a key that is not mounted, under `secretRotation: Reload`).
-    Skip,
-}
-
-/// The hash annotation value and the sorted names of missing Secrets, every key's content
-/// covered, as the reference operator does (`secretRotation: RollingRestart`).
+/// The hash annotation value and the sorted names of missing Secrets among those `security`
+/// references, each key covered as [`Security::cover`] says.
 #[must_use]
 pub fn hash_and_missing(
-    names: &[&str],
+    security: &Security<'_>,
     related: &Observed<RelatedObject>,
     namespace: &str,
-) -> (Option<String>, Vec<String>) {
-    hash_and_missing_covering(names, related, namespace, |_, _| Cover::Content)
-}
-
-/// [`hash_and_missing`] covering of each `(secret, key)` what `cover` says.
-#[must_use]
-pub fn hash_and_missing_covering(
-    names: &[&str],
-    related: &Observed<RelatedObject>,
-    namespace: &str,
-    cover: impl Fn(&str, &str) -> Cover,
 ) -> (Option<String>, Vec<String>) {
     let mut hasher = Sha256::new();
     let mut hashed_any = false;
     let mut missing = Vec::new();
-    // `names` is sorted, so found Secrets are hashed in name order.
-    for name in names {
+    // `secrets()` is sorted, so found Secrets are hashed in name order.
+    for name in security.secrets() {
         match find(related, namespace, name) {
             Some(found) => {
                 for (key, value) in &found.data {
-                    let covered = cover(found.name, key);
+                    let covered = security.cover(found.name, key);
                     if covered == Cover::Skip {
                         continue;
                     }
@@ -102,7 +79,7 @@ pub fn hash_and_missing_covering(
                     hashed_any = true;
                 }
             }
-            None => missing.push((*name).to_owned()),
+            None => missing.push(name.to_owned()),
         }
     }
     let hash = hashed_any.then(|| hex::encode(hasher.finalize()));
@@ -138,12 +115,29 @@ mod tests {
         serde_json::from_value(serde_json::json!({ "Secret.v1": map })).unwrap()
     }
 
+    /// SASL and TLS with the Secrets `sasl` and `tls`, every key's content covered
+    /// (`secretRotation: RollingRestart`), as the reference operator hashes.
+    fn rolling<'a>(sasl: Option<&'a str>, tls: Option<&'a str>) -> Security<'a> {
+        use crate::api::security::{Rotation, Tls, TlsVersion};
+        Security {
+            sasl_secret: sasl,
+            tls: tls.map(|secret_name| Tls {
+                secret_name,
+                client_cert: false,
+                allow_plaintext: false,
+                min_version: TlsVersion::default(),
+            }),
+            rotation: Some(Rotation::RollingRestart),
+            ..Security::default()
+        }
+    }
+
     #[test]
     fn reference_hash_vectors() {
         type Secrets<'a> = &'a [(&'a str, &'a [(&'a str, &'a str)])];
-        let cases: [(&[&str], Secrets<'_>, &str); 5] = [
+        let cases: [(Security<'_>, Secrets<'_>, &str); 5] = [
             (
-                &["test-sasl-credentials"],
+                rolling(Some("test-sasl-credentials"), None),
                 &[(
                     "test-sasl-credentials",
                     &[("password-file", "testuser:testpassword")],
@@ -151,17 +145,17 @@ mod tests {
                 "6ab9e62664ad1e9f57e90da645752b15b5faae2832cfb34a12124d74c226cafa",
             ),
             (
-                &["sasl-secret"],
+                rolling(Some("sasl-secret"), None),
                 &[("sasl-secret", &[("password-file", "pw")])],
                 "5c079a91d0bde60e232cb94cb2aa76a1543ee9448537f25ba81f555938656bac",
             ),
             (
-                &["sasl-secret"],
+                rolling(Some("sasl-secret"), None),
                 &[("sasl-secret", &[("password-file", "rotated")])],
                 "f42d557a7f0e7e217a505450c02972584c4972f065f6bb7c8d949ffaeaee9a95",
             ),
             (
-                &["sasl-secret", "tls-secret"],
+                rolling(Some("sasl-secret"), Some("tls-secret")),
                 &[
                     (
                         "tls-secret",
@@ -172,7 +166,7 @@ mod tests {
                 "6d7c4f85888749271ca643e95d46c086092c9c9030bb072b5d4ea7fd9c63ad2f",
             ),
             (
-                &["shared"],
+                rolling(Some("shared"), Some("shared")),
                 &[(
                     "shared",
                     &[("password-file", "pw"), ("tls.crt", "c"), ("tls.key", "k")],
@@ -180,21 +174,23 @@ mod tests {
                 "30e7df1582b3d64391243d961116696780e7cb13a530a2c3e70236b0e480569c",
             ),
         ];
-        for (names, secrets, want) in cases {
-            let (hash, missing) = hash_and_missing(names, &related(secrets), "ns");
-            assert_eq!(hash.as_deref(), Some(want), "{names:?}");
+        for (security, secrets, want) in cases {
+            let (hash, missing) = hash_and_missing(&security, &related(secrets), "ns");
+            assert_eq!(hash.as_deref(), Some(want), "{:?}", security.secrets());
             assert!(missing.is_empty());
         }
     }
 
     #[test]
     fn missing_secrets_are_sorted_and_empty_data_hashes_to_nothing() {
-        let (hash, missing) = hash_and_missing(&["a-secret", "b-secret"], &related(&[]), "ns");
+        let both = rolling(Some("b-secret"), Some("a-secret"));
+        let (hash, missing) = hash_and_missing(&both, &related(&[]), "ns");
         assert_eq!(
             (hash, missing),
             (None, vec!["a-secret".to_owned(), "b-secret".to_owned()])
         );
-        let (hash, missing) = hash_and_missing(&["empty"], &related(&[("empty", &[])]), "ns");
+        let empty = rolling(Some("empty"), None);
+        let (hash, missing) = hash_and_missing(&empty, &related(&[("empty", &[])]), "ns");
         assert_eq!((hash, missing), (None, vec![]));
     }
 }

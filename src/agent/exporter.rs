@@ -16,7 +16,7 @@ use super::stats;
 use crate::server::metrics::CONTENT_TYPE;
 
 /// The exporter's port, which the Service and the ServiceMonitor name `metrics`.
-pub const PORT: u16 = 9150;
+pub const PORT: u16 = crate::children::ports::EXPORTER_PORT;
 
 /// `memcached-hook stats-exporter` options.
 #[derive(Debug, Clone, clap::Args)]

@@ -37,8 +37,8 @@ use check::Credentials;
 use memcached::Admin;
 use watch::{Group, Snapshot};
 
-/// Default port of the agent's metrics endpoint (the exporter has 9150).
-pub const METRICS_PORT: u16 = 9151;
+/// Default port of the agent's metrics endpoint (the port its container declares).
+pub const METRICS_PORT: u16 = crate::children::ports::RELOAD_AGENT_PORT;
 /// Longest wait for memcached to take a new auth file after SIGHUP (it looks once a second).
 const AUTH_SETTLE: Duration = Duration::from_secs(5);
 /// Most polls between two delivery attempts after repeated failures.

@@ -67,20 +67,21 @@ impl<'a> Effective<'a> {
         };
         let memory_given = resources
             .is_some_and(|r| has_memory(r.requests.as_ref()) || has_memory(r.limits.as_ref()));
+        let image = spec.image.as_deref().unwrap_or(DEFAULT_IMAGE);
         Self {
             replicas: match autoscaling {
                 Some(_) => None,
                 None => Some(spec.replicas.unwrap_or(DEFAULT_REPLICAS)),
             },
             workload: spec.workload.unwrap_or_default(),
-            image: spec.image.as_deref().unwrap_or(DEFAULT_IMAGE),
+            image,
             resources,
             memory_request_mib: (!memory_given)
                 .then(|| memory_request_mib(memcached.max_memory_mb, memcached.max_connections)),
             memcached,
             high_availability: HighAvailability::of(spec.high_availability.as_ref()),
             monitoring: Monitoring::of(spec.monitoring.as_ref()),
-            security: Security::of(spec.security.as_ref()),
+            security: Security::of(spec.security.as_ref(), image),
             autoscaling,
             service: Service::of(spec.service.as_ref()),
             discovery: Discovery::of(spec.discovery.as_ref()),

@@ -10,6 +10,10 @@ use super::bounds;
 use super::check::{self, Out, Violation};
 use super::pod;
 
+mod rotation;
+
+pub use rotation::{Cover, Rotation};
+
 /// Entries of `networkPolicy.allowedSources`.
 pub const ALLOWED_SOURCES: usize = 64;
 /// The CEL rule: an enabled SASL block names its Secret.
@@ -187,8 +191,9 @@ pub struct Security<'a> {
     pub tls: Option<Tls<'a>>,
     /// NetworkPolicy peers when enabled (`Some(&[])` = every source).
     pub network_policy: Option<&'a [NetworkPolicyPeer]>,
-    /// How Secret changes reach running pods.
-    pub secret_rotation: SecretRotation,
+    /// How Secret changes reach running pods (`secretRotation` and what the image can reload);
+    /// `None` without SASL and TLS.
+    pub rotation: Option<Rotation>,
 }
 
 fn secret_name(secret: Option<&SecretRef>) -> &str {
@@ -196,9 +201,9 @@ fn secret_name(secret: Option<&SecretRef>) -> &str {
 }
 
 impl<'a> Security<'a> {
-    /// Resolves the defaults of `spec.security`.
+    /// Resolves the defaults of `spec.security` for pods running `image`.
     #[must_use]
-    pub fn of(security: Option<&'a SecuritySpec>) -> Self {
+    pub fn of(security: Option<&'a SecuritySpec>, image: &str) -> Self {
         let Some(s) = security else {
             return Self::default();
         };
@@ -208,6 +213,7 @@ impl<'a> Security<'a> {
             .network_policy
             .as_ref()
             .filter(|n| n.enabled == Some(true));
+        let asked = s.secret_rotation.unwrap_or_default();
         Self {
             pod_security_context: s.pod_security_context.as_ref(),
             container_security_context: s.container_security_context.as_ref(),
@@ -219,15 +225,8 @@ impl<'a> Security<'a> {
                 min_version: t.min_version.unwrap_or_default(),
             }),
             network_policy: network_policy.map(|n| n.allowed_sources.as_deref().unwrap_or(&[])),
-            secret_rotation: s.secret_rotation.unwrap_or_default(),
+            rotation: Rotation::of(asked, sasl.is_some(), tls.is_some(), image),
         }
-    }
-
-    /// Whether a reload-agent sidecar reloads Secret changes in place.
-    #[must_use]
-    pub fn reloads(&self) -> bool {
-        self.secret_rotation == SecretRotation::Reload
-            && (self.sasl_secret.is_some() || self.tls.is_some())
     }
 
     /// Names of the Secrets of the enabled SASL and TLS blocks, de-duplicated and sorted.

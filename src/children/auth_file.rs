@@ -6,7 +6,7 @@
 use k8s_openapi::api::core::v1::{Container, EmptyDirVolumeSource, ResourceRequirements, Volume};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-use super::deployment::{AUTH_COPY_VOLUME, SASL_VOLUME, mount, writable_mount};
+use super::pod::{AUTH_COPY_VOLUME, SASL_VOLUME, mount, writable_mount};
 use super::{
     AUTH_COPY_FILE, AUTH_COPY_MOUNT_PATH, SASL_MOUNT_PATH, SASL_SECRET_FILE, reload_agent,
 };

@@ -6,8 +6,8 @@
 
 use k8s_openapi::api::core::v1::Container;
 
-use super::deployment::{AUTH_COPY_VOLUME, container_ports, mount, resources};
-use super::ports::{self, Port, Server};
+use super::pod::{AUTH_COPY_VOLUME, mount, resources};
+use super::ports::{self, Port, Server, container_ports};
 use super::{AUTH_COPY_FILE, AUTH_COPY_MOUNT_PATH, reload_agent};
 use crate::api::effective::Effective;
 use crate::api::monitoring::Monitoring;

@@ -15,6 +15,7 @@ pub mod hpa;
 pub mod labels;
 pub mod network_policy;
 pub mod pdb;
+pub mod pod;
 pub mod ports;
 pub mod reload_agent;
 pub mod servers;

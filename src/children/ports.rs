@@ -1,5 +1,8 @@
 //! The ports a memcached pod serves, derived once from the effective spec and used by the
-//! containers, the Service, the NetworkPolicy and the status.
+//! containers, the Service, the NetworkPolicy and the status; and the sidecars' own ports, which
+//! their programs (`src/agent/`) listen on by default.
+
+use k8s_openapi::api::core::v1::ContainerPort;
 
 use crate::api::effective::Effective;
 
@@ -10,6 +13,8 @@ pub enum Server {
     Memcached,
     /// The Prometheus exporter sidecar.
     Exporter,
+    /// The reload-agent sidecar.
+    ReloadAgent,
 }
 
 /// One served TCP port.
@@ -37,11 +42,23 @@ pub const MEMCACHED_TLS: Port = Port {
     number: 11212,
     server: Server::Memcached,
 };
+/// The stats exporter's `/metrics` port (`memcached-hook stats-exporter --listen-addr`).
+pub const EXPORTER_PORT: u16 = 9150;
+/// The reload agent's `/metrics` and `/healthz` port (`memcached-hook reload-agent
+/// --metrics-addr`).
+pub const RELOAD_AGENT_PORT: u16 = 9151;
+
 /// The exporter's metrics endpoint, when monitoring is enabled.
 pub const METRICS: Port = Port {
     name: "metrics",
-    number: 9150,
+    number: EXPORTER_PORT as i32,
     server: Server::Exporter,
+};
+/// The reload agent's metrics endpoint: a port of its container only, not of the Service.
+pub const RELOAD_METRICS: Port = Port {
+    name: "reload-metrics",
+    number: RELOAD_AGENT_PORT as i32,
+    server: Server::ReloadAgent,
 };
 
 /// memcached's plaintext listener on the pod's loopback (`127.0.0.1` only) when TLS is on without
@@ -83,5 +100,20 @@ pub fn served(e: &Effective<'_>) -> Vec<Port> {
     [Some(MEMCACHED), tls, metrics]
         .into_iter()
         .flatten()
+        .collect()
+}
+
+/// The ports of `served` that `listener` listens on, as its container declares them.
+#[must_use]
+pub fn container_ports(served: &[Port], listener: Server) -> Vec<ContainerPort> {
+    served
+        .iter()
+        .filter(|p| p.server == listener)
+        .map(|p| ContainerPort {
+            name: Some(p.name.to_owned()),
+            container_port: p.number,
+            protocol: Some("TCP".to_owned()),
+            ..ContainerPort::default()
+        })
         .collect()
 }

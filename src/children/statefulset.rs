@@ -4,7 +4,7 @@
 
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec, StatefulSetUpdateStrategy};
 
-use super::deployment::{Pods, pod_template, workload_metadata};
+use super::pod::{Pods, pod_template, workload_metadata};
 use super::{labels, warm_restart};
 
 /// The desired StatefulSet of `pods`, governed by the headless Service of the parent's name.

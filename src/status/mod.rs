@@ -10,6 +10,7 @@ use crate::children::{ChildKind, discovery, ports, statefulset};
 use crate::hook::ChildStatus;
 
 mod conditions;
+pub mod secret_reload;
 
 pub use conditions::desired;
 use conditions::{Computed, computed};

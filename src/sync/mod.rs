@@ -6,7 +6,7 @@ use crate::api::effective::Effective;
 use crate::api::high_availability::Budget;
 use crate::api::validation;
 use crate::api::{GROUP, KIND, VERSIONS, Workload};
-use crate::children::deployment::{Pods, Rollers};
+use crate::children::pod::{Pods, Rollers};
 use crate::children::{
     ChildKind, accept, deployment, hpa, network_policy, pdb, ports, service, service_monitor,
     statefulset,
@@ -20,14 +20,12 @@ mod customize;
 mod error;
 mod keep;
 mod members;
-mod rotation;
 
-pub use crate::children::deployment::RESTART_TRIGGER;
+pub use crate::children::pod::RESTART_TRIGGER;
 pub use customize::customize;
 pub use error::SyncError;
 use keep::keep_observed;
 use members::{server_list, server_list_config_map};
-use rotation::{rotation_cover, rotation_status};
 
 fn check_parent(parent: &Parent) -> Result<(), SyncError> {
     let version_ok = parent
@@ -209,7 +207,7 @@ fn inputs<'a>(
         secret_rotation: if kept {
             None
         } else {
-            crate::children::reload_agent::rotation(e).map(|r| rotation_status(e, r))
+            status::secret_reload::condition(e)
         },
         warm_restart: if kept {
             None
@@ -231,10 +229,7 @@ fn desired(
     let parent = &req.parent;
     let name = parent.metadata.name.as_str();
     let namespace = parent.metadata.namespace.as_deref().unwrap_or_default();
-    let cover = |secret: &str, key: &str| rotation_cover(e, secret, key);
-    let secrets = e.security.secrets();
-    let (hash, missing_secrets) =
-        secrets::hash_and_missing_covering(&secrets, &req.related, namespace, cover);
+    let (hash, missing_secrets) = secrets::hash_and_missing(&e.security, &req.related, namespace);
     let served = ports::served(e);
     let mut outcome = Outcome {
         missing_secrets,
