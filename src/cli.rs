@@ -40,7 +40,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Serve POST /sync, POST /customize, GET /healthz and GET /readyz (the default).
+    /// Serve POST /sync, POST /customize, GET /healthz, GET /readyz and GET /metrics (the
+    /// default).
     Serve(ServeArgs),
     /// Run a saved sync request through the hook and print the response.
     Replay {

@@ -59,8 +59,8 @@ pub fn memory_limit_rule() -> String {
 
 const MIB: u32 = 1 << 20;
 
-/// A Memcached cache: a Deployment of memcached pods behind a headless Service, with optional
-/// disruption budget, network policy, monitoring and autoscaling.
+/// A Memcached cache: memcached pods (a Deployment or a StatefulSet) behind a headless Service,
+/// with optional disruption budget, network policy, monitoring and autoscaling.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
     group = "memcached.c5c3.io",

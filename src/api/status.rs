@@ -15,11 +15,11 @@ pub struct MemcachedStatus {
         extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"])
     )]
     pub conditions: Option<Vec<Condition>>,
-    /// Ready pods of the Deployment.
+    /// Ready pods of the workload (Deployment or StatefulSet).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ready_replicas: Option<i32>,
     /// The pod count the hook wants: `spec.replicas` (1 when unset), or under autoscaling the
-    /// observed Deployment's count (the HPA's choice). Shown as the REPLICAS column.
+    /// observed workload's count (the HPA's choice). Shown as the REPLICAS column.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub desired_replicas: Option<i32>,
     /// The `metadata.generation` this status describes.

@@ -1,4 +1,5 @@
-//! The HorizontalPodAutoscaler scaling the Deployment, with canonical quantities in its metrics.
+//! The HorizontalPodAutoscaler scaling the workload (Deployment or StatefulSet), with canonical
+//! quantities in its metrics.
 
 use k8s_openapi::api::autoscaling::v2::{
     CrossVersionObjectReference, HorizontalPodAutoscaler, HorizontalPodAutoscalerSpec, MetricSpec,

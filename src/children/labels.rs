@@ -29,7 +29,7 @@ pub fn base(name: &str) -> BTreeMap<String, String> {
     ])
 }
 
-/// `metadata` of a child other than the Deployment: its name and the base labels.
+/// `metadata` of a child other than the workload: its name and the base labels.
 #[must_use]
 pub fn metadata(name: &str) -> ObjectMeta {
     ObjectMeta {
@@ -39,7 +39,7 @@ pub fn metadata(name: &str) -> ObjectMeta {
     }
 }
 
-/// A label selector on the base labels (Deployment, PDB, NetworkPolicy, ServiceMonitor).
+/// A label selector on the base labels (the workload, PDB, NetworkPolicy, ServiceMonitor).
 #[must_use]
 pub fn selector(name: &str) -> LabelSelector {
     LabelSelector {
@@ -48,7 +48,8 @@ pub fn selector(name: &str) -> LabelSelector {
     }
 }
 
-/// Base labels plus the version label when the image has a usable tag (Deployment and pods).
+/// Base labels plus the version label when the image has a usable tag (the workload and its
+/// pods).
 #[must_use]
 pub fn with_version(name: &str, image: &str) -> BTreeMap<String, String> {
     let mut labels = base(name);

@@ -1,4 +1,4 @@
-//! The memcached StatefulSet (`spec.workload: StatefulSet`): the Deployment's pod template under
+//! The memcached StatefulSet (`spec.workload: StatefulSet`): the shared pod template under
 //! stable pod names, `<name>-<i>.<name>.<namespace>.svc`, for clients that hash keys over a
 //! server list.
 

@@ -94,7 +94,7 @@ fn decode_tracked<T: DeserializeOwned>(body: &[u8]) -> Result<T, DecodeError> {
     Ok(value)
 }
 
-/// Room reserved for an encoded answer: a sync answer (Deployment, Service, budget, status)
+/// Room reserved for an encoded answer: a sync answer (workload, Service, budget, status)
 /// is 4 to 8 KiB, so it is written into one allocation without growing.
 const ANSWER_CAPACITY: usize = 8 * 1024;
 

@@ -32,7 +32,7 @@ fn condition(type_: &'static str, status: bool, reason: &'static str, message: S
 pub fn desired(inputs: &Inputs<'_>) -> i32 {
     let from_spec = inputs.spec_replicas.unwrap_or(1);
     match &inputs.workload {
-        Some(dep) if inputs.autoscaling => dep.replicas.unwrap_or(from_spec),
+        Some(workload) if inputs.autoscaling => workload.replicas.unwrap_or(from_spec),
         _ => from_spec,
     }
 }
@@ -41,7 +41,8 @@ pub fn desired(inputs: &Inputs<'_>) -> i32 {
 #[derive(Clone, Copy)]
 struct Counts<'a> {
     desired: i32,
-    has_dep: bool,
+    /// The workload has been observed (or is being created).
+    has_workload: bool,
     ready: i32,
     /// Ready pods behind the Service: during a switch the old workload's too.
     serving: i32,
@@ -56,12 +57,12 @@ struct Counts<'a> {
 
 impl<'a> Counts<'a> {
     fn of(inputs: &Inputs<'a>) -> Self {
-        let dep = inputs.workload.as_ref();
-        let count = |f: fn(&ChildStatus) -> Option<i32>| dep.and_then(f).unwrap_or(0);
+        let workload = inputs.workload.as_ref();
+        let count = |f: fn(&ChildStatus) -> Option<i32>| workload.and_then(f).unwrap_or(0);
         let ready = count(|d| d.ready_replicas);
         Self {
             desired: desired(inputs),
-            has_dep: dep.is_some(),
+            has_workload: workload.is_some(),
             ready,
             serving: ready + inputs.migration.map_or(0, |m| m.ready),
             migration: inputs.migration,
@@ -105,7 +106,7 @@ fn progressing(c: Counts<'_>) -> Computed {
              {from} keeps serving ({old} ready) until all are ready"
         );
         condition(PROGRESSING, true, WORKLOAD_MIGRATION, message)
-    } else if !c.has_dep {
+    } else if !c.has_workload {
         condition(PROGRESSING, true, "Progressing", c.waiting.to_owned())
     } else if updated < desired || c.total != desired {
         let message = format!("Rollout in progress: {updated}/{desired} replicas updated");
@@ -126,7 +127,7 @@ fn degraded(c: Counts<'_>, inputs: &Inputs<'_>) -> Computed {
         let message = format!("Referenced Secrets not found: {names}");
         condition(DEGRADED, true, "SecretNotFound", message)
     } else if desired > 0 && ready < desired {
-        let message = if c.has_dep || c.migration.is_some() {
+        let message = if c.has_workload || c.migration.is_some() {
             format!("Only {ready}/{desired} replicas are ready")
         } else {
             c.waiting.to_owned()
@@ -146,7 +147,7 @@ fn ready(c: Counts<'_>) -> Computed {
     }
     let message = if desired == 0 {
         "Instance has zero desired replicas".to_owned()
-    } else if !c.has_dep {
+    } else if !c.has_workload {
         c.waiting.to_owned()
     } else {
         format!("{ready}/{desired} replicas are ready")

@@ -1,6 +1,6 @@
 //! The parent's status: conditions, `readyReplicas`, `serverList` (docs/behaviour.md).
 //!
-//! Conditions are computed from the *observed* Deployment, then merged into the parent's
+//! Conditions are computed from the *observed* workload, then merged into the parent's
 //! current conditions by type: `lastTransitionTime` is carried over while a condition's status
 //! does not change, so the status is a deterministic function of the request and Metacontroller
 //! does not sync again and again.

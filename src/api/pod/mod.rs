@@ -5,7 +5,7 @@
 //!
 //! Label and annotation keys and label values are also checked for Kubernetes' syntax: a CRD
 //! schema cannot constrain map keys beyond their length, and a key the API server refuses in
-//! the Deployment would fail every sync.
+//! the workload would fail every sync.
 
 use std::collections::BTreeMap;
 
@@ -34,7 +34,7 @@ pub const AFFINITY_TERMS: usize = 16;
 pub const IMAGE_PULL_SECRETS: usize = 16;
 /// All keys and values of `podAnnotations` together, in bytes: a quarter of the 256 KiB
 /// Kubernetes allows for an object's annotations, because Metacontroller's
-/// last-applied-configuration annotation on the Deployment repeats the whole pod template
+/// last-applied-configuration annotation on the workload repeats the whole pod template
 /// (with up to 64 KiB of `extraArgs`). Checked by the hook only (a CRD schema cannot sum a map).
 pub const POD_ANNOTATIONS_TOTAL: usize = 64 * 1024;
 /// A DNS-1123 subdomain (PriorityClass and Secret names), at most
@@ -64,7 +64,7 @@ pub const OWN_ANNOTATIONS_RULE: &str = "self.all(k, !k.startsWith('memcached.c5c
 pub const OWN_ANNOTATIONS_MESSAGE: &str =
     "may not set annotations under memcached.c5c3.io/, the hook's own prefix";
 
-/// The pods' placement and metadata as the Deployment gets them: empty lists, maps and
+/// The pods' placement and metadata as the pod template gets them: empty lists, maps and
 /// strings left out (the API server would drop them, and Metacontroller would then see a
 /// difference on every sync).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -73,7 +73,7 @@ pub struct Pod<'a> {
     pub node_selector: Option<&'a BTreeMap<String, String>>,
     /// `tolerations`.
     pub tolerations: Option<&'a [Toleration]>,
-    /// `affinity` as given (the Deployment builder drops empty parts and lists, and lets its
+    /// `affinity` as given (the pod template builder drops empty parts and lists, and lets its
     /// `podAntiAffinity` replace the preset's).
     pub affinity: Option<&'a Affinity>,
     /// `priorityClassName`.
@@ -311,7 +311,7 @@ pub(super) fn validate(out: &mut Out, spec: &MemcachedSpec) {
             detail: format!(
                 "may not be more than {POD_ANNOTATIONS_TOTAL} bytes in total (keys and \
                  values), a quarter of what Kubernetes allows: Metacontroller's \
-                 last-applied-configuration annotation on the Deployment repeats the pod template"
+                 last-applied-configuration annotation on the workload repeats the pod template"
             ),
             ..Violation::too_long(field, POD_ANNOTATIONS_TOTAL)
         });
