@@ -9,6 +9,8 @@ pub mod agent;
 pub mod api;
 pub mod children;
 pub mod hook;
+#[cfg(test)]
+mod layers;
 pub mod secrets;
 pub mod server;
 pub mod status;

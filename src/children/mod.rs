@@ -13,6 +13,7 @@ pub mod discovery;
 pub mod exporter;
 pub mod hpa;
 pub mod labels;
+pub mod layout;
 pub mod network_policy;
 pub mod pdb;
 pub mod pod;
@@ -83,7 +84,7 @@ impl ChildKind {
             Self::Service => names::<core::v1::Service>(),
             Self::PodDisruptionBudget => names::<policy::v1::PodDisruptionBudget>(),
             Self::HorizontalPodAutoscaler => names::<autoscaling::v2::HorizontalPodAutoscaler>(),
-            Self::ServiceMonitor => names::<service_monitor::ServiceMonitor>(),
+            Self::ServiceMonitor => names::<crate::hook::service_monitor::ServiceMonitor>(),
             Self::NetworkPolicy => names::<networking::v1::NetworkPolicy>(),
             Self::ConfigMap => names::<core::v1::ConfigMap>(),
         }

@@ -15,6 +15,7 @@ mod customize;
 mod observed;
 pub mod pods;
 mod response;
+pub mod service_monitor;
 mod shape;
 mod strict;
 

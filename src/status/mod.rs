@@ -11,6 +11,7 @@ use crate::hook::ChildStatus;
 
 mod conditions;
 pub mod secret_reload;
+pub mod warm_restart;
 
 pub use conditions::desired;
 use conditions::{Computed, computed};

@@ -212,7 +212,7 @@ fn inputs<'a>(
         warm_restart: if kept {
             None
         } else {
-            crate::warm::condition::condition(e, plan)
+            status::warm_restart::condition(e, plan)
         },
     }
 }

@@ -8,8 +8,8 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::layout::Layout;
 use super::meta::{self, Meta};
+use crate::children::layout::Layout;
 
 /// A stop time this many seconds ahead of the clock is waited for (memcached 1.6.18 restores
 /// only when at least one second has passed since the stop, by its clock); further ahead, the

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use super::layout::{Layout, item_size_bytes};
+use crate::children::layout::{Layout, item_size_bytes};
 
 /// The longest metadata file accepted (memcached 1.6.18 writes about 400 bytes).
 pub const MAX_LEN: usize = 64 * 1024;

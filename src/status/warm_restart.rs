@@ -5,11 +5,11 @@
 //! items is the termination message of the pod's `warm-restart-guard` init container, which the
 //! condition points to but does not report.
 
-use super::layout::Layout;
+use super::SpecCondition;
 use crate::api::Workload;
 use crate::api::effective::Effective;
+use crate::children::layout::Layout;
 use crate::children::{ChildKind, args, warm_restart};
-use crate::status::SpecCondition;
 use crate::workload::Plan;
 
 /// The condition for a spec that asks for a StatefulSet; `None` otherwise.
