@@ -12,6 +12,15 @@ use crate::children::layout::Layout;
 use crate::children::{ChildKind, args, warm_restart};
 use crate::workload::Plan;
 
+const OFF_BRIDGED: &str = "spec.warmRestart is off: the StatefulSet with volumes is replaced \
+    through a Deployment (volume claim templates cannot change in place); a restart of a pod \
+    empties its cache";
+const OFF: &str = "spec.warmRestart is off: a restart of a pod empties its cache";
+const VOLUME_CHANGE: &str = "The volume claim template changed and cannot change in place: the \
+    StatefulSet is replaced through a Deployment, and the new pods start with an empty cache";
+const LAYOUT_CHANGE: &str = "The rollout of this spec discards the cache: memcached restores its \
+    items only with the same memory layout, and this changes";
+
 /// The condition for a spec that asks for a StatefulSet; `None` otherwise.
 #[must_use]
 pub fn condition(e: &Effective<'_>, plan: &Plan<'_>) -> Option<SpecCondition> {
@@ -19,27 +28,17 @@ pub fn condition(e: &Effective<'_>, plan: &Plan<'_>) -> Option<SpecCondition> {
         return None;
     }
     let Some(w) = &e.warm_restart else {
-        let message = if plan.bridge {
-            "spec.warmRestart is off: the StatefulSet with volumes is replaced through a \
-             Deployment (volume claim templates cannot change in place); a restart of a pod \
-             empties its cache"
-        } else {
-            "spec.warmRestart is off: a restart of a pod empties its cache"
-        };
         return Some(SpecCondition {
             status: false,
             reason: "Disabled",
-            message: message.to_owned(),
+            message: (if plan.bridge { OFF_BRIDGED } else { OFF }).to_owned(),
         });
     };
     if plan.bridge {
         return Some(SpecCondition {
             status: true,
             reason: "VolumeChange",
-            message: "The volume claim template changed and cannot change in place: the \
-                      StatefulSet is replaced through a Deployment, and the new pods start with \
-                      an empty cache"
-                .to_owned(),
+            message: VOLUME_CHANGE.to_owned(),
         });
     }
     let observed = plan
@@ -54,11 +53,7 @@ pub fn condition(e: &Effective<'_>, plan: &Plan<'_>) -> Option<SpecCondition> {
         return Some(SpecCondition {
             status: true,
             reason: "LayoutChange",
-            message: format!(
-                "The rollout of this spec discards the cache: memcached restores its items only \
-                 with the same memory layout, and this changes {}",
-                changes.join(", ")
-            ),
+            message: format!("{LAYOUT_CHANGE} {}", changes.join(", ")),
         });
     }
     Some(SpecCondition {

@@ -204,16 +204,8 @@ fn inputs<'a>(
         keep_previous: kept,
         client_port: Some(ports::for_clients(e)).filter(|p| *p != ports::MEMCACHED.number),
         tls: e.security.tls.is_some(),
-        secret_rotation: if kept {
-            None
-        } else {
-            status::secret_reload::condition(e)
-        },
-        warm_restart: if kept {
-            None
-        } else {
-            status::warm_restart::condition(e, plan)
-        },
+        secret_rotation: status::secret_reload::condition(e).filter(|_| !kept),
+        warm_restart: status::warm_restart::condition(e, plan).filter(|_| !kept),
     }
 }
 
