@@ -1,5 +1,6 @@
 //! The customize hook: which related objects Metacontroller should send with each sync.
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::{Deserialize, Serialize};
 
 use super::{Hook, Parent, null_as_default, strict};
@@ -47,23 +48,27 @@ pub struct CustomizeHooks {
     pub customize: Option<Hook>,
 }
 
-/// One rule naming related objects.
-#[derive(Debug, Serialize, PartialEq, Eq)]
+/// One rule naming related objects: by name, or by label selector.
+#[derive(Debug, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceRule {
     /// `v1`.
     pub api_version: &'static str,
-    /// `secrets`.
+    /// `secrets` or `pods`.
     pub resource: &'static str,
     /// The parent's namespace.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
-    /// Object names, sorted and de-duplicated.
+    /// Object names, sorted and de-duplicated (Metacontroller refuses names with a selector).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub names: Vec<String>,
+    /// The labels the related objects carry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label_selector: Option<LabelSelector>,
 }
 
 /// The answer to a customize call.
-#[derive(Debug, Serialize, PartialEq, Eq)]
+#[derive(Debug, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct CustomizeResponse {
     /// Related-resource rules; empty when no Secret is referenced.

@@ -24,8 +24,8 @@ pub use customize::{
     CustomizeResponse, ResourceRule,
 };
 pub use observed::{
-    ChildMeta, ChildStatus, Observed, ObservedChild, RELATED_ERROR, RawString, RelatedMeta,
-    RelatedObject,
+    ChildMeta, ChildStatus, EndedContainer, Observed, ObservedChild, RELATED_ERROR, RawString,
+    RelatedMeta, RelatedObject,
 };
 pub use response::{Child, SyncResponse};
 

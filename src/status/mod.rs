@@ -12,6 +12,7 @@ use crate::hook::ChildStatus;
 mod conditions;
 pub mod secret_reload;
 pub mod warm_restart;
+pub mod warm_starts;
 
 pub use conditions::desired;
 use conditions::{Computed, computed};

@@ -1,13 +1,15 @@
 //! The `WarmRestart` condition: whether the pods keep their cache across restarts, and, before
 //! a rollout, whether the spec change will discard it (docs/warm-restart.md).
 //!
-//! The hook sees the StatefulSet, not its pods: whether each pod's last start restored its
-//! items is the termination message of the pod's `warm-restart-guard` init container, which the
-//! condition points to but does not report.
+//! Whether each pod's last start restored its items is the termination message of the pod's
+//! `warm-restart-guard` init container (src/status/warm_starts.rs); the condition reports it when Metacontroller sends the
+//! pods (the customize hook asks for them), and points to it otherwise.
 
 use super::SpecCondition;
+use super::warm_starts::Starts;
 use crate::api::Workload;
 use crate::api::effective::Effective;
+use crate::api::warm_restart::WarmRestart;
 use crate::children::layout::Layout;
 use crate::children::{ChildKind, args, warm_restart};
 use crate::workload::Plan;
@@ -21,9 +23,10 @@ const VOLUME_CHANGE: &str = "The volume claim template changed and cannot change
 const LAYOUT_CHANGE: &str = "The rollout of this spec discards the cache: memcached restores its \
     items only with the same memory layout, and this changes";
 
-/// The condition for a spec that asks for a StatefulSet; `None` otherwise.
+/// The condition for a spec that asks for a StatefulSet; `None` otherwise. `starts` are the
+/// pods' last starts as their guards reported them.
 #[must_use]
-pub fn condition(e: &Effective<'_>, plan: &Plan<'_>) -> Option<SpecCondition> {
+pub fn condition(e: &Effective<'_>, plan: &Plan<'_>, starts: &Starts<'_>) -> Option<SpecCondition> {
     if e.workload != Workload::StatefulSet {
         return None;
     }
@@ -56,17 +59,26 @@ pub fn condition(e: &Effective<'_>, plan: &Plan<'_>) -> Option<SpecCondition> {
             message: format!("{LAYOUT_CHANGE} {}", changes.join(", ")),
         });
     }
-    Some(SpecCondition {
+    Some(enabled(w, starts))
+}
+
+/// `Enabled`: what is kept, and how each pod last started when the pods were seen.
+fn enabled(w: &WarmRestart<'_>, starts: &Starts<'_>) -> SpecCondition {
+    let last_starts = starts.summary().unwrap_or_else(|| {
+        format!(
+            "each pod's last start is the termination message of its {} init container",
+            warm_restart::GUARD
+        )
+    });
+    SpecCondition {
         status: true,
         reason: "Enabled",
         message: format!(
             "Each pod keeps its cache across restarts on its volume {}-<pod> ({}); items saved \
-             more than {} s before the restart are dropped; each pod's last start is the \
-             termination message of its {} init container",
+             more than {} s before the restart are dropped; {last_starts}",
             warm_restart::VOLUME,
             w.size,
             w.max_stale_seconds,
-            warm_restart::GUARD
         ),
-    })
+    }
 }

@@ -13,6 +13,7 @@ use crate::children::{
 };
 use crate::hook::{Child, ChildStatus, Parent, SyncRequest, SyncResponse};
 use crate::secrets;
+use crate::status::warm_starts::Starts;
 use crate::status::{self, Inputs, Migration, PdbState, ServerList};
 use crate::workload::{self, Plan};
 
@@ -160,6 +161,7 @@ fn inputs<'a>(
 ) -> Inputs<'a> {
     let parent = &req.parent;
     let name = parent.metadata.name.as_str();
+    let namespace = parent.metadata.namespace.as_deref().unwrap_or_default();
     let observed = plan.current;
     let migrating_from = plan.migrating_from();
     // Kept children are judged against what they run, not against the rejected spec.
@@ -178,7 +180,7 @@ fn inputs<'a>(
     };
     Inputs {
         name,
-        namespace: parent.metadata.namespace.as_deref().unwrap_or_default(),
+        namespace,
         generation: parent.metadata.generation,
         spec_replicas,
         autoscaling: !kept && e.autoscaling.is_some(),
@@ -205,7 +207,12 @@ fn inputs<'a>(
         client_port: Some(ports::for_clients(e)).filter(|p| *p != ports::MEMCACHED.number),
         tls: e.security.tls.is_some(),
         secret_rotation: status::secret_reload::condition(e).filter(|_| !kept),
-        warm_restart: status::warm_restart::condition(e, plan).filter(|_| !kept),
+        warm_restart: status::warm_restart::condition(
+            e,
+            plan,
+            &Starts::of(&req.related, namespace),
+        )
+        .filter(|_| !kept),
     }
 }
 

@@ -304,3 +304,74 @@ fn a_layout_change_is_announced_before_the_rollout() {
         "{c}"
     );
 }
+
+/// A related pod of `cache` whose guard ended with `result` (`None`: still initialising).
+fn related_pod(name: &str, result: Option<&str>) -> Value {
+    let state = match result {
+        Some(message) => {
+            json!({"terminated": {"exitCode": 0, "reason": "Completed", "message": message}})
+        }
+        None => json!({"running": {"startedAt": "2026-11-26T05:00:00Z"}}),
+    };
+    json!({"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": name, "namespace": "shop",
+                        "labels": {"app.kubernetes.io/instance": "cache"}},
+           "spec": {"containers": [{"name": "memcached", "image": "memcached:1.6"}]},
+           "status": {"phase": "Running",
+                      "initContainerStatuses": [{"name": "warm-restart-guard", "ready": false,
+                                                 "restartCount": 0, "state": state}]}})
+}
+
+#[test]
+fn customize_asks_for_the_pods_only_with_warm_restart_on_a_statefulset() {
+    let customize = |spec: Value| {
+        let parent = request(spec, json!({}))["parent"].clone();
+        let req = serde_json::from_value(json!({"controller": {}, "parent": parent}))
+            .expect("customize request");
+        serde_json::to_value(memcached_hook::customize(&req).expect("answer")).expect("json")
+    };
+    assert_eq!(
+        customize(warm_spec(json!({}))),
+        json!({"relatedResources": [{"apiVersion": "v1", "resource": "pods", "namespace": "shop",
+            "labelSelector": {"matchLabels": {"app.kubernetes.io/instance": "cache",
+                "app.kubernetes.io/managed-by": "memcached-operator",
+                "app.kubernetes.io/name": "memcached"}}}]})
+    );
+    let off = customize(json!({"workload": "StatefulSet", "replicas": 3}));
+    assert_eq!(off, json!({"relatedResources": []}));
+}
+
+#[test]
+fn the_condition_says_which_pods_restored_their_items() {
+    let args: Vec<&str> = "-m 64 -c 1024 -t 4 -I 1m -X -W -e /warm-restart/memory"
+        .split(' ')
+        .collect();
+    let mut req = request(
+        warm_spec(json!({})),
+        json!({"StatefulSet.apps/v1": {"cache": observed("StatefulSet", 3, warm_claim("132Mi"), &args)}}),
+    );
+    req["related"] = json!({"Pod.v1": {
+        "cache-1": related_pod("cache-1", Some("cold: items saved 400 s ago, more than 300\n")),
+        "cache-0": related_pod("cache-0", Some("restore: items saved 2 s ago\n")),
+        "cache-2": related_pod("cache-2", None)}});
+    let c = condition(&sync_value(&req), "WarmRestart").clone();
+    assert_eq!(c["reason"], "Enabled", "{c}");
+    let message = c["message"].as_str().expect("message");
+    assert!(
+        message.ends_with(
+            "1 of 3 pods restored their items at their last start (cache-0); started empty \
+             (cache-1: items saved 400 s ago, more than 300); not started yet (cache-2)"
+        ),
+        "{message}"
+    );
+    // Without pods (no customize hook, or none created yet) it says where to look.
+    req["related"] = json!({});
+    let c = condition(&sync_value(&req), "WarmRestart").clone();
+    assert!(
+        c["message"]
+            .as_str()
+            .expect("message")
+            .ends_with("termination message of its warm-restart-guard init container"),
+        "{c}"
+    );
+}

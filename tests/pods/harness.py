@@ -322,6 +322,11 @@ class Memcached:
             s = get("secret", n, ns=self.ns.name, check=False)
             if s:
                 out.setdefault("Secret.v1", {})[n] = s
+        # As the customize hook asks: the pods, with warm restart on a StatefulSet.
+        spec = self.obj["spec"]
+        if spec.get("workload") == "StatefulSet" and spec.get("warmRestart", {}).get("enabled"):
+            for p in self.pods():
+                out.setdefault("Pod.v1", {})[p["metadata"]["name"]] = p
         return out
 
     def sync(self):

@@ -98,6 +98,19 @@ def warm_condition(status):
     return next((c for c in status.get("conditions", []) if c["type"] == "WarmRestart"), {})
 
 
+def check_reported(t, mc, label, want):
+    """The WarmRestart condition reports the pods' last starts as their guards did: the sync
+    sees the pods as related objects (under Metacontroller, a pod's change triggers the sync)."""
+    def says():
+        message = warm_condition(mc.sync()).get("message", "")
+        return message if want in message else None
+    try:
+        message = wait_until(f"{mc.name}: WarmRestart to report {want!r}", says, timeout=60, interval=1)
+    except Failed as e:
+        message = str(e)
+    t.check(f"{label}: the WarmRestart condition says {want!r}", want in message, message)
+
+
 class Volumes:
     """hostPath PersistentVolumes of the class CLASS in a directory of the test's own."""
 
@@ -149,6 +162,7 @@ def check_rollout(t, label, before, after, uids, mc, want_warm):
         results = guard_results(mc)
         t.check(f"{label}: each guard restored", len(results) == 3 and all(
             r.startswith("restore: ") for r in results.values()), results)
+        check_reported(t, mc, label, "3 of 3 pods restored their items at their last start (warm-0, warm-1, warm-2)")
     else:
         t.check(f"{label}: about 0% of the keys readable ({fraction:.1%})", total == 3 * KEYS_PER_POD
                 and fraction <= 0.01, after)
@@ -195,6 +209,9 @@ def corrupt_and_empty(t, ns, mc, volumes):
             results.get("warm-0") == "cold: metadata invalid: the first line is not a tag", results)
     t.check("empty .meta: the guard starts warm-1 cold", results.get("warm-1") == "cold: metadata invalid: empty",
             results)
+    check_reported(t, mc, "corrupt and empty .meta", "1 of 3 pods restored their items at their last start (warm-2); "
+                   "started empty (warm-0: metadata invalid: the first line is not a tag, "
+                   "warm-1: metadata invalid: empty)")
     counts = counted(ns, mc)
     t.check("warm-0 and warm-1 Ready with an empty cache, warm-2 keeps its keys",
             counts["warm-0"] == 0 and counts["warm-1"] == 0 and counts["warm-2"] >= 0.95 * KEYS_PER_POD, counts)
@@ -280,6 +297,8 @@ def scenario_warm_restart(t: Test):
         first = guard_results(warm)
         t.check("first start: each guard reports a cold start without saved items", len(first) == 3 and all(
             r.startswith("cold: no saved items") for r in first.values()), first)
+        check_reported(t, warm, "first start", "0 of 3 pods restored their items at their last start; started "
+                       "empty (warm-0: no saved items")
         uids = {"warm": fill(ns, warm), "cold": fill(ns, cold)}
         before = {"warm": counted(ns, warm), "cold": counted(ns, cold)}
         for mc, spec in ((warm, warm_spec), (cold, dict(base))):
