@@ -2,8 +2,8 @@
 //! a rollout, whether the spec change will discard it (docs/warm-restart.md).
 //!
 //! Whether each pod's last start restored its items is the termination message of the pod's
-//! `warm-restart-guard` init container (src/status/warm_starts.rs); the condition reports it when Metacontroller sends the
-//! pods (the customize hook asks for them), and points to it otherwise.
+//! `warm-restart-guard` init container (`warm_starts`); the condition reports it when
+//! Metacontroller sends the pods (the customize hook asks for them), and points to it otherwise.
 
 use super::SpecCondition;
 use super::warm_starts::Starts;
