@@ -9,6 +9,7 @@ pub mod agent;
 pub mod api;
 pub mod children;
 pub mod hook;
+pub mod keep;
 pub mod secrets;
 pub mod server;
 pub mod status;
@@ -16,4 +17,4 @@ mod sync;
 pub mod warm;
 pub mod workload;
 
-pub use sync::{Options, RESTART_TRIGGER, SyncError, condition_time, customize, sync, sync_with};
+pub use sync::{Options, RESTART_TRIGGER, SyncError, condition_time, customize, sync};
