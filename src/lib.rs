@@ -1,7 +1,8 @@
 //! memcached-hook: a Metacontroller CompositeController sync hook that runs Memcached.
 //!
-//! The work is one pure function, [`sync`]: from a sync request (the parent `Memcached`, its
-//! observed children and the calling CompositeController) and the current time to the desired
+//! The work is one pure function, [`sync`]: from a sync request as received
+//! ([`hook::Received`]: the parent `Memcached`, its observed children and the calling
+//! CompositeController, with the body they came in) and the current time to the desired
 //! children and the parent's status. It does no I/O, takes no lock and keeps no state. The HTTP
 //! server ([`server`]) and the CLI are thin shells around it.
 

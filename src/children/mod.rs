@@ -82,7 +82,7 @@ impl ChildKind {
             Self::Service => names::<core::v1::Service>(),
             Self::PodDisruptionBudget => names::<policy::v1::PodDisruptionBudget>(),
             Self::HorizontalPodAutoscaler => names::<autoscaling::v2::HorizontalPodAutoscaler>(),
-            Self::ServiceMonitor => names::<service_monitor::ServiceMonitor>(),
+            Self::ServiceMonitor => names::<crate::hook::service_monitor::ServiceMonitor>(),
             Self::NetworkPolicy => names::<networking::v1::NetworkPolicy>(),
             Self::ConfigMap => names::<core::v1::ConfigMap>(),
         }

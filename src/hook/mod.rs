@@ -15,6 +15,7 @@ mod observed;
 pub mod pods;
 mod received;
 mod response;
+pub mod service_monitor;
 mod shape;
 mod strict;
 

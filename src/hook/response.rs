@@ -12,8 +12,8 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
+use super::service_monitor::ServiceMonitor;
 use crate::api::MemcachedStatus;
-use crate::children::service_monitor::ServiceMonitor;
 
 /// One desired child.
 #[derive(Debug, Serialize)]
