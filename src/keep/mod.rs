@@ -82,3 +82,6 @@ pub fn observed(received: &Received<'_>, asked: Asked<'_>) -> Option<Vec<Child>>
         .into_iter()
         .find_map(|source| source.read(received, asked))
 }
+
+#[cfg(test)]
+mod tests;
