@@ -1,4 +1,5 @@
-//! The keep path under server-side apply (`hook::applied::kept_children`) at two request sizes.
+//! The keep path under server-side apply (`keep::observed` of every child, which finds no
+//! last-applied annotation and reads the managed fields) at two request sizes.
 //!
 //! The request is the one an attacker who may edit a child Service makes the hook read: one
 //! observed Service with `PORTS` ports, every one named in the controller's `Apply` field set
@@ -14,7 +15,8 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput};
-use memcached_hook::hook::applied::kept_children;
+use memcached_hook::hook::Received;
+use memcached_hook::keep::{self, Asked};
 use serde_json::{Map, Value, json};
 
 const UID: &str = "6f1c2b9e-3d4a-4f5b-9c1d-2e3f4a5b6c7d";
@@ -49,19 +51,26 @@ fn request(ports: usize) -> Vec<u8> {
         "spec": {"ports": list}
     });
     serde_json::to_vec(&json!({
-        "parent": {"metadata": {"name": "cache", "uid": UID}},
+        "controller": {"spec": {"childResources": [{"apiVersion": "v1", "resource": "services"}]}},
+        "parent": {"apiVersion": "memcached.c5c3.io/v1beta1", "kind": "Memcached",
+                   "metadata": {"name": "cache", "namespace": "shop", "uid": UID}},
         "children": {"Service.v1": {"cache": service}}
     }))
     .expect("json")
 }
 
+/// Every observed child of `received`, kept.
+fn kept(received: &Received<'_>) -> Vec<memcached_hook::hook::Child> {
+    keep::observed(received, Asked::EveryChild).expect("kept")
+}
+
 /// The least time of `rounds` rounds of `calls` calls, per call.
-fn least(body: &[u8], rounds: usize, calls: u32) -> Duration {
+fn least(received: &Received<'_>, rounds: usize, calls: u32) -> Duration {
     (0..rounds)
         .map(|_| {
             let started = Instant::now();
             for _ in 0..calls {
-                black_box(kept_children(black_box(body)).expect("kept"));
+                black_box(kept(black_box(received)));
             }
             started.elapsed() / calls
         })
@@ -71,12 +80,16 @@ fn least(body: &[u8], rounds: usize, calls: u32) -> Duration {
 
 fn main() {
     let bodies: Vec<(usize, Vec<u8>)> = PORTS.iter().map(|&p| (p, request(p))).collect();
+    let received: Vec<Received<'_>> = bodies
+        .iter()
+        .map(|(_, body)| Received::decode(body.as_slice()).expect("decodes"))
+        .collect();
     let mut criterion = Criterion::default().configure_from_args();
     let mut group = criterion.benchmark_group("keep_path");
-    for (ports, body) in &bodies {
+    for ((ports, body), received) in bodies.iter().zip(&received) {
         group.throughput(Throughput::Bytes(body.len() as u64));
         group.bench_function(format!("{ports}_ports"), |b| {
-            b.iter(|| kept_children(black_box(body)).expect("kept"));
+            b.iter(|| kept(black_box(received)));
         });
     }
     group.finish();
@@ -84,7 +97,8 @@ fn main() {
 
     let timed: Vec<(usize, usize, Duration)> = bodies
         .iter()
-        .map(|(ports, body)| (*ports, body.len(), least(body, 7, 5)))
+        .zip(&received)
+        .map(|((ports, body), received)| (*ports, body.len(), least(received, 7, 5)))
         .collect();
     for (ports, bytes, time) in &timed {
         println!(

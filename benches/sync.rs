@@ -21,13 +21,14 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput};
 use k8s_openapi::jiff::Timestamp;
-use memcached_hook::hook::{self, SyncRequest};
+use memcached_hook::Options;
+use memcached_hook::hook::{self, Received};
 use serde_json::Value;
 
 struct Fixture {
     name: String,
     body: Vec<u8>,
-    request: SyncRequest,
+    received: Received<'static>,
     answer: Value,
 }
 
@@ -62,14 +63,14 @@ fn fixtures() -> Vec<Fixture> {
             let text = std::fs::read(&path).expect("fixture readable");
             let value: serde_json::Value = serde_json::from_slice(&text).expect("fixture is JSON");
             let body = serde_json::to_vec(&value).expect("fixture encodes");
-            let request: SyncRequest = hook::decode(&body).expect("fixture decodes");
-            let response = memcached_hook::sync(&request, now()).ok()?;
+            let received = Received::decode(body.clone()).expect("fixture decodes");
+            let response = memcached_hook::sync(&received, now(), &Options::default()).ok()?;
             let answer = serde_json::to_value(&response).expect("answer encodes");
             let name = path.file_stem()?.to_string_lossy().into_owned();
             Some(Fixture {
                 name,
                 body,
-                request,
+                received,
                 answer,
             })
         })
@@ -77,9 +78,13 @@ fn fixtures() -> Vec<Fixture> {
 }
 
 fn hook_once(body: &[u8]) -> Vec<u8> {
-    let request: SyncRequest = hook::decode(body).expect("decodes");
-    let response = memcached_hook::sync(&request, now()).expect("answers");
+    let received = Received::decode(body).expect("decodes");
+    let response = memcached_hook::sync(&received, now(), &Options::default()).expect("answers");
     hook::encode(&response).expect("encodes")
+}
+
+fn sync_once(received: &Received<'_>) -> Option<memcached_hook::hook::SyncResponse> {
+    memcached_hook::sync(received, now(), &Options::default()).ok()
 }
 
 fn floor_once(body: &[u8], answer: &Value) -> Vec<u8> {
@@ -120,7 +125,7 @@ fn print_ratios(fixtures: &[Fixture], filter: Option<&str>) {
                 black_box(hook_once(black_box(&f.body)));
             }));
             sync = sync.min(best_of(1, n, || {
-                black_box(memcached_hook::sync(black_box(&f.request), now()).ok());
+                black_box(sync_once(black_box(&f.received)));
             }));
             floor = floor.min(best_of(1, n, || {
                 black_box(floor_once(black_box(&f.body), &f.answer));
@@ -150,7 +155,7 @@ fn main() {
         group.throughput(Throughput::Bytes(f.body.len() as u64));
         group.bench_function("hook", |b| b.iter(|| hook_once(black_box(&f.body))));
         group.bench_function("sync", |b| {
-            b.iter(|| memcached_hook::sync(black_box(&f.request), now()).ok());
+            b.iter(|| sync_once(black_box(&f.received)));
         });
         group.bench_function("floor", |b| {
             b.iter(|| floor_once(black_box(&f.body), &f.answer));

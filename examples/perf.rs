@@ -17,7 +17,7 @@ use std::hint::black_box;
 use std::process::ExitCode;
 
 use k8s_openapi::jiff::Timestamp;
-use memcached_hook::hook::{self, SyncRequest};
+use memcached_hook::hook::{self, Received, SyncRequest};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -54,16 +54,17 @@ fn main() -> ExitCode {
     };
     let body = std::fs::read(path).expect("request readable");
     // Set-up, identical for every N: one decoded request, its answer, the answer as a Value.
-    let request: SyncRequest = hook::decode(&body).expect("request decodes");
-    let response = memcached_hook::sync(&request, now()).expect("sync answers 200");
+    let received = Received::decode(body.as_slice()).expect("request decodes");
+    let options = memcached_hook::Options::default();
+    let response = memcached_hook::sync(&received, now(), &options).expect("sync answers 200");
     let answer: Value = serde_json::to_value(&response).expect("answer encodes");
     let etag_state = memcached_hook::server::SyncState::new(std::sync::Arc::default());
     for _ in 0..n {
         let body = black_box(body.as_slice());
         match mode.as_str() {
             "hook" => {
-                let request: SyncRequest = hook::decode(body).expect("decodes");
-                let response = memcached_hook::sync(&request, now()).expect("answers");
+                let received = Received::decode(body).expect("decodes");
+                let response = memcached_hook::sync(&received, now(), &options).expect("answers");
                 black_box(hook::encode(&response).expect("encodes"));
             }
             "floor" => {
@@ -75,7 +76,7 @@ fn main() -> ExitCode {
                 black_box(hook::decode::<SyncRequest>(body).expect("decodes"));
             }
             "sync" => {
-                black_box(memcached_hook::sync(black_box(&request), now()).ok());
+                black_box(memcached_hook::sync(black_box(&received), now(), &options).ok());
             }
             "encode" => {
                 black_box(hook::encode(black_box(&response)).expect("encodes"));

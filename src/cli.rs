@@ -9,7 +9,7 @@ use anyhow::{Context as _, anyhow};
 use clap::{Parser, Subcommand, ValueEnum};
 use k8s_openapi::jiff::Timestamp;
 use memcached_hook::SyncError;
-use memcached_hook::hook::{Child, SyncRequest, SyncResponse};
+use memcached_hook::hook::{Child, Received, SyncResponse};
 use std::sync::Arc;
 
 use memcached_hook::server::auth::{AuthFiles, Authenticator};
@@ -319,23 +319,24 @@ fn serve(args: &ServeArgs, options: memcached_hook::Options) -> anyhow::Result<(
 /// Decodes a sync request as the server does. An error names the file and, for a parent the
 /// CRD's schema refuses, each field at fault in Kubernetes' terms; otherwise the JSON path and
 /// position of the problem in the file.
-fn decode_request(path: &Path, bytes: &[u8]) -> anyhow::Result<SyncRequest> {
-    memcached_hook::hook::decode(bytes).map_err(|e| match fields::parent_problems(bytes) {
+fn decode_request<'a>(path: &Path, bytes: &'a [u8]) -> anyhow::Result<Received<'a>> {
+    Received::decode(bytes).map_err(|e| match fields::parent_problems(bytes) {
         Some(problems) => anyhow!("{}: {problems}", path.display()),
         None => anyhow!("{}: {}: {}", path.display(), e.path(), e.inner()),
     })
 }
 
+/// Runs `sync` on a request read from `path`. A parent of the wrong kind is named in
+/// Kubernetes' terms, as the API server would, when the request has a body to check.
 fn run_sync(
     path: &Path,
-    request: &SyncRequest,
-    body: Option<&[u8]>,
+    received: &Received<'_>,
     now: Timestamp,
     options: &memcached_hook::Options,
 ) -> anyhow::Result<SyncResponse> {
-    memcached_hook::sync_with(request, body, now, options).map_err(|e| {
+    memcached_hook::sync(received, now, options).map_err(|e| {
         let schema = matches!(e, SyncError::WrongParent { .. })
-            .then(|| body.and_then(fields::parent_problems))
+            .then(|| received.body().and_then(fields::parent_problems))
             .flatten();
         match schema {
             Some(problems) => anyhow!("{}: {problems}", path.display()),
@@ -369,8 +370,8 @@ fn replay(
     options: &memcached_hook::Options,
 ) -> anyhow::Result<()> {
     let body = input::read_bounded(path, input::INPUT_LIMIT)?;
-    let request = decode_request(path, &body)?;
-    let response = run_sync(path, &request, Some(&body), now, options)?;
+    let received = decode_request(path, &body)?;
+    let response = run_sync(path, &received, now, options)?;
     match output {
         Output::Json => print(&(serde_json::to_string_pretty(&response)? + "\n")),
         Output::Yaml => print(&children_yaml(&response.children)?),

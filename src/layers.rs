@@ -5,7 +5,7 @@
 const LAYERS: &[&[&str]] = &[
     &["api"],
     &["hook"],
-    &["children"],
+    &["children", "keep"],
     &["secrets", "workload"],
     &["status"],
     &["sync"],

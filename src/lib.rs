@@ -1,7 +1,8 @@
 //! memcached-hook: a Metacontroller CompositeController sync hook that runs Memcached.
 //!
-//! The work is one pure function, [`sync`]: from a sync request (the parent `Memcached`, its
-//! observed children and the calling CompositeController) and the current time to the desired
+//! The work is one pure function, [`sync`]: from a sync request as received
+//! ([`hook::Received`]: the parent `Memcached`, its observed children and the calling
+//! CompositeController, with the body they came in) and the current time to the desired
 //! children and the parent's status. It does no I/O, takes no lock and keeps no state. The HTTP
 //! server ([`server`]) and the CLI are thin shells around it.
 
@@ -9,6 +10,7 @@ pub mod agent;
 pub mod api;
 pub mod children;
 pub mod hook;
+pub mod keep;
 #[cfg(test)]
 mod layers;
 pub mod secrets;
@@ -18,4 +20,4 @@ mod sync;
 pub mod warm;
 pub mod workload;
 
-pub use sync::{Options, RESTART_TRIGGER, SyncError, condition_time, customize, sync, sync_with};
+pub use sync::{Options, RESTART_TRIGGER, SyncError, condition_time, customize, sync};

@@ -6,11 +6,6 @@
 //! Metacontroller deletes it. Everything is derived from the spec and the observed children,
 //! never from the parent's status (which may be stale).
 
-use std::borrow::Cow;
-
-use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
-
 use crate::api::Workload;
 use crate::api::effective::Effective;
 use crate::children::{ChildKind, warm_restart};
@@ -111,88 +106,4 @@ pub fn settled(child: &ObservedChild, replicas: i32) -> bool {
             .iter()
             .all(|count| count.unwrap_or(0) == replicas)
         && s.current_revision == s.update_revision
-}
-
-/// The identity of a last-applied configuration.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Identity<'a> {
-    #[serde(borrow)]
-    api_version: Cow<'a, str>,
-    #[serde(borrow)]
-    kind: Cow<'a, str>,
-    #[serde(borrow)]
-    metadata: IdentityMeta<'a>,
-}
-
-#[derive(Deserialize)]
-struct IdentityMeta<'a> {
-    #[serde(borrow)]
-    name: Cow<'a, str>,
-    #[serde(borrow, default)]
-    namespace: Option<Cow<'a, str>>,
-}
-
-/// The observed child as this hook last desired it: Metacontroller's last-applied
-/// configuration (dynamic apply), when it names that very child (a hand-edited annotation naming
-/// another object would make Metacontroller delete the observed child and create a stranger).
-#[must_use]
-pub fn last_applied(child: &ObservedChild, namespace: &str) -> Option<Box<RawValue>> {
-    let text = child.last_applied()?;
-    let raw = RawValue::from_string(text).ok()?;
-    let id: Identity<'_> = serde_json::from_str(raw.get()).ok()?;
-    let child_namespace = child.metadata.namespace.as_deref().unwrap_or(namespace);
-    let same = id.api_version == child.api_version
-        && id.kind == child.kind
-        && id.metadata.name == child.metadata.name
-        && id
-            .metadata
-            .namespace
-            .as_deref()
-            .is_none_or(|ns| ns == child_namespace);
-    same.then_some(raw)
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Rebuilt<'a> {
-    api_version: &'a str,
-    kind: &'a str,
-    metadata: RebuiltMeta<'a>,
-    spec: &'a RawValue,
-}
-
-#[derive(Serialize)]
-struct RebuiltMeta<'a> {
-    name: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    labels: Option<&'a RawValue>,
-}
-
-/// The old workload of a switch, answered so that it stays exactly as observed: its
-/// last-applied configuration under dynamic apply (the merge then changes nothing); otherwise
-/// (server-side apply keeps no such annotation) the object rebuilt from its own labels and
-/// spec as `body`, the request as received, sends them; an apply leaves it as it is. `None`
-/// when the child has no spec to repeat (or there is no body to read it from).
-#[must_use]
-pub fn keep(child: &ObservedChild, namespace: &str, body: Option<&[u8]>) -> Option<Box<RawValue>> {
-    if let Some(raw) = last_applied(child, namespace) {
-        return Some(raw);
-    }
-    let identity = (
-        child.api_version.as_str(),
-        child.kind.as_str(),
-        child.metadata.name.as_str(),
-    );
-    let (labels, spec) = crate::hook::applied::observed_workload(body?, identity)?;
-    let rebuilt = Rebuilt {
-        api_version: &child.api_version,
-        kind: &child.kind,
-        metadata: RebuiltMeta {
-            name: &child.metadata.name,
-            labels: labels.as_deref(),
-        },
-        spec: &spec,
-    };
-    serde_json::value::to_raw_value(&rebuilt).ok()
 }

@@ -5,17 +5,17 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use memcached_hook::hook::{self, SyncRequest};
+use memcached_hook::hook::Received;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(request) = hook::decode::<SyncRequest>(data) else {
+    let Ok(received) = Received::decode(data) else {
         return;
     };
     let now = "2026-11-22T12:00:00Z".parse().expect("a valid timestamp");
     // With the body, as the server does: the paths that read it again (kept children under
     // server-side apply, the old workload of a switch) are fuzzed too.
     let options = memcached_hook::Options::default();
-    let Ok(response) = memcached_hook::sync_with(&request, Some(data), now, &options) else {
+    let Ok(response) = memcached_hook::sync(&received, now, &options) else {
         return;
     };
     let bytes = serde_json::to_vec(&response).expect("a sync response always encodes");

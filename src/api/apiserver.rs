@@ -199,11 +199,11 @@ mod tests {
         let mut children = 0;
         for entry in std::fs::read_dir(dir).expect("fixtures") {
             let body = std::fs::read(entry.expect("entry").path()).expect("read");
-            let Ok(req) = crate::hook::decode::<crate::hook::SyncRequest>(&body) else {
+            let Ok(received) = crate::hook::Received::decode(body) else {
                 continue;
             };
             let now = k8s_openapi::jiff::Timestamp::UNIX_EPOCH;
-            let Ok(answer) = crate::sync::sync(&req, now) else {
+            let Ok(answer) = crate::sync::sync(&received, now, &crate::Options::default()) else {
                 continue;
             };
             for child in &answer.children {

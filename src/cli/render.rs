@@ -3,6 +3,7 @@
 //! fields, types, `apiVersion` and `kind`). Errors name the file, the document and the field
 //! as written in the file.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use anyhow::{Context as _, anyhow, bail};
@@ -10,18 +11,59 @@ use k8s_openapi::jiff::Timestamp;
 use memcached_hook::SyncError;
 use memcached_hook::api::KIND;
 use memcached_hook::children::ChildKind;
+use memcached_hook::hook::{
+    ChildResource, Controller, ControllerSpec, Received, SyncHooks, SyncRequest,
+};
 use serde_json::Value;
+use serde_saphyr::{DefaultMessageFormatter, MessageFormatter, RenderOptions};
 
 use super::fields::{self, UnknownFields, invalid, schema};
 use super::input::{INPUT_LIMIT, read_bounded};
 
 /// Every child kind the hook can emit, as a CompositeController would declare them.
-fn all_children_controller() -> Value {
-    let child_resources: Vec<_> = ChildKind::ALL
+fn all_children_controller() -> Controller {
+    let child_resources = ChildKind::ALL
         .iter()
-        .map(|k| serde_json::json!({"apiVersion": k.api_version(), "resource": k.resource()}))
+        .map(|k| ChildResource {
+            api_version: k.api_version().to_owned(),
+            resource: k.resource().to_owned(),
+        })
         .collect();
-    serde_json::json!({"spec": {"childResources": child_resources}})
+    Controller {
+        spec: ControllerSpec {
+            child_resources,
+            hooks: SyncHooks::default(),
+        },
+    }
+}
+
+/// The YAML parser's messages, but for a repeated key: the file's author is told the key, not
+/// how a program could accept it.
+struct YamlMessages;
+
+impl MessageFormatter for YamlMessages {
+    fn format_message<'a>(&self, err: &'a serde_saphyr::Error) -> Cow<'a, str> {
+        match err {
+            serde_saphyr::Error::DuplicateMappingKey { key: Some(key), .. } => {
+                Cow::Owned(format!("duplicate mapping key: {key}"))
+            }
+            serde_saphyr::Error::DuplicateMappingKey { key: None, .. } => {
+                Cow::Borrowed("duplicate mapping key")
+            }
+            other => DefaultMessageFormatter.format_message(other),
+        }
+    }
+}
+
+/// The documents of the YAML `text` read from `file`, or why it is not YAML.
+fn documents(file: &str, text: &str) -> anyhow::Result<Vec<Value>> {
+    let documents: Vec<Value> = serde_saphyr::from_str_multiple(text).map_err(|e| {
+        let mut render = RenderOptions::new(&YamlMessages);
+        render.source_name = Some(file);
+        let message = e.render_with_options(render);
+        anyhow!("{file}: not YAML: {message}")
+    })?;
+    Ok(documents.into_iter().filter(|d| !d.is_null()).collect())
 }
 
 /// The children of every Memcached in the YAML file at `path`, as multi-document YAML.
@@ -29,18 +71,10 @@ fn all_children_controller() -> Value {
 /// # Errors
 /// An unreadable, oversized or non-YAML file, or a document that is not a valid Memcached.
 pub fn render(path: &Path, options: &memcached_hook::Options) -> anyhow::Result<String> {
-    let file = path.display();
+    let file = path.display().to_string();
     let text = String::from_utf8(read_bounded(path, INPUT_LIMIT)?)
         .with_context(|| format!("{file}: not UTF-8 text"))?;
-    let documents: Vec<Value> = serde_saphyr::from_str_multiple(&text).map_err(|e| {
-        // The parser's advice to its caller is not the user's business.
-        let message = e
-            .to_string()
-            .replace("<input>", &file.to_string())
-            .replace(", set DuplicateKeyPolicy in Options if acceptable", "");
-        anyhow!("{file}: not YAML: {message}")
-    })?;
-    let documents: Vec<_> = documents.into_iter().filter(|d| !d.is_null()).collect();
+    let documents = documents(&file, &text)?;
     if documents.is_empty() {
         bail!("{file}: no {KIND} object in the file");
     }
@@ -92,27 +126,28 @@ impl Failure {
     }
 }
 
-/// The children the hook answers for `parent` as a first sync (nothing observed yet).
+/// The children the hook answers for `parent` as a first sync (nothing observed yet), in the
+/// namespace `default` at generation 1 unless the document names others.
 fn children(mut parent: Value, options: &memcached_hook::Options) -> Result<String, Failure> {
     if let Some(meta) = parent.get_mut("metadata").and_then(|m| m.as_object_mut()) {
         meta.entry("namespace").or_insert_with(|| "default".into());
         meta.entry("generation").or_insert_with(|| 1.into());
     }
-    let request = serde_json::json!({
-        "controller": all_children_controller(),
-        "parent": parent,
-        "children": {},
-        "related": {},
-    });
-    let bytes = serde_json::to_vec(&request).map_err(|e| Failure::Other(e.into()))?;
-    let request = memcached_hook::hook::decode(&bytes).map_err(|e| {
-        // The position is in the request built here, not in the file: leave it out.
-        let inner = e.inner().to_string();
-        let inner = inner.split(" at line ").next().unwrap_or_default();
-        let field = e.path().to_string();
-        Failure::Decode(format!("{}: {inner}", field.trim_start_matches("parent.")))
+    let parent = memcached_hook::hook::decode_parent(&parent).map_err(|e| {
+        Failure::Decode(match e.path().to_string().as_str() {
+            "." => e.inner().to_string(),
+            field => format!("{field}: {}", e.inner()),
+        })
     })?;
-    let response = memcached_hook::sync_with(&request, None, Timestamp::UNIX_EPOCH, options)
-        .map_err(Failure::Sync)?;
+    let request = SyncRequest {
+        controller: all_children_controller(),
+        parent,
+        children: memcached_hook::hook::Observed::default(),
+        related: memcached_hook::hook::Observed::default(),
+        finalizing: false,
+    };
+    let received = Received::built(request);
+    let response =
+        memcached_hook::sync(&received, Timestamp::UNIX_EPOCH, options).map_err(Failure::Sync)?;
     super::children_yaml(&response.children).map_err(Failure::Other)
 }

@@ -10,10 +10,10 @@
 //! not looked at. The CompositeController's hook versions are read so that a body of a shape
 //! the hook does not know (a hook API other than v1 and v2) is refused instead of guessed at.
 
-pub mod applied;
 mod customize;
 mod observed;
 pub mod pods;
+mod received;
 mod response;
 pub mod service_monitor;
 mod shape;
@@ -27,6 +27,7 @@ pub use observed::{
     ChildMeta, ChildStatus, EndedContainer, Observed, ObservedChild, RELATED_ERROR, RawString,
     RelatedMeta, RelatedObject,
 };
+pub use received::Received;
 pub use response::{Child, SyncResponse};
 
 use std::fmt;
@@ -93,6 +94,17 @@ fn decode_tracked<T: DeserializeOwned>(body: &[u8]) -> Result<T, DecodeError> {
         serde_path_to_error::Error::new(serde_path_to_error::Track::new().path(), e)
     })?;
     Ok(value)
+}
+
+/// Decodes a parent given as a JSON value (`render` reads it from YAML) with the checks the
+/// parent of a request gets; an error names the field's path within the parent.
+///
+/// # Errors
+/// JSON of the wrong shape for a parent.
+pub fn decode_parent(value: &serde_json::Value) -> Result<Parent, DecodeError> {
+    #[derive(Deserialize)]
+    struct Checked(#[serde(deserialize_with = "strict::deserialize")] Parent);
+    serde_path_to_error::deserialize(value).map(|Checked(parent)| parent)
 }
 
 /// Room reserved for an encoded answer: a sync answer (workload, Service, budget, status)

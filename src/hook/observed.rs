@@ -254,7 +254,7 @@ impl ObservedChild {
 /// The part of a child's spec the hook reads: a workload's `spec.replicas`, memcached's
 /// arguments and a StatefulSet's volume claim templates ([`super::pods`]). The rest is skipped;
 /// the one path that repeats a whole observed spec (the old workload of a switch under
-/// server-side apply) reads it from the request body ([`super::applied::observed_workload`]).
+/// server-side apply) reads it from the request body (`src/keep/`).
 #[derive(Debug, Default, Deserialize)]
 pub struct ChildSpec {
     /// `spec.replicas` of a Deployment or StatefulSet.

@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 use super::ApiError;
 use super::budget::{Deadline, Held};
 use super::metrics::SyncOutcome;
+use crate::hook::Received;
 
 /// Accepts JSON. Also accepts no content type and `application/x-www-form-urlencoded`, which
 /// is what `curl -d @request.json` sends, so the documented debugging command works; any
@@ -188,13 +189,13 @@ fn sync_inner(
         answer.extensions_mut().insert(SyncOutcome::NotModified);
         return Ok(answer);
     }
-    let request: crate::hook::SyncRequest = decode(body)?;
-    let meta = &request.parent.metadata;
+    let received = Received::decode(&body[..]).map_err(|e| ApiError::decode(&e))?;
+    let meta = &received.request().parent.metadata;
     outcome.parent = Some((
         meta.namespace.clone().unwrap_or_default(),
         meta.name.clone(),
     ));
-    let response = crate::sync_with(&request, Some(body), Timestamp::now(), &state.options)?;
+    let response = crate::sync(&received, Timestamp::now(), &state.options)?;
     outcome.children = response.children.len();
     let kept = response
         .children

@@ -11,7 +11,8 @@ use crate::children::{
     ChildKind, accept, deployment, hpa, network_policy, pdb, ports, service, service_monitor,
     statefulset,
 };
-use crate::hook::{Child, ChildStatus, Parent, SyncRequest, SyncResponse};
+use crate::hook::{Child, ChildStatus, Parent, Received, SyncRequest, SyncResponse};
+use crate::keep::{self, Asked};
 use crate::secrets;
 use crate::status::warm_starts::Starts;
 use crate::status::{self, Inputs, Migration, PdbState, ServerList};
@@ -19,15 +20,16 @@ use crate::workload::{self, Plan};
 
 mod customize;
 mod error;
-mod keep;
+mod invalid;
 mod members;
 
 pub use crate::children::pod::RESTART_TRIGGER;
 pub use customize::customize;
 pub use error::SyncError;
-use keep::keep_observed;
+use invalid::keep_observed;
 use members::{server_list, server_list_config_map};
 
+/// A `Memcached` of a served version.
 fn check_parent(parent: &Parent) -> Result<(), SyncError> {
     let version_ok = parent
         .api_version
@@ -40,6 +42,15 @@ fn check_parent(parent: &Parent) -> Result<(), SyncError> {
             api_version: parent.api_version.clone(),
             kind: parent.kind.clone(),
         })
+    }
+}
+
+/// A Memcached is namespaced: the API server always sends its namespace. Without one, the
+/// server list and the ServiceMonitor would name no namespace.
+fn check_namespace(parent: &Parent) -> Result<(), SyncError> {
+    match parent.metadata.namespace.as_deref() {
+        Some(namespace) if !namespace.is_empty() => Ok(()),
+        _ => Err(SyncError::NoNamespace),
     }
 }
 
@@ -81,41 +92,23 @@ impl Default for Options {
     }
 }
 
-/// [`sync_with`] with the default [`Options`].
-///
-/// # Errors
-/// As [`sync_with`].
-pub fn sync(req: &SyncRequest, now: Timestamp) -> Result<SyncResponse, SyncError> {
-    sync_with(req, None, now, &Options::default())
-}
-
 /// Computes the desired children and the status for one sync request at time `now`.
 ///
 /// # Errors
 /// [`SyncError::WrongParent`] for a parent of another kind or group; [`SyncError::NoNamespace`]
-/// for one without a namespace; [`SyncError::InvalidSpec`]
-/// for an invalid spec whose observed children cannot be kept (none observed, or one without
-/// Metacontroller's last-applied annotation).
-/// For an invalid spec whose observed children carry no last-applied annotation (server-side
-/// apply), `body`, the request as received, lets them be kept as their managed fields record
-/// them ([`crate::hook::applied`]).
-pub fn sync_with(
-    req: &SyncRequest,
-    body: Option<&[u8]>,
+/// for one without a namespace; [`SyncError::InvalidSpec`] for an invalid spec whose observed
+/// children cannot be kept (none observed, or one [`crate::keep`] cannot keep);
+/// [`SyncError::CannotKeepWorkload`] for the old workload of a switch that cannot be kept.
+pub fn sync(
+    received: &Received<'_>,
     now: Timestamp,
     options: &Options,
 ) -> Result<SyncResponse, SyncError> {
+    let req = received.request();
     let parent = &req.parent;
     check_parent(parent)?;
+    check_namespace(parent)?;
     let name = parent.metadata.name.as_str();
-    // A Memcached is namespaced: the API server always sends its namespace. Without one, the
-    // server list and the ServiceMonitor would name no namespace.
-    let namespace = parent
-        .metadata
-        .namespace
-        .as_deref()
-        .filter(|ns| !ns.is_empty())
-        .ok_or(SyncError::NoNamespace)?;
     let e = Effective::of(&parent.spec);
     let needed = needed_kinds(&e);
     let declared = |kind: &ChildKind| req.controller.declares(kind.api_version(), kind.resource());
@@ -133,7 +126,7 @@ pub fn sync_with(
             .into_iter()
             .filter(|k| declared(k))
             .collect();
-        let (children, outcome) = desired((req, body), &e, &plan, &declared, options)?;
+        let (children, outcome) = desired(received, &e, &plan, &declared, options)?;
         // A child the cluster would refuse makes the spec invalid: a 200 means children the
         // API server and Metacontroller accept.
         violations = accept::check(&children);
@@ -141,7 +134,7 @@ pub fn sync_with(
     }
     let (children, outcome) = match built {
         Some(built) if violations.is_empty() => built,
-        _ => keep_observed(req, body, namespace, violations)?,
+        _ => keep_observed(received, violations)?,
     };
     let outcome = Outcome {
         missing_kinds,
@@ -216,15 +209,15 @@ fn inputs<'a>(
     }
 }
 
-/// The desired children of the `kinds` a valid spec asks for, and what they are. `body` is the
-/// request as received, if the caller has it: the old workload of a switch may be read from it.
+/// The desired children of the `kinds` a valid spec asks for, and what they are.
 fn desired(
-    (req, body): (&SyncRequest, Option<&[u8]>),
+    received: &Received<'_>,
     e: &Effective<'_>,
     plan: &Plan<'_>,
     kinds: &[ChildKind],
     options: &Options,
 ) -> Result<(Vec<Child>, Outcome), SyncError> {
+    let req = received.request();
     let parent = &req.parent;
     let name = parent.metadata.name.as_str();
     let namespace = parent.metadata.namespace.as_deref().unwrap_or_default();
@@ -237,19 +230,18 @@ fn desired(
     let mut children = Vec::with_capacity(kinds.len());
     for kind in kinds {
         children.push(match kind {
-            ChildKind::Deployment | ChildKind::StatefulSet => {
+            ChildKind::Deployment | ChildKind::StatefulSet if *kind == plan.kind => {
                 let rollers = Rollers {
                     secret_hash: hash.as_deref(),
                     restart_trigger: parent.metadata.annotations.restart_trigger.as_deref(),
                 };
-                if *kind == plan.kind {
-                    workload_child(plan, e, &served, rollers, name, options)
-                } else {
-                    let Some(old) = kept_old_workload(*kind, plan, namespace, body)? else {
-                        continue;
-                    };
-                    old
-                }
+                workload_child(plan, e, &served, rollers, name, options)
+            }
+            ChildKind::Deployment | ChildKind::StatefulSet => {
+                let Some(old) = kept_old_workload(*kind, plan, received)? else {
+                    continue;
+                };
+                old
             }
             ChildKind::Service => Child::Service(Box::new(service::build(name, e, &served))),
             ChildKind::PodDisruptionBudget => {
@@ -325,18 +317,17 @@ fn pdb_state(name: &str, budget: &Budget<'_>, e: &Effective<'_>) -> PdbState {
 fn kept_old_workload(
     kind: ChildKind,
     plan: &Plan<'_>,
-    namespace: &str,
-    body: Option<&[u8]>,
+    received: &Received<'_>,
 ) -> Result<Option<Child>, SyncError> {
     let Some(old) = plan.migrating_from() else {
         return Ok(None);
     };
-    let kept =
-        workload::keep(old, namespace, body).ok_or_else(|| SyncError::CannotKeepWorkload {
-            kind: kind.kind(),
-            name: old.metadata.name.clone(),
-        })?;
-    Ok(Some(Child::Kept(kept)))
+    let kept = keep::observed(received, Asked::OldWorkload(old)).and_then(|mut kept| kept.pop());
+    let kept = kept.ok_or_else(|| SyncError::CannotKeepWorkload {
+        kind: kind.kind(),
+        name: old.metadata.name.clone(),
+    })?;
+    Ok(Some(kept))
 }
 
 /// The workload the plan builds from the spec.

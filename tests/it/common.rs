@@ -6,7 +6,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 use k8s_openapi::jiff::Timestamp;
 use memcached_hook::api::MemcachedStatus;
-use memcached_hook::hook::SyncRequest;
+use memcached_hook::hook::Received;
 use serde_json::{Value, json};
 
 /// The fixed "now" of every test.
@@ -37,19 +37,19 @@ pub fn request_json(spec: Value) -> Value {
     })
 }
 
-/// Decodes a request the way the server does.
-pub fn decode(value: &Value) -> SyncRequest {
+/// Decodes a request the way the server does, but keeps no body: observed children are kept
+/// by their last-applied annotation only.
+pub fn decode(value: &Value) -> Received<'static> {
     let body = serde_json::to_vec(value).expect("encodes");
-    memcached_hook::hook::decode(&body).expect("a well-formed request")
+    Received::built(memcached_hook::hook::decode(&body).expect("a well-formed request"))
 }
 
 /// Runs `sync` as the server does (with the request body) and returns the response as JSON.
 pub fn sync_value(request: &Value) -> Value {
     let body = serde_json::to_vec(request).expect("encodes");
-    let decoded = memcached_hook::hook::decode(&body).expect("a well-formed request");
+    let received = Received::decode(body).expect("a well-formed request");
     let options = memcached_hook::Options::default();
-    let response =
-        memcached_hook::sync_with(&decoded, Some(&body), now(), &options).expect("sync succeeds");
+    let response = memcached_hook::sync(&received, now(), &options).expect("sync succeeds");
     serde_json::to_value(&response).expect("the response encodes")
 }
 

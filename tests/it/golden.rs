@@ -12,10 +12,10 @@ fn golden_sync_responses() {
         "sync/*.json",
         |path| {
             let bytes = std::fs::read(path).expect("fixture readable");
-            let request: memcached_hook::hook::SyncRequest =
-                memcached_hook::hook::decode(&bytes).expect("fixture decodes");
+            let received =
+                memcached_hook::hook::Received::decode(&bytes[..]).expect("fixture decodes");
             let options = memcached_hook::Options::default();
-            let answer = match memcached_hook::sync_with(&request, Some(&bytes), now(), &options) {
+            let answer = match memcached_hook::sync(&received, now(), &options) {
                 Ok(response) => serde_json::to_value(&response).expect("encodes"),
                 Err(error) => {
                     json!({"rejected": {"error": error.to_string(), "field": error.field()}})
@@ -34,9 +34,9 @@ fn responses_are_byte_stable() {
     {
         let bytes = std::fs::read(entry.expect("entry").path()).expect("readable");
         let encode = || {
-            let request: memcached_hook::hook::SyncRequest =
-                memcached_hook::hook::decode(&bytes).expect("decodes");
-            memcached_hook::sync(&request, now()).map(|r| serde_json::to_vec(&r).expect("encodes"))
+            let received = memcached_hook::hook::Received::decode(&bytes[..]).expect("decodes");
+            memcached_hook::sync(&received, now(), &memcached_hook::Options::default())
+                .map(|r| serde_json::to_vec(&r).expect("encodes"))
         };
         assert_eq!(encode(), encode());
     }

@@ -25,7 +25,7 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use memcached_hook::SyncError;
-use memcached_hook::hook::SyncRequest;
+use memcached_hook::hook::Received;
 use memcached_hook::server::{Config, router};
 use proptest::collection::{btree_map, vec};
 use proptest::prelude::*;
@@ -1319,14 +1319,12 @@ fn observe(child: &Value, index: usize, ctx: &Context) -> Value {
 
 /// Decodes `body` like the server and syncs it at the tests' fixed time.
 fn sync_bytes(body: &[u8]) -> Result<Result<Value, SyncError>, String> {
-    let request: SyncRequest = memcached_hook::hook::decode(body).map_err(|e| e.to_string())?;
+    let received = Received::decode(body).map_err(|e| e.to_string())?;
     // With the body, as the server answers (the old workload of a switch under server-side
     // apply and the kept children of an invalid spec are read from it).
     let options = memcached_hook::Options::default();
-    Ok(
-        memcached_hook::sync_with(&request, Some(body), now(), &options)
-            .map(|r| serde_json::to_value(&r).expect("the response encodes")),
-    )
+    Ok(memcached_hook::sync(&received, now(), &options)
+        .map(|r| serde_json::to_value(&r).expect("the response encodes")))
 }
 
 fn sync_value(request: &Value) -> Result<Value, SyncError> {
@@ -1464,8 +1462,9 @@ fn same_input_gives_the_same_bytes_whatever_the_key_format() {
     check(scenario(), |s| {
         let body = serde_json::to_vec(&s.request_with(&s.ctx.name, &s.spec)).expect("encodes");
         let encode = |body: &[u8]| {
-            let request: SyncRequest = memcached_hook::hook::decode(body).expect("decodes");
-            let response = memcached_hook::sync(&request, now()).expect("valid");
+            let received = Received::decode(body).expect("decodes");
+            let response =
+                memcached_hook::sync(&received, now(), &Default::default()).expect("valid");
             serde_json::to_vec(&response).expect("encodes")
         };
         let first = encode(&body);

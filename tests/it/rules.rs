@@ -801,7 +801,9 @@ fn steady_state() -> Value {
 fn invalid_spec_keeps_every_observed_child_as_last_applied() {
     let mut request = steady_state();
     request["parent"]["spec"]["replicas"] = json!(65);
-    let response = memcached_hook::sync(&decode(&request), crate::common::now()).expect("answered");
+    let response =
+        memcached_hook::sync(&decode(&request), crate::common::now(), &Default::default())
+            .expect("answered");
     let text = serde_json::to_string(&response).expect("encodes");
     let r: Value = serde_json::from_str(&text).expect("json");
     let observed: Vec<Value> = request["children"]
@@ -884,7 +886,8 @@ fn over_bound_values_keep_the_observed_children() {
             .expect("object")
             .insert(last.to_owned(), value);
         let response =
-            memcached_hook::sync(&decode(&request), crate::common::now()).expect("answered");
+            memcached_hook::sync(&decode(&request), crate::common::now(), &Default::default())
+                .expect("answered");
         let r = serde_json::to_value(&response).expect("encodes");
         let last_applied: Vec<Value> = request["children"]
             .as_object()
@@ -930,12 +933,15 @@ fn over_bound_values_keep_the_observed_children() {
 #[test]
 fn invalid_spec_without_something_to_keep_is_a_422_not_a_deletion() {
     let first = request_json(json!({"replicas": 65}));
-    let err = memcached_hook::sync(&decode(&first), crate::common::now()).expect_err("rejected");
+    let err = memcached_hook::sync(&decode(&first), crate::common::now(), &Default::default())
+        .expect_err("rejected");
     assert_eq!(err.field(), "spec.replicas");
     let mut ssa = steady_state();
     ssa["parent"]["spec"]["replicas"] = json!(65);
     ssa["children"]["Service.v1"]["cache"]["metadata"]["annotations"] = json!({});
-    assert!(memcached_hook::sync(&decode(&ssa), crate::common::now()).is_err());
+    assert!(
+        memcached_hook::sync(&decode(&ssa), crate::common::now(), &Default::default()).is_err()
+    );
 }
 
 #[test]

@@ -4,8 +4,8 @@ use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::hook::{SyncRequest, decode};
-use crate::sync::{Options, sync_with};
+use crate::hook::Received;
+use crate::sync::Options;
 
 const STEADY: &str = include_str!("../../../tests/fixtures/sync/steady-state.json");
 
@@ -18,8 +18,8 @@ fn request(edit: impl FnOnce(&mut Value)) -> Value {
 /// The children a sync of `request` answers, or the violations of its InvalidSpec status.
 fn sync(request: &Value, options: &Options) -> Result<Vec<Value>, String> {
     let body = serde_json::to_vec(request).expect("encode");
-    let req: SyncRequest = decode(&body).expect("decode");
-    let answer = sync_with(&req, Some(&body), Timestamp::UNIX_EPOCH, options).expect("sync");
+    let received = Received::decode(body).expect("decode");
+    let answer = crate::sync::sync(&received, Timestamp::UNIX_EPOCH, options).expect("sync");
     let status = serde_json::to_value(&answer.status).expect("status");
     let invalid = status["conditions"]
         .as_array()
@@ -195,15 +195,11 @@ fn every_fixture_that_syncs_gives_children_the_cluster_accepts() {
     for entry in std::fs::read_dir(dir).expect("fixtures") {
         let path = entry.expect("entry").path();
         let body = std::fs::read(&path).expect("read");
-        let Ok(req) = decode::<SyncRequest>(&body) else {
+        let Ok(received) = Received::decode(body) else {
             continue;
         };
-        let Ok(answer) = sync_with(
-            &req,
-            Some(&body),
-            Timestamp::UNIX_EPOCH,
-            &Options::default(),
-        ) else {
+        let Ok(answer) = crate::sync::sync(&received, Timestamp::UNIX_EPOCH, &Options::default())
+        else {
             continue;
         };
         assert_eq!(check(&answer.children), [], "{}", path.display());

@@ -13,9 +13,7 @@
 //! request body is read a second time, each child lazily from its bytes ([`node`]): only the
 //! levels the field set names are parsed, and its list keys are indexed once ([`fields`]), so
 //! the work is linear in the size of the request and what is stored is about the size of the
-//! answer. [`observed_workload`] reads the body a second time for the other rare path: the old
-//! workload of a switch, repeated as observed (labels and spec) when it has no last-applied
-//! annotation.
+//! answer.
 
 mod fields;
 mod node;
@@ -25,7 +23,7 @@ use serde_json::value::RawValue;
 
 use self::fields::Member;
 use self::node::Node;
-use super::{Child, Observed};
+use crate::hook::{Child, Observed};
 
 /// The parts of a sync request this module reads: the parent's UID and the children, as sent.
 #[derive(Deserialize)]
@@ -51,8 +49,7 @@ struct ParentMeta<'a> {
 /// Every observed child as the controller last applied it with server-side apply (its field set
 /// with live values), or `None` when one of them has no such record, when there are no children,
 /// when one is beyond what is read ([`fields::MAX_DEPTH`]) or when `body` is not a sync request.
-#[must_use]
-pub fn kept_children(body: &[u8]) -> Option<Vec<Child>> {
+pub(super) fn kept_children(body: &[u8]) -> Option<Vec<Child>> {
     let req: Request<'_> = serde_json::from_slice(body).ok()?;
     let uid = req.parent.metadata.uid?;
     if req.children.is_empty() {
@@ -65,46 +62,6 @@ pub fn kept_children(body: &[u8]) -> Option<Vec<Child>> {
             RawValue::from_string(text).ok().map(Child::Kept)
         })
         .collect()
-}
-
-/// An observed workload as sent: its labels and its whole spec.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Workload {
-    api_version: String,
-    kind: String,
-    metadata: WorkloadMeta,
-    #[serde(default)]
-    spec: Option<Box<RawValue>>,
-}
-
-#[derive(Deserialize)]
-struct WorkloadMeta {
-    name: String,
-    #[serde(default)]
-    labels: Option<Box<RawValue>>,
-}
-
-/// The labels (if any) and the spec of the observed child `kind` in `api_version` named `name`,
-/// exactly as `body` sends them: what the old workload of a switch under server-side apply is
-/// answered with. `None` when there is no such child or it has no spec.
-#[must_use]
-pub fn observed_workload(
-    body: &[u8],
-    (api_version, kind, name): (&str, &str, &str),
-) -> Option<(Option<Box<RawValue>>, Box<RawValue>)> {
-    #[derive(Deserialize)]
-    struct Children {
-        #[serde(default)]
-        children: Observed<Workload>,
-    }
-    let req: Children = serde_json::from_slice(body).ok()?;
-    let child = req
-        .children
-        .0
-        .into_iter()
-        .find(|c| c.api_version == api_version && c.kind == kind && c.metadata.name == name)?;
-    Some((child.metadata.labels, child.spec?))
 }
 
 /// The object the controller applied last to `child`, from its managed fields, as JSON.

@@ -1,0 +1,87 @@
+//! Keeping observed children exactly as they are: the one place that decides how.
+//!
+//! A sync keeps children in two cases. An invalid spec keeps every observed child (a typo must
+//! never delete a running cache), and a switch between a Deployment and a StatefulSet keeps the
+//! old workload until the new one is ready. Either way a kept child is answered so that
+//! Metacontroller's apply of it changes nothing. It is read from the first of these sources
+//! that serves every child asked for, all of them from the same source:
+//!
+//! 1. **Last-applied** ([`last_applied`]): under Metacontroller's dynamic apply every child
+//!    carries this hook's last answer in an annotation, decoded with the request.
+//! 2. **Managed fields** ([`managed`], every child of an invalid spec): under server-side apply
+//!    the API server records the fields Metacontroller applied; they are projected from the
+//!    child's live values.
+//! 3. **Labels and spec** ([`observed`], the old workload of a switch): the workload rebuilt
+//!    from its own labels and whole spec.
+//!
+//! The first source reads the decoded request only. The other two read the body as received a
+//! second time ([`Received::body`]), each in time linear in its size; they run only on these
+//! rare paths, never on an ordinary sync.
+
+mod last_applied;
+mod managed;
+mod observed;
+
+use crate::hook::{Child, ObservedChild, Received};
+
+/// The observed children asked to be kept.
+#[derive(Clone, Copy, Debug)]
+pub enum Asked<'a> {
+    /// Every observed child, for a spec that is invalid.
+    EveryChild,
+    /// The old workload of a switch, until the new one is ready.
+    OldWorkload(&'a ObservedChild),
+}
+
+/// Where a kept child is read from; [`Source::IN_ORDER`] is the order they are tried in.
+#[derive(Clone, Copy, Debug)]
+enum Source {
+    LastApplied,
+    ManagedFields,
+    LabelsAndSpec,
+}
+
+impl Source {
+    const IN_ORDER: [Self; 3] = [Self::LastApplied, Self::ManagedFields, Self::LabelsAndSpec];
+
+    /// The children `asked`, every one of them read from this source; `None` when one cannot
+    /// be, or when the source does not serve what is asked (managed fields keep every child of
+    /// an invalid spec, labels and spec the old workload of a switch).
+    fn read(self, received: &Received<'_>, asked: Asked<'_>) -> Option<Vec<Child>> {
+        let request = received.request();
+        match (self, asked) {
+            (Self::LastApplied, _) => {
+                let namespace = request.parent.metadata.namespace.as_deref();
+                let namespace = namespace.unwrap_or_default();
+                let keep = |child| last_applied::last_applied(child, namespace).map(Child::Kept);
+                match asked {
+                    Asked::EveryChild => request.children.iter().map(keep).collect(),
+                    Asked::OldWorkload(child) => keep(child).map(|kept| vec![kept]),
+                }
+            }
+            (Self::ManagedFields, Asked::EveryChild) => managed::kept_children(received.body()?),
+            (Self::LabelsAndSpec, Asked::OldWorkload(child)) => {
+                let kept = observed::labels_and_spec(received.body()?, child)?;
+                Some(vec![Child::Kept(kept)])
+            }
+            (Self::ManagedFields, Asked::OldWorkload(_))
+            | (Self::LabelsAndSpec, Asked::EveryChild) => None,
+        }
+    }
+}
+
+/// The children `asked` kept as observed: each answered so that applying it changes nothing,
+/// all from the first source that serves them all (see the module). `None` when no source can
+/// keep them all, or when every child is asked for and none was observed.
+#[must_use]
+pub fn observed(received: &Received<'_>, asked: Asked<'_>) -> Option<Vec<Child>> {
+    if matches!(asked, Asked::EveryChild) && received.request().children.is_empty() {
+        return None;
+    }
+    Source::IN_ORDER
+        .into_iter()
+        .find_map(|source| source.read(received, asked))
+}
+
+#[cfg(test)]
+mod tests;
