@@ -40,16 +40,20 @@ pub(crate) fn post(path: &str, content_type: Option<&str>, body: impl Into<Body>
     builder.body(body.into()).expect("request")
 }
 
-async fn post_json(body: impl Into<Body>) -> (StatusCode, Value) {
-    let (status, _, bytes) = call(
+/// Status and JSON body (`null` when the body is not JSON) of `request` through a router for
+/// `config`.
+pub(crate) async fn answer(config: &Config, request: Request<Body>) -> (StatusCode, Value) {
+    let (status, _, body) = call(config, request).await;
+    (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
+}
+
+/// What `POST /sync` with a JSON `body` answers under the default config.
+pub(crate) async fn post_json(body: impl Into<Body>) -> (StatusCode, Value) {
+    answer(
         &Config::default(),
         post("/sync", Some("application/json"), body),
     )
-    .await;
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
+    .await
 }
 
 #[tokio::test]

@@ -15,9 +15,7 @@
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-use axum::body::Body;
-use axum::http::{Method, Request, StatusCode, header};
-use http_body_util::BodyExt as _;
+use axum::http::StatusCode;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
@@ -26,7 +24,6 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use memcached_hook::SyncError;
 use memcached_hook::hook::SyncRequest;
-use memcached_hook::server::{Config, router};
 use proptest::collection::{btree_map, vec};
 use proptest::prelude::*;
 use proptest::sample::{Index, select, subsequence};
@@ -34,9 +31,9 @@ use proptest::test_runner::{TestCaseError, TestRunner};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
-use tower::ServiceExt as _;
 
 use crate::common::now;
+use crate::http::post_json;
 
 const LAST_APPLIED: &str = "metacontroller.k8s.io/last-applied-configuration";
 const PARENT_UID: &str = "6f1c2b9e-3d4a-4f5b-9c1d-2e3f4a5b6c7d";
@@ -1850,29 +1847,7 @@ fn fixtures() -> &'static [(String, Vec<u8>)] {
 
 /// What `POST /sync` answers to `body`: status and JSON body.
 fn post(runtime: &tokio::runtime::Runtime, body: Vec<u8>) -> (StatusCode, Value) {
-    runtime.block_on(async {
-        let request = Request::builder()
-            .method(Method::POST)
-            .uri("/sync")
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(Body::from(body))
-            .expect("request");
-        let response = router(&Config::default())
-            .oneshot(request)
-            .await
-            .expect("infallible");
-        let status = response.status();
-        let bytes = response
-            .into_body()
-            .collect()
-            .await
-            .expect("body")
-            .to_bytes();
-        (
-            status,
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-        )
-    })
+    runtime.block_on(post_json(body))
 }
 
 /// Decode + sync of `body` never panics, and the server answers 200 exactly when the library
