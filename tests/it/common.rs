@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Container, PodSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use k8s_openapi::jiff::Timestamp;
 use memcached_hook::api::MemcachedStatus;
 use memcached_hook::hook::SyncRequest;
@@ -71,11 +72,13 @@ pub fn must<'a>(response: &'a Value, kind: &str) -> &'a Value {
     child(response, kind).unwrap_or_else(|| panic!("no {kind} in {response:#}"))
 }
 
-/// The condition of `type_` in a response's status.
-pub fn condition<'a>(response: &'a Value, type_: &str) -> &'a Value {
+/// The condition of `type_` in a response's status, decoded into `metav1.Condition` (which
+/// also checks that it has every required field).
+pub fn condition(response: &Value, type_: &str) -> Condition {
     response["status"]["conditions"]
         .as_array()
         .and_then(|c| c.iter().find(|c| c["type"] == type_))
+        .map(|c| decoded(c.clone()))
         .unwrap_or_else(|| panic!("no {type_} condition in {response:#}"))
 }
 

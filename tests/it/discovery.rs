@@ -118,13 +118,12 @@ fn the_config_map_is_written_only_when_enabled_and_declared() {
     let response = sync_value(&undeclared);
     assert!(config_map(&response).is_none());
     let missing = condition(&response, "ChildResourcesMissing");
-    assert_eq!(missing["status"], "True");
+    assert_eq!(missing.status, "True");
     assert!(
-        missing["message"]
-            .as_str()
-            .unwrap()
+        missing
+            .message
             .contains("configmaps (needed by spec.discovery.configMap.enabled)"),
-        "{missing}"
+        "{missing:?}"
     );
 }
 
@@ -177,7 +176,7 @@ fn an_invalid_spec_keeps_the_config_map_as_last_applied() {
     let mut invalid = spec.clone();
     invalid["replicas"] = json!(65);
     let response = sync_value(&request("shop", &invalid, &children, None));
-    assert_eq!(condition(&response, "Degraded")["reason"], "InvalidSpec");
+    assert_eq!(condition(&response, "Degraded").reason, "InvalidSpec");
     let kept = config_map(&response).expect("the ConfigMap is kept");
     let want = config_map(&first).unwrap();
     assert_eq!(kept["data"], want["data"]);

@@ -146,13 +146,13 @@ fn service_monitor_not_declared_is_reported() {
         "the exporter still runs"
     );
     let c = condition(&r, "ChildResourcesMissing");
-    assert_eq!(c["status"], "True");
-    let message = c["message"].as_str().unwrap_or_default();
+    assert_eq!(c.status, "True");
     assert!(
-        message.contains(
+        c.message.contains(
             "servicemonitors.monitoring.coreos.com (needed by spec.monitoring.serviceMonitor)"
         ),
-        "{message}"
+        "{}",
+        c.message
     );
 }
 
@@ -372,7 +372,7 @@ fn secret_hash_and_missing_secrets() {
             "5c079a91d0bde60e232cb94cb2aa76a1543ee9448537f25ba81f555938656bac"
         )]))
     );
-    assert_ne!(condition(&r, "Degraded")["reason"], "SecretNotFound");
+    assert_ne!(condition(&r, "Degraded").reason, "SecretNotFound");
     request["related"] = json!({});
     let missing = sync_value(&request);
     assert_eq!(template_annotations(&missing), None);
@@ -382,10 +382,10 @@ fn secret_hash_and_missing_secrets() {
     );
     let degraded = condition(&missing, "Degraded");
     assert_eq!(
-        (degraded["reason"].as_str(), degraded["message"].as_str()),
+        (degraded.reason.as_str(), degraded.message.as_str()),
         (
-            Some("SecretNotFound"),
-            Some("Referenced Secrets not found: sasl-secret")
+            "SecretNotFound",
+            "Referenced Secrets not found: sasl-secret"
         )
     );
 }
@@ -467,12 +467,7 @@ fn autoscaling() {
         .is_none()
     );
     let available = condition(&r, "Available");
-    assert!(
-        available["message"]
-            .as_str()
-            .unwrap_or_default()
-            .ends_with("(HPA-managed)")
-    );
+    assert!(available.message.ends_with("(HPA-managed)"));
 }
 
 #[test]
@@ -498,13 +493,8 @@ fn pdb_blocking_under_autoscaling_uses_min_replicas() {
         "autoscaling": {"enabled": true, "minReplicas": 2, "maxReplicas": 5},
         "highAvailability": {"podDisruptionBudget": {"enabled": true, "minAvailable": 2}}}));
     let c = condition(&r, "DisruptionBudgetBlocking");
-    assert_eq!(c["status"], "True");
-    assert!(
-        c["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("at 2 replicas")
-    );
+    assert_eq!(c.status, "True");
+    assert!(c.message.contains("at 2 replicas"), "{}", c.message);
 }
 
 /// TLS without `allowPlaintext` leaves no plaintext port reachable from outside the
@@ -669,7 +659,7 @@ fn reload_agent_sidecar() {
             "127.0.0.1:11211"
         ])
     );
-    assert_eq!(condition(&r, "SecretReload")["reason"], "InPlace");
+    assert_eq!(condition(&r, "SecretReload").reason, "InPlace");
     // A memcached too old for the reload: the pods roll, and the status says why.
     let old = render(json!({"image": "memcached:1.5.12", "security": {
         "sasl": {"enabled": true, "credentialsSecretRef": {"name": "s"}}}}));
@@ -682,8 +672,8 @@ fn reload_agent_sidecar() {
     );
     let c = condition(&old, "SecretReload");
     assert_eq!(
-        (c["status"].as_str(), c["reason"].as_str()),
-        (Some("False"), Some("MemcachedTooOld"))
+        (c.status.as_str(), c.reason.as_str()),
+        ("False", "MemcachedTooOld")
     );
     assert!(child(&render(json!({})), "Deployment").is_some());
     assert!(

@@ -84,7 +84,7 @@ fn a_workload_still_missing_after_the_first_sync_is_waited_for() {
     let request = request_json(json!({"replicas": 2}));
     let first = sync_value(&request);
     assert_eq!(
-        condition(&first, "Progressing")["message"],
+        condition(&first, "Progressing").message,
         "Rollout in progress: 0/2 replicas updated"
     );
     // Metacontroller wrote the status but the Deployment was not created (say, refused).
@@ -93,7 +93,7 @@ fn a_workload_still_missing_after_the_first_sync_is_waited_for() {
     let second = sync_value(&again);
     for type_ in ["Progressing", "Degraded", "Ready"] {
         assert_eq!(
-            condition(&second, type_)["message"],
+            condition(&second, type_).message,
             "Waiting for deployment to be created",
             "{type_}"
         );

@@ -690,10 +690,7 @@ fn disruption_budget_blocking_condition() {
         let r =
             render(json!({"replicas": replicas, "highAvailability": {"podDisruptionBudget": pdb}}));
         let c = condition(&r, "DisruptionBudgetBlocking");
-        (
-            c["status"].as_str().unwrap_or_default().to_owned(),
-            c["reason"].as_str().unwrap_or_default().to_owned(),
-        )
+        (c.status, c.reason)
     };
     let yes = ("True".to_owned(), "NoDisruptionsAllowed".to_owned());
     let no = ("False".to_owned(), "DisruptionsAllowed".to_owned());
@@ -736,10 +733,7 @@ fn disruption_budget_blocking_condition() {
     let r = render(
         json!({"replicas": 3, "highAvailability": {"podDisruptionBudget": {"enabled": true, "minAvailable": 3}}}),
     );
-    let message = condition(&r, "DisruptionBudgetBlocking")["message"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let message = condition(&r, "DisruptionBudgetBlocking").message;
     assert!(
         message.contains("my-cache")
             && message.contains("minAvailable 3")
@@ -750,11 +744,11 @@ fn disruption_budget_blocking_condition() {
     assert!(child(&r, "PodDisruptionBudget").is_some(), "still emitted");
     let none = render(json!({}));
     assert!(
-        none["status"]["conditions"]
-            .as_array()
+        crate::common::status(&none)
+            .conditions
             .expect("conditions")
             .iter()
-            .all(|c| c["type"] != "DisruptionBudgetBlocking")
+            .all(|c| c.type_ != "DisruptionBudgetBlocking")
     );
 }
 
@@ -770,10 +764,10 @@ fn undeclared_kinds_are_not_emitted_and_named_in_status() {
     assert!(child(&r, "PodDisruptionBudget").is_none());
     let c = condition(&r, "ChildResourcesMissing");
     assert_eq!(
-        (c["status"].as_str(), c["reason"].as_str()),
-        (Some("True"), Some("NotDeclared"))
+        (c.status.as_str(), c.reason.as_str()),
+        ("True", "NotDeclared")
     );
-    let message = c["message"].as_str().unwrap_or_default();
+    let message = c.message;
     assert!(
         message.contains("poddisruptionbudgets.policy")
             && message.contains("spec.highAvailability.podDisruptionBudget.enabled"),
@@ -782,8 +776,8 @@ fn undeclared_kinds_are_not_emitted_and_named_in_status() {
     let ok = render(json!({}));
     let c = condition(&ok, "ChildResourcesMissing");
     assert_eq!(
-        (c["status"].as_str(), c["reason"].as_str()),
-        (Some("False"), Some("AllDeclared"))
+        (c.status.as_str(), c.reason.as_str()),
+        ("False", "AllDeclared")
     );
 }
 
@@ -826,14 +820,13 @@ fn invalid_spec_keeps_every_observed_child_as_last_applied() {
     }
     let degraded = condition(&r, "Degraded");
     assert_eq!(
-        (degraded["status"].as_str(), degraded["reason"].as_str()),
-        (Some("True"), Some("InvalidSpec"))
+        (degraded.status.as_str(), degraded.reason.as_str()),
+        ("True", "InvalidSpec")
     );
     assert!(
-        degraded["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("spec.replicas")
+        degraded.message.contains("spec.replicas"),
+        "{}",
+        degraded.message
     );
 }
 
@@ -910,11 +903,11 @@ fn over_bound_values_keep_the_observed_children() {
         assert_eq!(children, want, "{field}: kept as last applied");
         let degraded = condition(&r, "Degraded");
         assert_eq!(
-            (degraded["status"].as_str(), degraded["reason"].as_str()),
-            (Some("True"), Some("InvalidSpec")),
+            (degraded.status.as_str(), degraded.reason.as_str()),
+            ("True", "InvalidSpec"),
             "{field}"
         );
-        let message = degraded["message"].as_str().unwrap_or_default();
+        let message = degraded.message;
         assert!(
             message.contains(&format!("{field}: {words}")),
             "{field}: {message}"

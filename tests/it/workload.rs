@@ -135,11 +135,7 @@ fn switch_to_statefulset_and_back_step_by_step() {
     for (name, kinds, reason) in steps {
         let (_, response) = step(name);
         assert_eq!(answered_kinds(&response), kinds, "{name}");
-        assert_eq!(
-            condition(&response, "Progressing")["reason"],
-            reason,
-            "{name}"
-        );
+        assert_eq!(condition(&response, "Progressing").reason, reason, "{name}");
     }
 }
 
@@ -210,11 +206,10 @@ fn statefulsets_not_declared_keep_the_deployment() {
     let (_, response) = step("statefulset-not-declared");
     assert_eq!(answered_kinds(&response), ["Deployment"]);
     let missing = condition(&response, "ChildResourcesMissing");
-    assert_eq!(missing["status"], "True");
+    assert_eq!(missing.status, "True");
     assert!(
-        missing["message"]
-            .as_str()
-            .expect("message")
+        missing
+            .message
             .contains("statefulsets.apps (needed by spec.workload)")
     );
 }
