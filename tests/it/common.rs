@@ -87,17 +87,34 @@ pub fn container(response: &Value) -> &Value {
     &must(response, "Deployment")["spec"]["template"]["spec"]["containers"][0]
 }
 
-/// The child of `T`'s kind in a response, decoded into its k8s-openapi type (which also checks
-/// that it is a well-formed object of that kind).
-pub fn typed<T: k8s_openapi::Resource + serde::de::DeserializeOwned>(response: &Value) -> T {
-    let value = must(response, T::KIND).clone();
-    serde_json::from_value(value).unwrap_or_else(|e| panic!("{} does not decode: {e}", T::KIND))
+/// The child of `T`'s kind in a response, decoded into its k8s-openapi type. The decoding is
+/// strict: the typed value must encode back to the very JSON the hook wrote, so a field the type
+/// does not know (a misspelt or misplaced one) fails the test instead of being dropped, and a
+/// typed comparison says as much as one of the JSON.
+pub fn typed<T>(response: &Value) -> T
+where
+    T: k8s_openapi::Resource + serde::de::DeserializeOwned + serde::Serialize,
+{
+    strict(must(response, T::KIND))
+}
+
+/// `value` decoded into `T`, which must encode back to `value` (see [`typed`]).
+pub fn strict<T: serde::de::DeserializeOwned + serde::Serialize>(value: &Value) -> T {
+    let typed: T = serde_json::from_value(value.clone())
+        .unwrap_or_else(|e| panic!("does not decode: {e}\n{value:#}"));
+    let again = serde_json::to_value(&typed).expect("encodes");
+    assert_eq!(
+        &again, value,
+        "fields the type does not know, or written differently"
+    );
+    typed
 }
 
 /// The child of `T`'s kind, if the response has one, decoded into its k8s-openapi type.
-pub fn try_typed<T: k8s_openapi::Resource + serde::de::DeserializeOwned>(
-    response: &Value,
-) -> Option<T> {
+pub fn try_typed<T>(response: &Value) -> Option<T>
+where
+    T: k8s_openapi::Resource + serde::de::DeserializeOwned + serde::Serialize,
+{
     child(response, T::KIND).map(|_| typed(response))
 }
 
@@ -134,4 +151,10 @@ pub fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
 /// A JSON value decoded into a Kubernetes (or CRD) type.
 pub fn decoded<T: serde::de::DeserializeOwned>(value: Value) -> T {
     serde_json::from_value(value).expect("the value decodes into its type")
+}
+
+#[test]
+#[should_panic(expected = "fields the type does not know")]
+fn strict_decoding_refuses_a_field_the_type_does_not_know() {
+    strict::<Container>(&json!({"name": "memcached", "imagee": "memcached:1.6"}));
 }
