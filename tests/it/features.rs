@@ -5,23 +5,33 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::core::v1::{Container, Service, ServicePort};
+use k8s_openapi::api::core::v1::{Container, ContainerPort, KeyToPath, Service, ServicePort};
+use k8s_openapi::api::networking::v1::{NetworkPolicy, NetworkPolicyIngressRule};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::{Value, json};
 
 use crate::common::{
-    child, condition, container, decoded, map, must, pod_spec, render, request_json, status,
-    sync_value, typed,
+    child, condition, decoded, map, memcached, must, pod_spec, render, request_json, status,
+    strict, sync_value, typed,
 };
-
-fn pod(r: &Value) -> &Value {
-    &must(r, "Deployment")["spec"]["template"]["spec"]
-}
 
 /// The ports of a response's Service.
 fn service_ports(r: &Value) -> Vec<ServicePort> {
     let spec = typed::<Service>(r).spec.expect("spec");
     spec.ports.expect("ports")
+}
+
+/// The first ingress rule of a response's NetworkPolicy.
+fn ingress(r: &Value) -> NetworkPolicyIngressRule {
+    let spec = typed::<NetworkPolicy>(r).spec.expect("spec");
+    spec.ingress.expect("ingress").remove(0)
+}
+
+/// The names of the init containers of a response's Deployment (none: empty).
+fn init_names(r: &Value) -> Vec<String> {
+    let init = pod_spec(r).init_containers.unwrap_or_default();
+    init.into_iter().map(|c| c.name).collect()
 }
 
 /// The pod-template annotations of a response's Deployment.
@@ -140,11 +150,7 @@ fn service_monitor_not_declared_is_reported() {
     list.retain(|c| c["resource"] != "servicemonitors");
     let r = sync_value(&request);
     assert!(child(&r, "ServiceMonitor").is_none());
-    assert_eq!(
-        pod(&r)["containers"].as_array().map(Vec::len),
-        Some(2),
-        "the exporter still runs"
-    );
+    assert_eq!(pod_spec(&r).containers.len(), 2, "the exporter still runs");
     let c = condition(&r, "ChildResourcesMissing");
     assert_eq!(c.status, "True");
     assert!(
@@ -161,21 +167,27 @@ fn sasl_volumes_mounts_and_args() {
     let r = render(
         json!({"security": {"sasl": {"enabled": true, "credentialsSecretRef": {"name": "creds"}}}}),
     );
+    let pod = pod_spec(&r);
     assert_eq!(
-        pod(&r)["volumes"],
-        json!([{"name": "sasl-credentials", "secret": {"secretName": "creds",
+        pod.volumes,
+        Some(strict(
+            &json!([{"name": "sasl-credentials", "secret": {"secretName": "creds",
         "items": [{"key": "password-file", "path": "password-file"}]}},
         {"name": "sasl-auth-file", "emptyDir": {"medium": "Memory", "sizeLimit": "64Ki"}}])
+        ))
     );
-    let c = container(&r);
+    let c = &pod.containers[0];
     // memcached reads only the normalised copy; the init step writes it from the Secret.
     assert_eq!(
-        c["volumeMounts"],
-        json!([{"name": "sasl-auth-file", "mountPath": "/run/memcached/sasl", "readOnly": true}])
+        c.volume_mounts,
+        Some(strict(
+            &json!([{"name": "sasl-auth-file", "mountPath": "/run/memcached/sasl", "readOnly": true}])
+        ))
     );
     assert_eq!(
-        pod(&r)["initContainers"][0],
-        json!({"name": "auth-file", "image": memcached_hook::children::reload_agent::DEFAULT_IMAGE,
+        pod.init_containers.as_deref().expect("init containers")[0],
+        strict::<Container>(
+            &json!({"name": "auth-file", "image": memcached_hook::children::reload_agent::DEFAULT_IMAGE,
                "command": ["/memcached-hook"],
                "args": ["auth-file", "--from", "/etc/memcached/sasl/password-file",
                         "--to", "/run/memcached/sasl/password-file"],
@@ -185,10 +197,11 @@ fn sasl_volumes_mounts_and_args() {
                "volumeMounts": [
                    {"name": "sasl-credentials", "mountPath": "/etc/memcached/sasl", "readOnly": true},
                    {"name": "sasl-auth-file", "mountPath": "/run/memcached/sasl"}]})
+        )
     );
     assert_eq!(
-        c["args"],
-        json!([
+        c.args.as_deref().expect("args"),
+        [
             "-m",
             "64",
             "-c",
@@ -201,16 +214,13 @@ fn sasl_volumes_mounts_and_args() {
             "/run/memcached/sasl/password-file",
             "-X",
             "-W"
-        ])
+        ]
     );
     let disabled = render(
         json!({"security": {"sasl": {"enabled": false, "credentialsSecretRef": {"name": "creds"}}}}),
     );
-    assert!(pod(&disabled).get("volumes").is_none());
-    assert_eq!(
-        container(&disabled)["args"].as_array().map(Vec::len),
-        Some(10)
-    );
+    assert!(pod_spec(&disabled).volumes.is_none());
+    assert_eq!(memcached(&disabled).args.expect("args").len(), 10);
 }
 
 #[test]
@@ -219,14 +229,16 @@ fn tls_and_mtls() {
         json!({"security": {"tls": {"enabled": true, "certificateSecretRef": {"name": "certs"}}}}),
     );
     assert_eq!(
-        pod(&r)["volumes"],
-        json!([{"name": "tls-certificates", "secret": {"secretName": "certs",
+        pod_spec(&r).volumes,
+        Some(strict(
+            &json!([{"name": "tls-certificates", "secret": {"secretName": "certs",
         "items": [{"key": "tls.crt", "path": "tls.crt"}, {"key": "tls.key", "path": "tls.key"}]}}])
+        ))
     );
-    let c = container(&r);
+    let c = memcached(&r);
     assert_eq!(
-        c["args"],
-        json!([
+        c.args.as_deref().expect("args"),
+        [
             "-m",
             "64",
             "-c",
@@ -250,28 +262,39 @@ fn tls_and_mtls() {
             "notls:127.0.0.1:11213",
             "-X",
             "-W"
-        ])
+        ]
     );
     assert_eq!(
-        c["ports"][1],
-        json!({"name": "memcached-tls", "containerPort": 11212, "protocol": "TCP"})
+        c.ports.as_deref().expect("ports")[1],
+        strict::<ContainerPort>(
+            &json!({"name": "memcached-tls", "containerPort": 11212, "protocol": "TCP"})
+        )
     );
+    let readiness = c
+        .readiness_probe
+        .and_then(|p| p.tcp_socket)
+        .expect("a TCP readiness probe");
     assert_eq!(
-        c["readinessProbe"]["tcpSocket"]["port"], "memcached",
+        readiness.port,
+        IntOrString::String("memcached".to_owned()),
         "probes connect to the main port (a TCP connect works on the TLS listener)"
     );
     assert_eq!(
-        must(&r, "Service")["spec"]["ports"][1],
-        json!({"name": "memcached-tls", "port": 11212, "targetPort": "memcached-tls", "protocol": "TCP"})
+        service_ports(&r)[1],
+        strict::<ServicePort>(
+            &json!({"name": "memcached-tls", "port": 11212, "targetPort": "memcached-tls", "protocol": "TCP"})
+        )
     );
     let m = render(
         json!({"security": {"tls": {"enabled": true, "enableClientCert": true, "certificateSecretRef": {"name": "certs"}}}}),
     );
+    let volumes = pod_spec(&m).volumes.expect("volumes");
+    let items = volumes[0].secret.as_ref().and_then(|s| s.items.as_deref());
     assert_eq!(
-        pod(&m)["volumes"][0]["secret"]["items"][2],
-        json!({"key": "ca.crt", "path": "ca.crt"})
+        items.expect("secret items")[2],
+        strict::<KeyToPath>(&json!({"key": "ca.crt", "path": "ca.crt"}))
     );
-    let args: Vec<String> = serde_json::from_value(container(&m)["args"].clone()).expect("args");
+    let args = memcached(&m).args.expect("args");
     let tail: Vec<&str> = args[8..].iter().map(String::as_str).collect();
     assert_eq!(
         tail,
@@ -308,8 +331,8 @@ fn kitchen_sink_argument_order() {
                                        "tls": {"enabled": true, "enableClientCert": true, "certificateSecretRef": {"name": "s"}}}}),
     );
     assert_eq!(
-        container(&r)["args"],
-        json!([
+        memcached(&r).args.expect("args"),
+        [
             "-m",
             "256",
             "-c",
@@ -342,13 +365,10 @@ fn kitchen_sink_argument_order() {
             "-W",
             "--max-reqs-per-event",
             "20"
-        ])
+        ]
     );
-    let volumes: Vec<&str> = pod(&r)["volumes"]
-        .as_array()
-        .expect("volumes")
-        .iter()
-        .filter_map(|v| v["name"].as_str())
+    let volumes: Vec<String> = (pod_spec(&r).volumes.expect("volumes").into_iter())
+        .map(|v| v.name)
         .collect();
     assert_eq!(
         volumes,
@@ -393,26 +413,27 @@ fn secret_hash_and_missing_secrets() {
 #[test]
 fn network_policy() {
     let r = render(json!({"security": {"networkPolicy": {"enabled": true}}}));
-    let np = must(&r, "NetworkPolicy");
     assert_eq!(
-        np["spec"],
-        json!({
+        typed::<NetworkPolicy>(&r).spec,
+        Some(strict(&json!({
         "podSelector": {"matchLabels": {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "my-cache",
                                         "app.kubernetes.io/managed-by": "memcached-operator"}},
         "policyTypes": ["Ingress"],
-        "ingress": [{"ports": [{"protocol": "TCP", "port": 11211}]}]})
+        "ingress": [{"ports": [{"protocol": "TCP", "port": 11211}]}]})))
     );
     let sources = json!([{"namespaceSelector": {"matchLabels": {"team": "a"}}, "podSelector": {"matchLabels": {"app": "web"}}},
                          {"ipBlock": {"cidr": "10.0.0.0/8", "except": ["10.1.0.0/16"]}}]);
     let all = render(json!({"monitoring": {"enabled": true},
         "security": {"networkPolicy": {"enabled": true, "allowedSources": sources},
                      "tls": {"enabled": true, "certificateSecretRef": {"name": "c"}}}}));
-    let rule = &must(&all, "NetworkPolicy")["spec"]["ingress"][0];
+    let rule = ingress(&all);
     assert_eq!(
-        rule["ports"],
-        json!([{"protocol": "TCP", "port": 11211}, {"protocol": "TCP", "port": 11212}, {"protocol": "TCP", "port": 9150}])
+        rule.ports,
+        Some(strict(
+            &json!([{"protocol": "TCP", "port": 11211}, {"protocol": "TCP", "port": 11212}, {"protocol": "TCP", "port": 9150}])
+        ))
     );
-    assert_eq!(rule["from"], sources);
+    assert_eq!(rule.from, Some(strict(&sources)));
     assert!(
         child(
             &render(json!({"security": {"networkPolicy": {"enabled": false}}})),
@@ -427,16 +448,20 @@ fn autoscaling() {
     let spec = json!({"resources": {"requests": {"cpu": "100m"}}, "autoscaling": {"enabled": true, "maxReplicas": 5}});
     let r = render(spec.clone());
     assert!(
-        must(&r, "Deployment")["spec"].get("replicas").is_none(),
+        typed::<Deployment>(&r)
+            .spec
+            .expect("spec")
+            .replicas
+            .is_none(),
         "absent on the first create"
     );
     assert_eq!(
-        must(&r, "HorizontalPodAutoscaler")["spec"],
-        json!({
+        typed::<HorizontalPodAutoscaler>(&r).spec,
+        Some(strict(&json!({
         "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "my-cache"},
         "maxReplicas": 5,
         "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}],
-        "behavior": {"scaleDown": {"stabilizationWindowSeconds": 300}}})
+        "behavior": {"scaleDown": {"stabilizationWindowSeconds": 300}}})))
     );
     let metrics = json!([{"type": "Resource", "resource": {"name": "memory", "target": {"type": "AverageValue", "averageValue": "1024Mi"}}}]);
     let behavior = json!({"scaleUp": {"stabilizationWindowSeconds": 0, "policies": [{"type": "Pods", "value": 2, "periodSeconds": 60}]}});
@@ -511,52 +536,45 @@ fn tls_only_by_default_and_allow_plaintext() {
     };
     let locked = render(spec(None));
     assert_eq!(render(spec(Some(false))), locked, "false is the default");
-    let args = container(&locked)["args"].as_array().expect("args").clone();
+    let args = memcached(&locked).args.expect("args");
     assert_eq!(
         args[args.len() - 8..args.len() - 2],
         [
-            json!("-l"),
-            json!("*:11211"),
-            json!("-l"),
-            json!("*:11212"),
-            json!("-l"),
-            json!("notls:127.0.0.1:11213")
+            "-l",
+            "*:11211",
+            "-l",
+            "*:11212",
+            "-l",
+            "notls:127.0.0.1:11213"
         ]
     );
     // The loopback listener is no container, Service or NetworkPolicy port.
-    let numbers = |v: &Value| -> Vec<i64> {
-        v.as_array()
-            .expect("ports")
-            .iter()
-            .filter_map(|p| p["containerPort"].as_i64().or(p["port"].as_i64()))
-            .collect()
-    };
-    assert_eq!(numbers(&container(&locked)["ports"]), [11211, 11212]);
+    let container_ports: Vec<i32> = (memcached(&locked).ports.expect("ports").iter())
+        .map(|p| p.container_port)
+        .collect();
+    assert_eq!(container_ports, [11211, 11212]);
+    let service: Vec<i32> = service_ports(&locked).iter().map(|p| p.port).collect();
+    assert_eq!(service, [11211, 11212, 9150]);
+    let allowed: Vec<IntOrString> = (ingress(&locked).ports.expect("ports").into_iter())
+        .filter_map(|p| p.port)
+        .collect();
     assert_eq!(
-        numbers(&must(&locked, "Service")["spec"]["ports"]),
-        [11211, 11212, 9150]
+        allowed,
+        [11211, 11212, 9150].map(IntOrString::Int),
+        "numbered ports"
     );
     assert_eq!(
-        numbers(&must(&locked, "NetworkPolicy")["spec"]["ingress"][0]["ports"]),
-        [11211, 11212, 9150]
-    );
-    assert_eq!(
-        pod(&locked)["containers"][1]["args"],
-        json!(["--memcached.address=127.0.0.1:11213"]),
+        pod_spec(&locked).containers[1].args.as_deref(),
+        Some(&["--memcached.address=127.0.0.1:11213".to_owned()][..]),
         "the exporter reads the loopback listener"
     );
     let open = render(spec(Some(true)));
-    let args = container(&open)["args"].as_array().expect("args").clone();
+    let args = memcached(&open).args.expect("args");
     assert_eq!(
         args[args.len() - 6..args.len() - 2],
-        [
-            json!("-l"),
-            json!("notls:*:11211"),
-            json!("-l"),
-            json!("*:11212")
-        ]
+        ["-l", "notls:*:11211", "-l", "*:11212"]
     );
-    assert!(pod(&open)["containers"][1].get("args").is_none());
+    assert!(pod_spec(&open).containers[1].args.is_none());
 }
 
 #[test]
@@ -606,15 +624,14 @@ fn reload_agent_sidecar() {
         typed_agent.command,
         Some(vec!["/memcached-hook".to_owned()])
     );
-    let p = pod(&r);
+    let init = typed_pod
+        .init_containers
+        .as_deref()
+        .expect("init containers");
+    assert_eq!(init[0].name, "auth-file", "the copy is written first");
     assert_eq!(
-        p["initContainers"][0]["name"], "auth-file",
-        "the copy is written first"
-    );
-    let agent = &p["initContainers"][1];
-    assert_eq!(
-        agent["args"],
-        json!([
+        typed_agent.args.as_deref().expect("args"),
+        [
             "reload-agent",
             "--tls-cert",
             "/etc/memcached/tls/tls.crt",
@@ -628,28 +645,35 @@ fn reload_agent_sidecar() {
             "/run/memcached/sasl/password-file",
             "--admin-addr",
             "127.0.0.1:11213"
-        ])
+        ]
     );
     assert_eq!(
-        agent["volumeMounts"],
-        json!([
+        typed_agent.volume_mounts,
+        Some(strict(&json!([
             {"name": "sasl-credentials", "mountPath": "/etc/memcached/sasl", "readOnly": true},
             {"name": "sasl-auth-file", "mountPath": "/run/memcached/sasl"},
             {"name": "tls-certificates", "mountPath": "/etc/memcached/tls", "readOnly": true}
-        ])
+        ])))
     );
-    assert_eq!(agent["securityContext"], json!({"runAsUser": 11211}));
+    assert_eq!(
+        typed_agent.security_context,
+        Some(strict(&json!({"runAsUser": 11211})))
+    );
     // TLS only: no signal, no shared process namespace, the user's context as it is.
     let tls = render(
         json!({"security": {"containerSecurityContext": {"runAsNonRoot": true},
         "tls": {"enabled": true, "allowPlaintext": true, "certificateSecretRef": {"name": "t"}}}}),
     );
-    assert!(pod(&tls).get("shareProcessNamespace").is_none());
-    let agent = &pod(&tls)["initContainers"][0];
-    assert_eq!(agent["securityContext"], json!({"runAsNonRoot": true}));
+    let tls_pod = pod_spec(&tls);
+    assert!(tls_pod.share_process_namespace.is_none());
+    let agent = &tls_pod.init_containers.as_deref().expect("init containers")[0];
     assert_eq!(
-        agent["args"],
-        json!([
+        agent.security_context,
+        Some(strict(&json!({"runAsNonRoot": true})))
+    );
+    assert_eq!(
+        agent.args.as_deref().expect("args"),
+        [
             "reload-agent",
             "--tls-cert",
             "/etc/memcached/tls/tls.crt",
@@ -657,17 +681,15 @@ fn reload_agent_sidecar() {
             "/etc/memcached/tls/tls.key",
             "--admin-addr",
             "127.0.0.1:11211"
-        ])
+        ]
     );
     assert_eq!(condition(&r, "SecretReload").reason, "InPlace");
     // A memcached too old for the reload: the pods roll, and the status says why.
     let old = render(json!({"image": "memcached:1.5.12", "security": {
         "sasl": {"enabled": true, "credentialsSecretRef": {"name": "s"}}}}));
-    let init = pod(&old)["initContainers"].clone();
     assert_eq!(
-        init.as_array()
-            .map(|i| i.iter().map(|c| c["name"].clone()).collect::<Vec<_>>()),
-        Some(vec![json!("auth-file")]),
+        init_names(&old),
+        ["auth-file"],
         "no agent; the auth file copy is still written"
     );
     let c = condition(&old, "SecretReload");
@@ -677,11 +699,11 @@ fn reload_agent_sidecar() {
     );
     assert!(child(&render(json!({})), "Deployment").is_some());
     assert!(
-        render(json!({}))["status"]["conditions"]
-            .as_array()
+        status(&render(json!({})))
+            .conditions
             .expect("conditions")
             .iter()
-            .all(|c| c["type"] != "SecretReload"),
+            .all(|c| c.type_ != "SecretReload"),
         "no condition without SASL and TLS"
     );
     // RollingRestart, or nothing to rotate: no agent.
@@ -691,13 +713,9 @@ fn reload_agent_sidecar() {
         json!({"security": {"secretRotation": "Reload"}}),
     ] {
         let r = render(spec);
-        let init = pod(&r).get("initContainers").cloned().unwrap_or_default();
-        assert!(
-            init.as_array()
-                .is_none_or(|i| i.iter().all(|c| c["name"] != "reload-agent")),
-            "{init}"
-        );
-        assert!(pod(&r).get("shareProcessNamespace").is_none());
+        let init = init_names(&r);
+        assert!(!init.iter().any(|n| n == "reload-agent"), "{init:?}");
+        assert!(pod_spec(&r).share_process_namespace.is_none());
     }
 }
 
@@ -711,9 +729,8 @@ fn reload_hash_covers_only_what_a_reload_cannot_apply() {
         let mut request = request_json(json!({"security": {"secretRotation": rotation,
             "tls": {"enabled": true, "enableClientCert": true, "certificateSecretRef": {"name": "t"}}}}));
         request["related"] = json!({"Secret.v1": {"t": secret("t", data)}});
-        must(&sync_value(&request), "Deployment")["spec"]["template"]["metadata"]["annotations"]
-            ["memcached.c5c3.io/secret-hash"]
-            .clone()
+        template_annotations(&sync_value(&request))
+            .and_then(|mut a| a.remove("memcached.c5c3.io/secret-hash"))
     };
     let v1 = json!({"tls.crt": "YQ==", "tls.key": "Yg==", "ca.crt": "Yw==", "other": "eA=="});
     let renewed = json!({"tls.crt": "YTI=", "tls.key": "YjI=", "ca.crt": "Yw==", "other": "eTI="});
