@@ -82,11 +82,6 @@ pub fn condition(response: &Value, type_: &str) -> Condition {
         .unwrap_or_else(|| panic!("no {type_} condition in {response:#}"))
 }
 
-/// The memcached container of a response's Deployment.
-pub fn container(response: &Value) -> &Value {
-    &must(response, "Deployment")["spec"]["template"]["spec"]["containers"][0]
-}
-
 /// The child of `T`'s kind in a response, decoded into its k8s-openapi type. The decoding is
 /// strict: the typed value must encode back to the very JSON the hook wrote, so a field the type
 /// does not know (a misspelt or misplaced one) fails the test instead of being dropped, and a
