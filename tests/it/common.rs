@@ -95,14 +95,23 @@ where
 
 /// `value` decoded into `T`, which must encode back to `value` (see [`typed`]).
 pub fn strict<T: serde::de::DeserializeOwned + serde::Serialize>(value: &Value) -> T {
+    round_trip(value).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `value` decoded into `T` if it decodes and encodes back to `value`; else what differs.
+pub fn round_trip<T: serde::de::DeserializeOwned + serde::Serialize>(
+    value: &Value,
+) -> Result<T, String> {
     let typed: T = serde_json::from_value(value.clone())
-        .unwrap_or_else(|e| panic!("does not decode: {e}\n{value:#}"));
-    let again = serde_json::to_value(&typed).expect("encodes");
-    assert_eq!(
-        &again, value,
-        "fields the type does not know, or written differently"
-    );
-    typed
+        .map_err(|e| format!("does not decode as its type: {e}\n{value:#}"))?;
+    let again = serde_json::to_value(&typed).expect("a typed object encodes");
+    if &again == value {
+        Ok(typed)
+    } else {
+        Err(format!(
+            "fields the type does not know, or written differently:\n{value:#}\nencodes back as\n{again:#}"
+        ))
+    }
 }
 
 /// The child of `T`'s kind, if the response has one, decoded into its k8s-openapi type.

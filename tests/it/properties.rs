@@ -32,7 +32,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::common::now;
+use crate::common::{condition, decoded, now, try_typed, typed};
 use crate::http::post_json;
 
 const LAST_APPLIED: &str = "metacontroller.k8s.io/last-applied-configuration";
@@ -1376,15 +1376,20 @@ fn children(response: &Value) -> &[Value] {
     response["children"].as_array().map_or(&[], Vec::as_slice)
 }
 
-fn find<'a>(response: &'a Value, kind: &str) -> Option<&'a Value> {
-    children(response).iter().find(|c| c["kind"] == kind)
+/// Whether every label of `small` is in `big` with the same value (neither may be absent).
+fn is_subset(small: Option<&Labels>, big: Option<&Labels>) -> bool {
+    small
+        .zip(big)
+        .is_some_and(|(small, big)| small.iter().all(|(k, v)| big.get(k) == Some(v)))
 }
 
-fn is_subset(small: &Value, big: &Value) -> bool {
-    match (small.as_object(), big.as_object()) {
-        (Some(small), Some(big)) => small.iter().all(|(k, v)| big.get(k) == Some(v)),
-        _ => false,
-    }
+type Labels = BTreeMap<String, String>;
+
+/// The selector and the pod template's labels of a Deployment.
+fn selector_and_pod_labels(deployment: Deployment) -> (LabelSelector, Option<Labels>) {
+    let spec = deployment.spec.expect("spec");
+    let pod_labels = spec.template.metadata.and_then(|m| m.labels);
+    (spec.selector, pod_labels)
 }
 
 /// `monitoring.coreos.com/v1` ServiceMonitor, as the Prometheus Operator's CRD types it (the
@@ -1436,11 +1441,9 @@ struct Endpoint {
 }
 
 fn round_trip<T: DeserializeOwned + Serialize>(child: &Value) -> Outcome {
-    let typed: T = serde_json::from_value(child.clone())
-        .map_err(|e| TestCaseError::fail(format!("does not decode as its type: {e}: {child}")))?;
-    let back = serde_json::to_value(&typed).expect("a typed object encodes");
-    prop_assert_eq!(&back, child);
-    Ok(())
+    crate::common::round_trip::<T>(child)
+        .map(drop)
+        .map_err(TestCaseError::fail)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1481,30 +1484,31 @@ fn same_input_gives_the_same_bytes_whatever_the_key_format() {
 fn deployment_selector_is_within_the_pod_labels_and_never_changes() {
     check(scenario(), |s| {
         let response = sync_value(&s.request_with(&s.ctx.name, &s.spec)).expect("valid");
-        let Some(deployment) = find(&response, "Deployment") else {
+        let Some(deployment) = try_typed::<Deployment>(&response) else {
             prop_assert!(!s.ctx.declared.contains(&("apps/v1", "deployments")));
             return Ok(());
         };
-        let selector = &deployment["spec"]["selector"]["matchLabels"];
-        let pod_labels = &deployment["spec"]["template"]["metadata"]["labels"];
+        let (selector, pod_labels) = selector_and_pod_labels(deployment);
+        let labels = selector.match_labels.as_ref();
         prop_assert!(
-            is_subset(selector, pod_labels),
-            "{selector} not in {pod_labels}"
+            is_subset(labels, pod_labels.as_ref()),
+            "{labels:?} not in {pod_labels:?}"
         );
-        prop_assert_eq!(
-            deployment["spec"]["selector"].as_object().map(Map::len),
-            Some(1)
+        prop_assert!(
+            selector.match_expressions.is_none(),
+            "labels only: {selector:?}"
         );
         // The selector is immutable: the one of the earlier generation, of another spec.
-        let before = s.first();
-        let earlier = &find(&before, "Deployment").expect("declared")["spec"]["selector"];
-        prop_assert_eq!(&deployment["spec"]["selector"], earlier);
+        let before = typed::<Deployment>(&s.first());
+        prop_assert_eq!(&selector, &selector_and_pod_labels(before).0);
         // The Service and the PodDisruptionBudget select the same pods.
-        if let Some(service) = find(&response, "Service") {
-            prop_assert!(is_subset(&service["spec"]["selector"], pod_labels));
+        if let Some(service) = try_typed::<Service>(&response) {
+            let service = service.spec.and_then(|s| s.selector);
+            prop_assert!(is_subset(service.as_ref(), pod_labels.as_ref()));
         }
-        if let Some(pdb) = find(&response, "PodDisruptionBudget") {
-            prop_assert_eq!(&pdb["spec"]["selector"]["matchLabels"], selector);
+        if let Some(pdb) = try_typed::<PodDisruptionBudget>(&response) {
+            let pdb = pdb.spec.and_then(|s| s.selector?.match_labels);
+            prop_assert_eq!(pdb.as_ref(), labels);
         }
         Ok(())
     });
@@ -1531,33 +1535,24 @@ fn pod_labels_never_change_the_selector() {
     });
     check(with_labels, |(s, labels)| {
         let first = s.first();
-        let earlier = find(&first, "Deployment").map(|d| d["spec"]["selector"].clone());
+        let earlier = try_typed::<Deployment>(&first).map(|d| selector_and_pod_labels(d).0);
         let own = labels.keys().any(|k| OWN_LABELS.contains(&k.as_str()));
         let Ok(response) = sync_value(&s.request_with(&s.ctx.name, &s.spec)) else {
             // A 422: Metacontroller changes nothing.
             return Ok(());
         };
-        if let Some(deployment) = find(&response, "Deployment") {
-            let selector = &deployment["spec"]["selector"];
-            prop_assert_eq!(Some(selector), earlier.as_ref());
-            let pod_labels = &deployment["spec"]["template"]["metadata"]["labels"];
+        if let Some(deployment) = try_typed::<Deployment>(&response) {
+            let (selector, pod_labels) = selector_and_pod_labels(deployment);
+            prop_assert_eq!(Some(&selector), earlier.as_ref());
             prop_assert!(
-                is_subset(&selector["matchLabels"], pod_labels),
-                "{selector} not in {pod_labels}"
+                is_subset(selector.match_labels.as_ref(), pod_labels.as_ref()),
+                "{selector:?} not in {pod_labels:?}"
             );
         }
         if own {
-            let degraded = response["status"]["conditions"]
-                .as_array()
-                .and_then(|c| c.iter().find(|c| c["type"] == "Degraded"))
-                .cloned()
-                .unwrap_or_default();
-            prop_assert_eq!(&degraded["reason"], "InvalidSpec");
-            prop_assert!(
-                degraded["message"]
-                    .as_str()
-                    .is_some_and(|m| m.contains("spec.podLabels"))
-            );
+            let degraded = condition(&response, "Degraded");
+            prop_assert_eq!(&degraded.reason, "InvalidSpec");
+            prop_assert!(degraded.message.contains("spec.podLabels"));
         }
         Ok(())
     });
@@ -1611,20 +1606,21 @@ fn a_pod_disruption_budget_never_has_both_budgets() {
     });
     check(with_pdb, |s| {
         let response = sync_value(&s.request_with(&s.ctx.name, &s.spec)).expect("valid");
-        for pdb in children(&response)
-            .iter()
-            .filter(|c| c["kind"] == "PodDisruptionBudget")
-        {
-            let spec = &pdb["spec"];
-            let budgets = usize::from(!spec["minAvailable"].is_null())
-                + usize::from(!spec["maxUnavailable"].is_null());
-            prop_assert_eq!(budgets, 1, "{}", pdb);
+        if let Some(pdb) = try_typed::<PodDisruptionBudget>(&response) {
+            let spec = pdb.spec.expect("spec");
+            let budgets = usize::from(spec.min_available.is_some())
+                + usize::from(spec.max_unavailable.is_some());
+            prop_assert_eq!(budgets, 1, "{:?}", spec);
             let set_min = get(
                 &s.spec,
                 &["highAvailability", "podDisruptionBudget", "minAvailable"],
             );
             if let Some(min) = set_min {
-                prop_assert_eq!(&spec["minAvailable"], min, "minAvailable wins");
+                prop_assert_eq!(
+                    spec.min_available,
+                    Some(decoded(min.clone())),
+                    "minAvailable wins"
+                );
             }
         }
         Ok(())
@@ -1690,14 +1686,10 @@ fn an_invalid_spec_keeps_every_observed_child_as_last_applied() {
                 let mut kept = children(&response).to_vec();
                 kept.sort_by_key(ToString::to_string);
                 prop_assert_eq!(kept, last_applied(&observed));
-                let degraded = response["status"]["conditions"]
-                    .as_array()
-                    .and_then(|c| c.iter().find(|c| c["type"] == "Degraded"))
-                    .cloned()
-                    .unwrap_or_default();
-                prop_assert_eq!(&degraded["status"], "True");
-                prop_assert_eq!(&degraded["reason"], "InvalidSpec");
-                let message = degraded["message"].as_str().unwrap_or("");
+                let degraded = condition(&response, "Degraded");
+                prop_assert_eq!(&degraded.status, "True");
+                prop_assert_eq!(&degraded.reason, "InvalidSpec");
+                let message = &degraded.message;
                 for field in &expected {
                     prop_assert!(message.contains(field), "{field} not in {message}");
                 }
