@@ -12,9 +12,10 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::{Value, json};
 
 use crate::common::{
-    child, condition, decoded, map, memcached, must, pod_spec, render, request_json, status,
-    strict, sync_value, typed,
+    child, condition, decoded, map, memcached, pod_spec, render, request_json, status, strict,
+    sync_value, typed,
 };
+use crate::service_monitor::{self, Endpoint};
 
 /// The ports of a response's Service.
 fn service_ports(r: &Value) -> Vec<ServicePort> {
@@ -112,25 +113,31 @@ fn sasl_metrics_sidecar_is_the_stats_exporter() {
 fn service_monitor() {
     let r = render(json!({"monitoring": {"enabled": true, "serviceMonitor": {
         "additionalLabels": {"release": "prom", "app.kubernetes.io/name": "override"}, "interval": "15s"}}}));
-    let sm = must(&r, "ServiceMonitor");
-    assert_eq!(sm["apiVersion"], "monitoring.coreos.com/v1");
+    let sm = service_monitor::of(&r);
+    assert_eq!(sm.api_version, "monitoring.coreos.com/v1");
     assert_eq!(
-        sm["metadata"]["labels"],
-        json!({"release": "prom", "app.kubernetes.io/name": "memcached",
-        "app.kubernetes.io/instance": "my-cache", "app.kubernetes.io/managed-by": "memcached-operator"})
+        sm.metadata.labels,
+        Some(map(&[
+            ("release", "prom"),
+            ("app.kubernetes.io/name", "memcached"),
+            ("app.kubernetes.io/instance", "my-cache"),
+            ("app.kubernetes.io/managed-by", "memcached-operator")
+        ]))
     );
     assert_eq!(
-        sm["spec"],
-        json!({
+        sm.spec,
+        strict(&json!({
         "selector": {"matchLabels": {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "my-cache",
                                      "app.kubernetes.io/managed-by": "memcached-operator"}},
         "namespaceSelector": {"matchNames": ["default"]},
-        "endpoints": [{"port": "metrics", "interval": "15s", "scrapeTimeout": "10s"}]})
+        "endpoints": [{"port": "metrics", "interval": "15s", "scrapeTimeout": "10s"}]}))
     );
     let defaults = render(json!({"monitoring": {"enabled": true, "serviceMonitor": {}}}));
     assert_eq!(
-        must(&defaults, "ServiceMonitor")["spec"]["endpoints"][0],
-        json!({"port": "metrics", "interval": "30s", "scrapeTimeout": "10s"})
+        service_monitor::of(&defaults).spec.endpoints,
+        [strict::<Endpoint>(
+            &json!({"port": "metrics", "interval": "30s", "scrapeTimeout": "10s"})
+        )]
     );
     assert!(
         child(

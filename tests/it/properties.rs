@@ -21,19 +21,20 @@ use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use memcached_hook::SyncError;
 use memcached_hook::hook::SyncRequest;
 use proptest::collection::{btree_map, vec};
 use proptest::prelude::*;
 use proptest::sample::{Index, select, subsequence};
 use proptest::test_runner::{TestCaseError, TestRunner};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::common::{condition, decoded, now, try_typed, typed};
 use crate::http::post_json;
+use crate::service_monitor::ServiceMonitor;
 
 const LAST_APPLIED: &str = "metacontroller.k8s.io/last-applied-configuration";
 const PARENT_UID: &str = "6f1c2b9e-3d4a-4f5b-9c1d-2e3f4a5b6c7d";
@@ -1390,54 +1391,6 @@ fn selector_and_pod_labels(deployment: Deployment) -> (LabelSelector, Option<Lab
     let spec = deployment.spec.expect("spec");
     let pod_labels = spec.template.metadata.and_then(|m| m.labels);
     (spec.selector, pod_labels)
-}
-
-/// `monitoring.coreos.com/v1` ServiceMonitor, as the Prometheus Operator's CRD types it (the
-/// fields a hook may set; anything else is refused). k8s-openapi has no such type.
-#[derive(Debug, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ServiceMonitor {
-    api_version: String,
-    kind: String,
-    metadata: ObjectMeta,
-    spec: ServiceMonitorSpec,
-}
-
-#[derive(Debug, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ServiceMonitorSpec {
-    selector: LabelSelector,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    namespace_selector: Option<NamespaceSelector>,
-    endpoints: Vec<Endpoint>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    job_label: Option<String>,
-}
-
-#[derive(Debug, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct NamespaceSelector {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    any: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    match_names: Option<Vec<String>>,
-}
-
-#[derive(Debug, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct Endpoint {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    port: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    path: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    scheme: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    interval: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    scrape_timeout: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    honor_labels: Option<bool>,
 }
 
 fn round_trip<T: DeserializeOwned + Serialize>(child: &Value) -> Outcome {
