@@ -144,6 +144,11 @@ pub fn status(response: &Value) -> MemcachedStatus {
     serde_json::from_value(response["status"].clone()).expect("the status decodes")
 }
 
+/// The words of `text`: an expected argument list written as the command line reads.
+pub fn words(text: &str) -> Vec<&str> {
+    text.split_whitespace().collect()
+}
+
 /// A label map from pairs.
 pub fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::common::{
     child, condition, decoded, map, memcached, pod_spec, render, request_json, status, strict,
-    sync_value, typed,
+    sync_value, typed, words,
 };
 use crate::service_monitor::{self, Endpoint};
 
@@ -208,20 +208,7 @@ fn sasl_volumes_mounts_and_args() {
     );
     assert_eq!(
         c.args.as_deref().expect("args"),
-        [
-            "-m",
-            "64",
-            "-c",
-            "1024",
-            "-t",
-            "4",
-            "-I",
-            "1m",
-            "-Y",
-            "/run/memcached/sasl/password-file",
-            "-X",
-            "-W"
-        ]
+        words("-m 64 -c 1024 -t 4 -I 1m -Y /run/memcached/sasl/password-file -X -W")
     );
     let disabled = render(
         json!({"security": {"sasl": {"enabled": false, "credentialsSecretRef": {"name": "creds"}}}}),
@@ -245,31 +232,12 @@ fn tls_and_mtls() {
     let c = memcached(&r);
     assert_eq!(
         c.args.as_deref().expect("args"),
-        [
-            "-m",
-            "64",
-            "-c",
-            "1024",
-            "-t",
-            "4",
-            "-I",
-            "1m",
-            "-Z",
-            "-o",
-            "ssl_chain_cert=/etc/memcached/tls/tls.crt",
-            "-o",
-            "ssl_key=/etc/memcached/tls/tls.key",
-            "-o",
-            "ssl_min_version=2",
-            "-l",
-            "*:11211",
-            "-l",
-            "*:11212",
-            "-l",
-            "notls:127.0.0.1:11213",
-            "-X",
-            "-W"
-        ]
+        words(
+            "-m 64 -c 1024 -t 4 -I 1m -Z \
+             -o ssl_chain_cert=/etc/memcached/tls/tls.crt \
+             -o ssl_key=/etc/memcached/tls/tls.key -o ssl_min_version=2 -l *:11211 \
+             -l *:11212 -l notls:127.0.0.1:11213 -X -W"
+        )
     );
     assert_eq!(
         c.ports.as_deref().expect("ports")[1],
@@ -305,27 +273,12 @@ fn tls_and_mtls() {
     let tail: Vec<&str> = args[8..].iter().map(String::as_str).collect();
     assert_eq!(
         tail,
-        [
-            "-Z",
-            "-o",
-            "ssl_chain_cert=/etc/memcached/tls/tls.crt",
-            "-o",
-            "ssl_key=/etc/memcached/tls/tls.key",
-            "-o",
-            "ssl_min_version=2",
-            "-o",
-            "ssl_ca_cert=/etc/memcached/tls/ca.crt",
-            "-o",
-            "ssl_verify_mode=2",
-            "-l",
-            "*:11211",
-            "-l",
-            "*:11212",
-            "-l",
-            "notls:127.0.0.1:11213",
-            "-X",
-            "-W"
-        ]
+        words(
+            "-Z -o ssl_chain_cert=/etc/memcached/tls/tls.crt \
+             -o ssl_key=/etc/memcached/tls/tls.key -o ssl_min_version=2 \
+             -o ssl_ca_cert=/etc/memcached/tls/ca.crt -o ssl_verify_mode=2 \
+             -l *:11211 -l *:11212 -l notls:127.0.0.1:11213 -X -W"
+        )
     );
 }
 
@@ -339,40 +292,14 @@ fn kitchen_sink_argument_order() {
     );
     assert_eq!(
         memcached(&r).args.expect("args"),
-        [
-            "-m",
-            "256",
-            "-c",
-            "2048",
-            "-t",
-            "8",
-            "-I",
-            "2m",
-            "-vv",
-            "-Y",
-            "/run/memcached/sasl/password-file",
-            "-Z",
-            "-o",
-            "ssl_chain_cert=/etc/memcached/tls/tls.crt",
-            "-o",
-            "ssl_key=/etc/memcached/tls/tls.key",
-            "-o",
-            "ssl_min_version=2",
-            "-o",
-            "ssl_ca_cert=/etc/memcached/tls/ca.crt",
-            "-o",
-            "ssl_verify_mode=2",
-            "-l",
-            "*:11211",
-            "-l",
-            "*:11212",
-            "-l",
-            "notls:127.0.0.1:11213",
-            "-X",
-            "-W",
-            "--max-reqs-per-event",
-            "20"
-        ]
+        words(
+            "-m 256 -c 2048 -t 8 -I 2m -vv -Y /run/memcached/sasl/password-file -Z \
+             -o ssl_chain_cert=/etc/memcached/tls/tls.crt \
+             -o ssl_key=/etc/memcached/tls/tls.key -o ssl_min_version=2 \
+             -o ssl_ca_cert=/etc/memcached/tls/ca.crt -o ssl_verify_mode=2 \
+             -l *:11211 -l *:11212 -l notls:127.0.0.1:11213 -X -W \
+             --max-reqs-per-event 20"
+        )
     );
     let volumes: Vec<String> = (pod_spec(&r).volumes.expect("volumes").into_iter())
         .map(|v| v.name)
@@ -638,21 +565,14 @@ fn reload_agent_sidecar() {
     assert_eq!(init[0].name, "auth-file", "the copy is written first");
     assert_eq!(
         typed_agent.args.as_deref().expect("args"),
-        [
-            "reload-agent",
-            "--tls-cert",
-            "/etc/memcached/tls/tls.crt",
-            "--tls-key",
-            "/etc/memcached/tls/tls.key",
-            "--tls-ca",
-            "/etc/memcached/tls/ca.crt",
-            "--auth-file",
-            "/etc/memcached/sasl/password-file",
-            "--auth-copy",
-            "/run/memcached/sasl/password-file",
-            "--admin-addr",
-            "127.0.0.1:11213"
-        ]
+        words(
+            "reload-agent --tls-cert /etc/memcached/tls/tls.crt \
+             --tls-key /etc/memcached/tls/tls.key \
+             --tls-ca /etc/memcached/tls/ca.crt \
+             --auth-file /etc/memcached/sasl/password-file \
+             --auth-copy /run/memcached/sasl/password-file \
+             --admin-addr 127.0.0.1:11213"
+        )
     );
     assert_eq!(
         typed_agent.volume_mounts,

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::common::{
     child, condition, decode, decoded, map, memcached, must, pod_spec, render, request_json,
-    strict, sync_value, try_typed, typed,
+    strict, sync_value, try_typed, typed, words,
 };
 
 fn base_labels(name: &str) -> BTreeMap<String, String> {
@@ -233,21 +233,7 @@ fn argument_list_follows_the_reference_order() {
     );
     assert_eq!(
         memcached(&all).args.expect("args"),
-        [
-            "-m",
-            "256",
-            "-c",
-            "2048",
-            "-t",
-            "8",
-            "-I",
-            "2m",
-            "-vv",
-            "-X",
-            "-W",
-            "--max-reqs-per-event",
-            "20"
-        ]
+        words("-m 256 -c 2048 -t 8 -I 2m -vv -X -W --max-reqs-per-event 20")
     );
     let zeros = json!({"memcached": {"maxMemoryMB": 0, "maxConnections": 0, "threads": 0, "maxItemSize": "", "verbosity": 1}});
     assert_eq!(
