@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Container, PodSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
 use memcached_hook::api::MemcachedStatus;
 use memcached_hook::hook::SyncRequest;
@@ -142,6 +142,21 @@ pub fn memcached(response: &Value) -> Container {
 /// A response's status, decoded into the CRD's status type.
 pub fn status(response: &Value) -> MemcachedStatus {
     serde_json::from_value(response["status"].clone()).expect("the status decodes")
+}
+
+/// Where a request's `children` holds an observed child: its group (`Kind.apiVersion`, as
+/// Metacontroller keys them) and its name.
+pub fn observed_key(child: &Value) -> (String, String) {
+    let meta: ObjectMeta = decoded(child["metadata"].clone());
+    let (kind, api_version) = (child["kind"].as_str(), child["apiVersion"].as_str());
+    (
+        format!(
+            "{}.{}",
+            kind.expect("kind"),
+            api_version.expect("apiVersion")
+        ),
+        meta.name.expect("name"),
+    )
 }
 
 /// The words of `text`: an expected argument list written as the command line reads.

@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use crate::common::{child, condition, sync_value, try_typed};
+use crate::common::{child, condition, observed_key, sync_value, try_typed};
 
 const LAST_APPLIED: &str = "metacontroller.k8s.io/last-applied-configuration";
 
@@ -28,15 +28,10 @@ fn controller(config_maps: bool) -> Value {
 fn request(namespace: &str, spec: &Value, children: &[Value], status: Option<&Value>) -> Value {
     let mut map = json!({});
     for c in children {
-        let key = format!(
-            "{}.{}",
-            c["kind"].as_str().unwrap(),
-            c["apiVersion"].as_str().unwrap()
-        );
-        let name = c["metadata"]["name"].as_str().unwrap().to_owned();
+        let (group, name) = observed_key(c);
         map.as_object_mut()
             .unwrap()
-            .entry(key)
+            .entry(group)
             .or_insert_with(|| json!({}))[name] = c.clone();
     }
     let mut parent = json!({"apiVersion": "memcached.c5c3.io/v1beta1", "kind": "Memcached",

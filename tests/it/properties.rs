@@ -32,7 +32,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-use crate::common::{condition, decoded, now, try_typed, typed};
+use crate::common::{condition, decoded, now, observed_key, try_typed, typed};
 use crate::http::post_json;
 use crate::service_monitor::ServiceMonitor;
 
@@ -1186,16 +1186,11 @@ fn request(
         children.insert(kind_key(api_version, resource), json!({}));
     }
     for child in observed {
-        let key = format!(
-            "{}.{}",
-            child["kind"].as_str().unwrap_or(""),
-            child["apiVersion"].as_str().unwrap_or("")
-        );
-        let child_name = child["metadata"]["name"].as_str().unwrap_or("");
+        let (key, child_name) = observed_key(child);
         let entry = if ctx.v2 {
             format!("{}/{child_name}", ctx.namespace)
         } else {
-            child_name.to_owned()
+            child_name
         };
         if let Some(Value::Object(map)) = children.get_mut(&key) {
             map.insert(entry, child.clone());
