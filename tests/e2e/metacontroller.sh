@@ -32,10 +32,9 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "${HERE}/../.." && pwd)"
 
 LIMIT="${E2E_MC_TIMEOUT:-1500}"
-if [[ -z "${_E2E_MC_BOUNDED:-}" ]]; then
-  export _E2E_MC_BOUNDED=1
-  exec timeout --kill-after=30 "${LIMIT}" bash "${BASH_SOURCE[0]}" "$@"
-fi
+# shellcheck source=../lib/watchdog.sh
+source "${ROOT}/tests/lib/watchdog.sh"
+bound_run "${LIMIT}" "$@"
 
 # shellcheck source=versions.sh
 source "${HERE}/versions.sh"

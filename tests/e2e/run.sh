@@ -43,10 +43,9 @@ ROOT="$(cd "${HERE}/../.." && pwd)"
 # down. As a last resort the script runs under timeout(1) with 3 more minutes: timeout
 # signals its process group, which holds only what this run started.
 RUN_LIMIT="${E2E_RUN_TIMEOUT:-2400}"
-if [[ -z "${_E2E_RUN_BOUNDED:-}" ]]; then
-  export _E2E_RUN_BOUNDED=1
-  exec timeout --kill-after=30 "$((RUN_LIMIT + 180))" bash "${BASH_SOURCE[0]}" "$@"
-fi
+# shellcheck source=../lib/watchdog.sh
+source "${ROOT}/tests/lib/watchdog.sh"
+bound_run "$((RUN_LIMIT + 180))" "$@"
 
 # shellcheck source=versions.sh
 source "${HERE}/versions.sh"
@@ -106,8 +105,6 @@ finish() {
 trap finish EXIT
 trap 'exit 143' TERM
 trap 'exit 130' INT
-# shellcheck source=../lib/watchdog.sh
-source "${ROOT}/tests/lib/watchdog.sh"
 start_watchdog "${RUN_LIMIT}" "[e2e] E2E_RUN_TIMEOUT=${RUN_LIMIT}s"
 
 # ---- tools ---------------------------------------------------------------------------------------

@@ -34,21 +34,13 @@ source "$ROOT/tests/tools/versions.sh"
 # The pins of tests/manifests/check.sh, read from it so that both suites use one tool set.
 KUSTOMIZE_VERSION=$(sed -n 's/^KUSTOMIZE_VERSION="\(.*\)"$/\1/p' "$ROOT/tests/manifests/check.sh")
 K8S_VALIDATE_VERSION=$(sed -n 's/^K8S_VERSION="\(.*\)"$/\1/p' "$ROOT/tests/manifests/check.sh")
-TOOLS_REVISION=$(sed -n 's/^TOOLS_REVISION=\(.*\)$/\1/p' "$ROOT/tests/manifests/check.sh")
-PY_KEY=$( { echo "$TOOLS_REVISION"; cat "$ROOT/tests/manifests/requirements.txt"; } | sha256sum | cut -c1-12)
-VENV="$CACHE/venv/manifests-$PY_KEY"
 KUSTOMIZE="$CACHE/bin/kustomize-$KUSTOMIZE_VERSION/kustomize"
 RELEASE_NS=memcached-system
 
-WORK=$(mktemp -d)
-CLUSTER_UP=0
-cleanup() {
-    if ((CLUSTER_UP)); then
-        E2E_STATE_DIR="$WORK/e2e" bash "$ROOT/tests/e2e/cluster.sh" down >>"$WORK/cluster.log" 2>&1 || true
-    fi
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
+# WORK, suite_cluster_up, manifests_venv
+# shellcheck source=tests/lib/suite-cluster.sh
+source "$ROOT/tests/lib/suite-cluster.sh"
+VENV=$(manifests_venv)
 
 # step, elapsed, passed/failed/failures, t_all
 # shellcheck source=tests/lib/steps.sh
@@ -261,12 +253,7 @@ install() {
         echo "with the Prometheus Operator CRDs: ServiceMonitors and the PrometheusRule are installed too"
     fi
     # The chart installs the Memcached CRD itself (crds/); Metacontroller is not needed.
-    E2E_STATE_DIR="$WORK/e2e" E2E_METACONTROLLER=0 E2E_PRELOAD_MANIFESTS="$preload" \
-        bash "$ROOT/tests/e2e/cluster.sh" up >"$WORK/env.sh" 2>"$WORK/cluster.log" || {
-        tail -n 20 "$WORK/cluster.log"
-        return 1
-    }
-    CLUSTER_UP=1
+    suite_cluster_up "$preload" || return 1
     # shellcheck source=/dev/null
     source "$WORK/env.sh"
     local t0=$EPOCHREALTIME

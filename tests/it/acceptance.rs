@@ -6,6 +6,7 @@ use axum::http::StatusCode;
 use memcached_hook::server::Config;
 use serde_json::{Value, json};
 
+use crate::common::condition;
 use crate::http::{call, post};
 
 fn steady_state() -> Vec<u8> {
@@ -43,13 +44,9 @@ async fn children_the_cluster_would_refuse_keep_the_observed_ones() {
     let (status, answer) = sync(body).await;
     assert_eq!(status, StatusCode::OK);
     let answer: Value = serde_json::from_str(&answer).expect("json");
-    let invalid = answer["status"]["conditions"]
-        .as_array()
-        .expect("conditions")
-        .iter()
-        .find(|c| c["reason"] == "InvalidSpec")
-        .expect("an InvalidSpec condition");
-    let message = invalid["message"].as_str().unwrap_or_default();
+    let invalid = condition(&answer, "Degraded");
+    assert_eq!(invalid.reason, "InvalidSpec");
+    let message = invalid.message;
     assert!(
         message.contains("Service/cache.metadata.annotations: Too long: may not be more than 262144 bytes in total as stored"),
         "{message}"

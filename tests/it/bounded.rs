@@ -12,13 +12,7 @@ use memcached_hook::server::{Config, router};
 use serde_json::{Value, json};
 use tower::ServiceExt as _;
 
-use super::http::{call, fixture, post};
-
-/// Status and JSON body of `request` through a router for `config`.
-async fn answer(config: &Config, request: axum::http::Request<Body>) -> (StatusCode, Value) {
-    let (status, _, body) = call(config, request).await;
-    (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
-}
+use super::http::{answer, fixture, post};
 
 /// A body of unannounced length that sends one byte and then nothing until its sender drops.
 struct Stalled {

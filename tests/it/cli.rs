@@ -4,7 +4,13 @@
 use std::path::Path;
 use std::process::Command;
 
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, CustomResourceSubresourceStatus, CustomResourceSubresources,
+};
 use serde_json::Value;
+
+use crate::common::strict;
 
 const BIN: &str = env!("CARGO_BIN_EXE_memcached-hook");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -38,36 +44,38 @@ fn golden_files_crd_matches_the_generated_one() {
     expect_test::expect_file!["../../deploy/crd.yaml"].assert_eq(&generated);
     expect_test::expect_file!["../../charts/memcached-hook/crds/memcacheds.memcached.c5c3.io.yaml"]
         .assert_eq(&generated);
-    let crd = &yaml_documents(&generated)[0];
-    let versions = crd["spec"]["versions"].as_array().expect("versions");
+    let crd: CustomResourceDefinition = strict(&yaml_documents(&generated)[0]);
+    let versions = crd.spec.versions;
     assert_eq!(versions.len(), 2);
     let (alpha, beta) = (&versions[0], &versions[1]);
     assert_eq!(
-        (
-            alpha["name"].as_str(),
-            alpha["storage"].as_bool(),
-            alpha["served"].as_bool()
-        ),
-        (Some("v1alpha1"), Some(false), Some(true))
+        (alpha.name.as_str(), alpha.storage, alpha.served),
+        ("v1alpha1", false, true)
     );
     assert_eq!(
-        (
-            beta["name"].as_str(),
-            beta["storage"].as_bool(),
-            beta["served"].as_bool()
-        ),
-        (Some("v1beta1"), Some(true), Some(true))
+        (beta.name.as_str(), beta.storage, beta.served),
+        ("v1beta1", true, true)
     );
-    assert_eq!(alpha["schema"], beta["schema"], "identical schemas");
-    assert_eq!(beta["subresources"], serde_json::json!({"status": {}}));
-    let columns: Vec<&str> = beta["additionalPrinterColumns"]
-        .as_array()
-        .expect("columns")
-        .iter()
-        .filter_map(|c| c["name"].as_str())
+    assert_eq!(alpha.schema, beta.schema, "identical schemas");
+    assert_eq!(
+        beta.subresources,
+        Some(CustomResourceSubresources {
+            status: Some(CustomResourceSubresourceStatus(serde_json::json!({}))),
+            scale: None,
+        })
+    );
+    let columns: Vec<&str> = (beta.additional_printer_columns.iter().flatten())
+        .map(|c| c.name.as_str())
         .collect();
     assert_eq!(columns, ["Replicas", "Ready", "Status", "Age"]);
-    assert!(beta["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]["observedGeneration"].is_object());
+    let schema = beta
+        .schema
+        .as_ref()
+        .and_then(|s| s.open_api_v3_schema.as_ref());
+    let status = schema
+        .and_then(|s| s.properties.as_ref()?.get("status")?.properties.as_ref())
+        .expect("a status schema with properties");
+    assert!(status.contains_key("observedGeneration"));
 }
 
 /// Drops what Metacontroller adds to a child (namespace, owner references).
@@ -130,14 +138,17 @@ fn render_of_a_statefulset_sample_prints_a_statefulset_and_no_deployment() {
     let kinds: Vec<&str> = rendered.iter().filter_map(|o| o["kind"].as_str()).collect();
     assert!(kinds.contains(&"StatefulSet"), "{kinds:?}");
     assert!(!kinds.contains(&"Deployment"), "{kinds:?}");
-    let set = rendered
-        .iter()
-        .find(|o| o["kind"] == "StatefulSet")
-        .expect("StatefulSet");
-    assert_eq!(set["metadata"]["name"], "cache-sts");
-    assert_eq!(set["spec"]["serviceName"], "cache-sts");
-    assert_eq!(set["spec"]["podManagementPolicy"], "Parallel");
-    assert!(set["spec"].get("volumeClaimTemplates").is_none());
+    let set: StatefulSet = strict(
+        rendered
+            .iter()
+            .find(|o| o["kind"] == "StatefulSet")
+            .expect("StatefulSet"),
+    );
+    assert_eq!(set.metadata.name.as_deref(), Some("cache-sts"));
+    let spec = set.spec.expect("spec");
+    assert_eq!(spec.service_name.as_deref(), Some("cache-sts"));
+    assert_eq!(spec.pod_management_policy.as_deref(), Some("Parallel"));
+    assert!(spec.volume_claim_templates.is_none());
 }
 
 #[test]

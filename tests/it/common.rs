@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Container, PodSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
 use memcached_hook::api::MemcachedStatus;
 use memcached_hook::hook::Received;
@@ -71,30 +72,53 @@ pub fn must<'a>(response: &'a Value, kind: &str) -> &'a Value {
     child(response, kind).unwrap_or_else(|| panic!("no {kind} in {response:#}"))
 }
 
-/// The condition of `type_` in a response's status.
-pub fn condition<'a>(response: &'a Value, type_: &str) -> &'a Value {
+/// The condition of `type_` in a response's status, decoded into `metav1.Condition` (which
+/// also checks that it has every required field).
+pub fn condition(response: &Value, type_: &str) -> Condition {
     response["status"]["conditions"]
         .as_array()
         .and_then(|c| c.iter().find(|c| c["type"] == type_))
+        .map(|c| decoded(c.clone()))
         .unwrap_or_else(|| panic!("no {type_} condition in {response:#}"))
 }
 
-/// The memcached container of a response's Deployment.
-pub fn container(response: &Value) -> &Value {
-    &must(response, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+/// The child of `T`'s kind in a response, decoded into its k8s-openapi type. The decoding is
+/// strict: the typed value must encode back to the very JSON the hook wrote, so a field the type
+/// does not know (a misspelt or misplaced one) fails the test instead of being dropped, and a
+/// typed comparison says as much as one of the JSON.
+pub fn typed<T>(response: &Value) -> T
+where
+    T: k8s_openapi::Resource + serde::de::DeserializeOwned + serde::Serialize,
+{
+    strict(must(response, T::KIND))
 }
 
-/// The child of `T`'s kind in a response, decoded into its k8s-openapi type (which also checks
-/// that it is a well-formed object of that kind).
-pub fn typed<T: k8s_openapi::Resource + serde::de::DeserializeOwned>(response: &Value) -> T {
-    let value = must(response, T::KIND).clone();
-    serde_json::from_value(value).unwrap_or_else(|e| panic!("{} does not decode: {e}", T::KIND))
+/// `value` decoded into `T`, which must encode back to `value` (see [`typed`]).
+pub fn strict<T: serde::de::DeserializeOwned + serde::Serialize>(value: &Value) -> T {
+    round_trip(value).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `value` decoded into `T` if it decodes and encodes back to `value`; else what differs.
+pub fn round_trip<T: serde::de::DeserializeOwned + serde::Serialize>(
+    value: &Value,
+) -> Result<T, String> {
+    let typed: T = serde_json::from_value(value.clone())
+        .map_err(|e| format!("does not decode as its type: {e}\n{value:#}"))?;
+    let again = serde_json::to_value(&typed).expect("a typed object encodes");
+    if &again == value {
+        Ok(typed)
+    } else {
+        Err(format!(
+            "fields the type does not know, or written differently:\n{value:#}\nencodes back as\n{again:#}"
+        ))
+    }
 }
 
 /// The child of `T`'s kind, if the response has one, decoded into its k8s-openapi type.
-pub fn try_typed<T: k8s_openapi::Resource + serde::de::DeserializeOwned>(
-    response: &Value,
-) -> Option<T> {
+pub fn try_typed<T>(response: &Value) -> Option<T>
+where
+    T: k8s_openapi::Resource + serde::de::DeserializeOwned + serde::Serialize,
+{
     child(response, T::KIND).map(|_| typed(response))
 }
 
@@ -120,6 +144,26 @@ pub fn status(response: &Value) -> MemcachedStatus {
     serde_json::from_value(response["status"].clone()).expect("the status decodes")
 }
 
+/// Where a request's `children` holds an observed child: its group (`Kind.apiVersion`, as
+/// Metacontroller keys them) and its name.
+pub fn observed_key(child: &Value) -> (String, String) {
+    let meta: ObjectMeta = decoded(child["metadata"].clone());
+    let (kind, api_version) = (child["kind"].as_str(), child["apiVersion"].as_str());
+    (
+        format!(
+            "{}.{}",
+            kind.expect("kind"),
+            api_version.expect("apiVersion")
+        ),
+        meta.name.expect("name"),
+    )
+}
+
+/// The words of `text`: an expected argument list written as the command line reads.
+pub fn words(text: &str) -> Vec<&str> {
+    text.split_whitespace().collect()
+}
+
 /// A label map from pairs.
 pub fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
@@ -131,4 +175,10 @@ pub fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
 /// A JSON value decoded into a Kubernetes (or CRD) type.
 pub fn decoded<T: serde::de::DeserializeOwned>(value: Value) -> T {
     serde_json::from_value(value).expect("the value decodes into its type")
+}
+
+#[test]
+#[should_panic(expected = "fields the type does not know")]
+fn strict_decoding_refuses_a_field_the_type_does_not_know() {
+    strict::<Container>(&json!({"name": "memcached", "imagee": "memcached:1.6"}));
 }

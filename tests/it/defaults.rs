@@ -5,30 +5,35 @@
 
 use serde_json::{Value, json};
 
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    JSONSchemaProps, JSONSchemaPropsOrArray,
+};
+
 use crate::common::render;
+use crate::reference::stored_schema;
 
 /// `value` with the defaults of `schema` filled in, as the API server does on create and read.
-fn defaulted(schema: &Value, value: &mut Value) {
-    if let (Some(properties), Some(object)) =
-        (schema["properties"].as_object(), value.as_object_mut())
-    {
+fn defaulted(schema: &JSONSchemaProps, value: &mut Value) {
+    if let (Some(properties), Some(object)) = (&schema.properties, value.as_object_mut()) {
         for (name, property) in properties {
-            if let (false, Some(default)) = (object.contains_key(name), property.get("default")) {
-                object.insert(name.clone(), default.clone());
+            if let (false, Some(default)) = (object.contains_key(name), &property.default) {
+                object.insert(name.clone(), default.0.clone());
             }
             if let Some(field) = object.get_mut(name) {
                 defaulted(property, field);
             }
         }
     }
-    if let (Some(items), Some(list)) = (schema.get("items"), value.as_array_mut()) {
+    if let (Some(JSONSchemaPropsOrArray::Schema(items)), Some(list)) =
+        (&schema.items, value.as_array_mut())
+    {
         list.iter_mut().for_each(|item| defaulted(items, item));
     }
 }
 
-fn spec_schema() -> Value {
-    let crd = serde_json::to_value(memcached_hook::api::crd()).expect("CRD encodes");
-    crd["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["properties"]["spec"].clone()
+fn spec_schema() -> JSONSchemaProps {
+    let mut properties = stored_schema().properties.expect("properties");
+    properties.remove("spec").expect("a spec schema")
 }
 
 /// Specs covering each block, present and absent, and every sample.

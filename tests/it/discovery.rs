@@ -3,10 +3,11 @@
 //! bytes depend on the spec and the membership only, never on readiness, revisions, pod
 //! template changes or the parent's status.
 
+use k8s_openapi::api::core::v1::ConfigMap;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use crate::common::{condition, sync_value};
+use crate::common::{child, condition, observed_key, sync_value, try_typed};
 
 const LAST_APPLIED: &str = "metacontroller.k8s.io/last-applied-configuration";
 
@@ -27,15 +28,10 @@ fn controller(config_maps: bool) -> Value {
 fn request(namespace: &str, spec: &Value, children: &[Value], status: Option<&Value>) -> Value {
     let mut map = json!({});
     for c in children {
-        let key = format!(
-            "{}.{}",
-            c["kind"].as_str().unwrap(),
-            c["apiVersion"].as_str().unwrap()
-        );
-        let name = c["metadata"]["name"].as_str().unwrap().to_owned();
+        let (group, name) = observed_key(c);
         map.as_object_mut()
             .unwrap()
-            .entry(key)
+            .entry(group)
             .or_insert_with(|| json!({}))[name] = c.clone();
     }
     let mut parent = json!({"apiVersion": "memcached.c5c3.io/v1beta1", "kind": "Memcached",
@@ -51,19 +47,16 @@ fn request(namespace: &str, spec: &Value, children: &[Value], status: Option<&Va
     json!({"controller": controller(true), "parent": parent, "children": map, "related": related})
 }
 
-fn config_map(response: &Value) -> Option<&Value> {
-    response["children"]
-        .as_array()?
-        .iter()
-        .find(|c| c["kind"] == "ConfigMap")
+fn config_map(response: &Value) -> Option<ConfigMap> {
+    try_typed(response)
 }
 
 /// The ConfigMap's data as a reader sees it: each key, then its value.
 fn shown(response: &Value) -> String {
     let cm = config_map(response).expect("a ConfigMap");
-    let mut out = format!("# {}\n", cm["metadata"]["name"].as_str().unwrap());
-    for (key, value) in cm["data"].as_object().expect("data") {
-        out.push_str(&format!("--- {key}\n{}\n", value.as_str().unwrap()));
+    let mut out = format!("# {}\n", cm.metadata.name.expect("name"));
+    for (key, value) in cm.data.expect("data") {
+        out.push_str(&format!("--- {key}\n{value}\n"));
     }
     out
 }
@@ -118,13 +111,12 @@ fn the_config_map_is_written_only_when_enabled_and_declared() {
     let response = sync_value(&undeclared);
     assert!(config_map(&response).is_none());
     let missing = condition(&response, "ChildResourcesMissing");
-    assert_eq!(missing["status"], "True");
+    assert_eq!(missing.status, "True");
     assert!(
-        missing["message"]
-            .as_str()
-            .unwrap()
+        missing
+            .message
             .contains("configmaps (needed by spec.discovery.configMap.enabled)"),
-        "{missing}"
+        "{missing:?}"
     );
 }
 
@@ -177,11 +169,11 @@ fn an_invalid_spec_keeps_the_config_map_as_last_applied() {
     let mut invalid = spec.clone();
     invalid["replicas"] = json!(65);
     let response = sync_value(&request("shop", &invalid, &children, None));
-    assert_eq!(condition(&response, "Degraded")["reason"], "InvalidSpec");
+    assert_eq!(condition(&response, "Degraded").reason, "InvalidSpec");
     let kept = config_map(&response).expect("the ConfigMap is kept");
     let want = config_map(&first).unwrap();
-    assert_eq!(kept["data"], want["data"]);
-    assert_eq!(kept["metadata"]["name"], "cache-servers");
+    assert_eq!(kept.data, want.data);
+    assert_eq!(kept.metadata.name.as_deref(), Some("cache-servers"));
 }
 
 /// An observed workload's state in a rolling restart or with pods not ready: what must not
@@ -241,14 +233,15 @@ fn the_config_map_bytes_depend_on_the_spec_and_the_membership_only() {
     );
     let result = runner.run(&strategy, |(spec, state, status, trigger)| {
         let first = first_sync("shop", &spec);
-        let baseline = serde_json::to_vec(config_map(&first).expect("a ConfigMap")).unwrap();
+        let baseline =
+            serde_json::to_vec(child(&first, "ConfigMap").expect("a ConfigMap")).unwrap();
         // The workload as observed mid-rollout, the parent with a restart trigger and any status.
         let children = observed(&first, "shop", &state);
         let mut req = request("shop", &spec, &children, status.as_ref());
         req["parent"]["metadata"]["annotations"] =
             json!({"memcached.c5c3.io/restart-trigger": trigger});
         let response = sync_value(&req);
-        let now = serde_json::to_vec(config_map(&response).expect("a ConfigMap")).unwrap();
+        let now = serde_json::to_vec(child(&response, "ConfigMap").expect("a ConfigMap")).unwrap();
         prop_assert_eq!(
             String::from_utf8_lossy(&now),
             String::from_utf8_lossy(&baseline)

@@ -5,23 +5,34 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::core::v1::{Container, Service, ServicePort};
+use k8s_openapi::api::core::v1::{Container, ContainerPort, KeyToPath, Service, ServicePort};
+use k8s_openapi::api::networking::v1::{NetworkPolicy, NetworkPolicyIngressRule};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::{Value, json};
 
 use crate::common::{
-    child, condition, container, decoded, map, must, pod_spec, render, request_json, status,
-    sync_value, typed,
+    child, condition, decoded, map, memcached, pod_spec, render, request_json, status, strict,
+    sync_value, typed, words,
 };
-
-fn pod(r: &Value) -> &Value {
-    &must(r, "Deployment")["spec"]["template"]["spec"]
-}
+use crate::service_monitor::{self, Endpoint};
 
 /// The ports of a response's Service.
 fn service_ports(r: &Value) -> Vec<ServicePort> {
     let spec = typed::<Service>(r).spec.expect("spec");
     spec.ports.expect("ports")
+}
+
+/// The first ingress rule of a response's NetworkPolicy.
+fn ingress(r: &Value) -> NetworkPolicyIngressRule {
+    let spec = typed::<NetworkPolicy>(r).spec.expect("spec");
+    spec.ingress.expect("ingress").remove(0)
+}
+
+/// The names of the init containers of a response's Deployment (none: empty).
+fn init_names(r: &Value) -> Vec<String> {
+    let init = pod_spec(r).init_containers.unwrap_or_default();
+    init.into_iter().map(|c| c.name).collect()
 }
 
 /// The pod-template annotations of a response's Deployment.
@@ -102,25 +113,31 @@ fn sasl_metrics_sidecar_is_the_stats_exporter() {
 fn service_monitor() {
     let r = render(json!({"monitoring": {"enabled": true, "serviceMonitor": {
         "additionalLabels": {"release": "prom", "app.kubernetes.io/name": "override"}, "interval": "15s"}}}));
-    let sm = must(&r, "ServiceMonitor");
-    assert_eq!(sm["apiVersion"], "monitoring.coreos.com/v1");
+    let sm = service_monitor::of(&r);
+    assert_eq!(sm.api_version, "monitoring.coreos.com/v1");
     assert_eq!(
-        sm["metadata"]["labels"],
-        json!({"release": "prom", "app.kubernetes.io/name": "memcached",
-        "app.kubernetes.io/instance": "my-cache", "app.kubernetes.io/managed-by": "memcached-operator"})
+        sm.metadata.labels,
+        Some(map(&[
+            ("release", "prom"),
+            ("app.kubernetes.io/name", "memcached"),
+            ("app.kubernetes.io/instance", "my-cache"),
+            ("app.kubernetes.io/managed-by", "memcached-operator")
+        ]))
     );
     assert_eq!(
-        sm["spec"],
-        json!({
+        sm.spec,
+        strict(&json!({
         "selector": {"matchLabels": {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "my-cache",
                                      "app.kubernetes.io/managed-by": "memcached-operator"}},
         "namespaceSelector": {"matchNames": ["default"]},
-        "endpoints": [{"port": "metrics", "interval": "15s", "scrapeTimeout": "10s"}]})
+        "endpoints": [{"port": "metrics", "interval": "15s", "scrapeTimeout": "10s"}]}))
     );
     let defaults = render(json!({"monitoring": {"enabled": true, "serviceMonitor": {}}}));
     assert_eq!(
-        must(&defaults, "ServiceMonitor")["spec"]["endpoints"][0],
-        json!({"port": "metrics", "interval": "30s", "scrapeTimeout": "10s"})
+        service_monitor::of(&defaults).spec.endpoints,
+        [strict::<Endpoint>(
+            &json!({"port": "metrics", "interval": "30s", "scrapeTimeout": "10s"})
+        )]
     );
     assert!(
         child(
@@ -140,19 +157,15 @@ fn service_monitor_not_declared_is_reported() {
     list.retain(|c| c["resource"] != "servicemonitors");
     let r = sync_value(&request);
     assert!(child(&r, "ServiceMonitor").is_none());
-    assert_eq!(
-        pod(&r)["containers"].as_array().map(Vec::len),
-        Some(2),
-        "the exporter still runs"
-    );
+    assert_eq!(pod_spec(&r).containers.len(), 2, "the exporter still runs");
     let c = condition(&r, "ChildResourcesMissing");
-    assert_eq!(c["status"], "True");
-    let message = c["message"].as_str().unwrap_or_default();
+    assert_eq!(c.status, "True");
     assert!(
-        message.contains(
+        c.message.contains(
             "servicemonitors.monitoring.coreos.com (needed by spec.monitoring.serviceMonitor)"
         ),
-        "{message}"
+        "{}",
+        c.message
     );
 }
 
@@ -161,21 +174,27 @@ fn sasl_volumes_mounts_and_args() {
     let r = render(
         json!({"security": {"sasl": {"enabled": true, "credentialsSecretRef": {"name": "creds"}}}}),
     );
+    let pod = pod_spec(&r);
     assert_eq!(
-        pod(&r)["volumes"],
-        json!([{"name": "sasl-credentials", "secret": {"secretName": "creds",
+        pod.volumes,
+        Some(strict(
+            &json!([{"name": "sasl-credentials", "secret": {"secretName": "creds",
         "items": [{"key": "password-file", "path": "password-file"}]}},
         {"name": "sasl-auth-file", "emptyDir": {"medium": "Memory", "sizeLimit": "64Ki"}}])
+        ))
     );
-    let c = container(&r);
+    let c = &pod.containers[0];
     // memcached reads only the normalised copy; the init step writes it from the Secret.
     assert_eq!(
-        c["volumeMounts"],
-        json!([{"name": "sasl-auth-file", "mountPath": "/run/memcached/sasl", "readOnly": true}])
+        c.volume_mounts,
+        Some(strict(
+            &json!([{"name": "sasl-auth-file", "mountPath": "/run/memcached/sasl", "readOnly": true}])
+        ))
     );
     assert_eq!(
-        pod(&r)["initContainers"][0],
-        json!({"name": "auth-file", "image": memcached_hook::children::reload_agent::DEFAULT_IMAGE,
+        pod.init_containers.as_deref().expect("init containers")[0],
+        strict::<Container>(
+            &json!({"name": "auth-file", "image": memcached_hook::children::reload_agent::DEFAULT_IMAGE,
                "command": ["/memcached-hook"],
                "args": ["auth-file", "--from", "/etc/memcached/sasl/password-file",
                         "--to", "/run/memcached/sasl/password-file"],
@@ -185,32 +204,17 @@ fn sasl_volumes_mounts_and_args() {
                "volumeMounts": [
                    {"name": "sasl-credentials", "mountPath": "/etc/memcached/sasl", "readOnly": true},
                    {"name": "sasl-auth-file", "mountPath": "/run/memcached/sasl"}]})
+        )
     );
     assert_eq!(
-        c["args"],
-        json!([
-            "-m",
-            "64",
-            "-c",
-            "1024",
-            "-t",
-            "4",
-            "-I",
-            "1m",
-            "-Y",
-            "/run/memcached/sasl/password-file",
-            "-X",
-            "-W"
-        ])
+        c.args.as_deref().expect("args"),
+        words("-m 64 -c 1024 -t 4 -I 1m -Y /run/memcached/sasl/password-file -X -W")
     );
     let disabled = render(
         json!({"security": {"sasl": {"enabled": false, "credentialsSecretRef": {"name": "creds"}}}}),
     );
-    assert!(pod(&disabled).get("volumes").is_none());
-    assert_eq!(
-        container(&disabled)["args"].as_array().map(Vec::len),
-        Some(10)
-    );
+    assert!(pod_spec(&disabled).volumes.is_none());
+    assert_eq!(memcached(&disabled).args.expect("args").len(), 10);
 }
 
 #[test]
@@ -219,83 +223,62 @@ fn tls_and_mtls() {
         json!({"security": {"tls": {"enabled": true, "certificateSecretRef": {"name": "certs"}}}}),
     );
     assert_eq!(
-        pod(&r)["volumes"],
-        json!([{"name": "tls-certificates", "secret": {"secretName": "certs",
+        pod_spec(&r).volumes,
+        Some(strict(
+            &json!([{"name": "tls-certificates", "secret": {"secretName": "certs",
         "items": [{"key": "tls.crt", "path": "tls.crt"}, {"key": "tls.key", "path": "tls.key"}]}}])
+        ))
     );
-    let c = container(&r);
+    let c = memcached(&r);
     assert_eq!(
-        c["args"],
-        json!([
-            "-m",
-            "64",
-            "-c",
-            "1024",
-            "-t",
-            "4",
-            "-I",
-            "1m",
-            "-Z",
-            "-o",
-            "ssl_chain_cert=/etc/memcached/tls/tls.crt",
-            "-o",
-            "ssl_key=/etc/memcached/tls/tls.key",
-            "-o",
-            "ssl_min_version=2",
-            "-l",
-            "*:11211",
-            "-l",
-            "*:11212",
-            "-l",
-            "notls:127.0.0.1:11213",
-            "-X",
-            "-W"
-        ])
+        c.args.as_deref().expect("args"),
+        words(
+            "-m 64 -c 1024 -t 4 -I 1m -Z \
+             -o ssl_chain_cert=/etc/memcached/tls/tls.crt \
+             -o ssl_key=/etc/memcached/tls/tls.key -o ssl_min_version=2 -l *:11211 \
+             -l *:11212 -l notls:127.0.0.1:11213 -X -W"
+        )
     );
     assert_eq!(
-        c["ports"][1],
-        json!({"name": "memcached-tls", "containerPort": 11212, "protocol": "TCP"})
+        c.ports.as_deref().expect("ports")[1],
+        strict::<ContainerPort>(
+            &json!({"name": "memcached-tls", "containerPort": 11212, "protocol": "TCP"})
+        )
     );
+    let readiness = c
+        .readiness_probe
+        .and_then(|p| p.tcp_socket)
+        .expect("a TCP readiness probe");
     assert_eq!(
-        c["readinessProbe"]["tcpSocket"]["port"], "memcached",
+        readiness.port,
+        IntOrString::String("memcached".to_owned()),
         "probes connect to the main port (a TCP connect works on the TLS listener)"
     );
     assert_eq!(
-        must(&r, "Service")["spec"]["ports"][1],
-        json!({"name": "memcached-tls", "port": 11212, "targetPort": "memcached-tls", "protocol": "TCP"})
+        service_ports(&r)[1],
+        strict::<ServicePort>(
+            &json!({"name": "memcached-tls", "port": 11212, "targetPort": "memcached-tls", "protocol": "TCP"})
+        )
     );
     let m = render(
         json!({"security": {"tls": {"enabled": true, "enableClientCert": true, "certificateSecretRef": {"name": "certs"}}}}),
     );
+    let volumes = pod_spec(&m).volumes.expect("volumes");
+    let items = volumes[0].secret.as_ref().and_then(|s| s.items.as_deref());
     assert_eq!(
-        pod(&m)["volumes"][0]["secret"]["items"][2],
-        json!({"key": "ca.crt", "path": "ca.crt"})
+        items.expect("secret items")[2],
+        strict::<KeyToPath>(&json!({"key": "ca.crt", "path": "ca.crt"}))
     );
-    let args: Vec<String> = serde_json::from_value(container(&m)["args"].clone()).expect("args");
+    let args = memcached(&m).args.expect("args");
     let tail: Vec<&str> = args[8..].iter().map(String::as_str).collect();
     assert_eq!(
         tail,
-        [
-            "-Z",
-            "-o",
-            "ssl_chain_cert=/etc/memcached/tls/tls.crt",
-            "-o",
-            "ssl_key=/etc/memcached/tls/tls.key",
-            "-o",
-            "ssl_min_version=2",
-            "-o",
-            "ssl_ca_cert=/etc/memcached/tls/ca.crt",
-            "-o",
-            "ssl_verify_mode=2",
-            "-l",
-            "*:11211",
-            "-l",
-            "*:11212",
-            "-l",
-            "notls:127.0.0.1:11213",
-            "-X",
-            "-W"
-        ]
+        words(
+            "-Z -o ssl_chain_cert=/etc/memcached/tls/tls.crt \
+             -o ssl_key=/etc/memcached/tls/tls.key -o ssl_min_version=2 \
+             -o ssl_ca_cert=/etc/memcached/tls/ca.crt -o ssl_verify_mode=2 \
+             -l *:11211 -l *:11212 -l notls:127.0.0.1:11213 -X -W"
+        )
     );
 }
 
@@ -308,47 +291,18 @@ fn kitchen_sink_argument_order() {
                                        "tls": {"enabled": true, "enableClientCert": true, "certificateSecretRef": {"name": "s"}}}}),
     );
     assert_eq!(
-        container(&r)["args"],
-        json!([
-            "-m",
-            "256",
-            "-c",
-            "2048",
-            "-t",
-            "8",
-            "-I",
-            "2m",
-            "-vv",
-            "-Y",
-            "/run/memcached/sasl/password-file",
-            "-Z",
-            "-o",
-            "ssl_chain_cert=/etc/memcached/tls/tls.crt",
-            "-o",
-            "ssl_key=/etc/memcached/tls/tls.key",
-            "-o",
-            "ssl_min_version=2",
-            "-o",
-            "ssl_ca_cert=/etc/memcached/tls/ca.crt",
-            "-o",
-            "ssl_verify_mode=2",
-            "-l",
-            "*:11211",
-            "-l",
-            "*:11212",
-            "-l",
-            "notls:127.0.0.1:11213",
-            "-X",
-            "-W",
-            "--max-reqs-per-event",
-            "20"
-        ])
+        memcached(&r).args.expect("args"),
+        words(
+            "-m 256 -c 2048 -t 8 -I 2m -vv -Y /run/memcached/sasl/password-file -Z \
+             -o ssl_chain_cert=/etc/memcached/tls/tls.crt \
+             -o ssl_key=/etc/memcached/tls/tls.key -o ssl_min_version=2 \
+             -o ssl_ca_cert=/etc/memcached/tls/ca.crt -o ssl_verify_mode=2 \
+             -l *:11211 -l *:11212 -l notls:127.0.0.1:11213 -X -W \
+             --max-reqs-per-event 20"
+        )
     );
-    let volumes: Vec<&str> = pod(&r)["volumes"]
-        .as_array()
-        .expect("volumes")
-        .iter()
-        .filter_map(|v| v["name"].as_str())
+    let volumes: Vec<String> = (pod_spec(&r).volumes.expect("volumes").into_iter())
+        .map(|v| v.name)
         .collect();
     assert_eq!(
         volumes,
@@ -372,7 +326,7 @@ fn secret_hash_and_missing_secrets() {
             "5c079a91d0bde60e232cb94cb2aa76a1543ee9448537f25ba81f555938656bac"
         )]))
     );
-    assert_ne!(condition(&r, "Degraded")["reason"], "SecretNotFound");
+    assert_ne!(condition(&r, "Degraded").reason, "SecretNotFound");
     request["related"] = json!({});
     let missing = sync_value(&request);
     assert_eq!(template_annotations(&missing), None);
@@ -382,10 +336,10 @@ fn secret_hash_and_missing_secrets() {
     );
     let degraded = condition(&missing, "Degraded");
     assert_eq!(
-        (degraded["reason"].as_str(), degraded["message"].as_str()),
+        (degraded.reason.as_str(), degraded.message.as_str()),
         (
-            Some("SecretNotFound"),
-            Some("Referenced Secrets not found: sasl-secret")
+            "SecretNotFound",
+            "Referenced Secrets not found: sasl-secret"
         )
     );
 }
@@ -393,26 +347,27 @@ fn secret_hash_and_missing_secrets() {
 #[test]
 fn network_policy() {
     let r = render(json!({"security": {"networkPolicy": {"enabled": true}}}));
-    let np = must(&r, "NetworkPolicy");
     assert_eq!(
-        np["spec"],
-        json!({
+        typed::<NetworkPolicy>(&r).spec,
+        Some(strict(&json!({
         "podSelector": {"matchLabels": {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "my-cache",
                                         "app.kubernetes.io/managed-by": "memcached-operator"}},
         "policyTypes": ["Ingress"],
-        "ingress": [{"ports": [{"protocol": "TCP", "port": 11211}]}]})
+        "ingress": [{"ports": [{"protocol": "TCP", "port": 11211}]}]})))
     );
     let sources = json!([{"namespaceSelector": {"matchLabels": {"team": "a"}}, "podSelector": {"matchLabels": {"app": "web"}}},
                          {"ipBlock": {"cidr": "10.0.0.0/8", "except": ["10.1.0.0/16"]}}]);
     let all = render(json!({"monitoring": {"enabled": true},
         "security": {"networkPolicy": {"enabled": true, "allowedSources": sources},
                      "tls": {"enabled": true, "certificateSecretRef": {"name": "c"}}}}));
-    let rule = &must(&all, "NetworkPolicy")["spec"]["ingress"][0];
+    let rule = ingress(&all);
     assert_eq!(
-        rule["ports"],
-        json!([{"protocol": "TCP", "port": 11211}, {"protocol": "TCP", "port": 11212}, {"protocol": "TCP", "port": 9150}])
+        rule.ports,
+        Some(strict(
+            &json!([{"protocol": "TCP", "port": 11211}, {"protocol": "TCP", "port": 11212}, {"protocol": "TCP", "port": 9150}])
+        ))
     );
-    assert_eq!(rule["from"], sources);
+    assert_eq!(rule.from, Some(strict(&sources)));
     assert!(
         child(
             &render(json!({"security": {"networkPolicy": {"enabled": false}}})),
@@ -427,16 +382,20 @@ fn autoscaling() {
     let spec = json!({"resources": {"requests": {"cpu": "100m"}}, "autoscaling": {"enabled": true, "maxReplicas": 5}});
     let r = render(spec.clone());
     assert!(
-        must(&r, "Deployment")["spec"].get("replicas").is_none(),
+        typed::<Deployment>(&r)
+            .spec
+            .expect("spec")
+            .replicas
+            .is_none(),
         "absent on the first create"
     );
     assert_eq!(
-        must(&r, "HorizontalPodAutoscaler")["spec"],
-        json!({
+        typed::<HorizontalPodAutoscaler>(&r).spec,
+        Some(strict(&json!({
         "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "my-cache"},
         "maxReplicas": 5,
         "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}],
-        "behavior": {"scaleDown": {"stabilizationWindowSeconds": 300}}})
+        "behavior": {"scaleDown": {"stabilizationWindowSeconds": 300}}})))
     );
     let metrics = json!([{"type": "Resource", "resource": {"name": "memory", "target": {"type": "AverageValue", "averageValue": "1024Mi"}}}]);
     let behavior = json!({"scaleUp": {"stabilizationWindowSeconds": 0, "policies": [{"type": "Pods", "value": 2, "periodSeconds": 60}]}});
@@ -467,12 +426,7 @@ fn autoscaling() {
         .is_none()
     );
     let available = condition(&r, "Available");
-    assert!(
-        available["message"]
-            .as_str()
-            .unwrap_or_default()
-            .ends_with("(HPA-managed)")
-    );
+    assert!(available.message.ends_with("(HPA-managed)"));
 }
 
 #[test]
@@ -498,13 +452,8 @@ fn pdb_blocking_under_autoscaling_uses_min_replicas() {
         "autoscaling": {"enabled": true, "minReplicas": 2, "maxReplicas": 5},
         "highAvailability": {"podDisruptionBudget": {"enabled": true, "minAvailable": 2}}}));
     let c = condition(&r, "DisruptionBudgetBlocking");
-    assert_eq!(c["status"], "True");
-    assert!(
-        c["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("at 2 replicas")
-    );
+    assert_eq!(c.status, "True");
+    assert!(c.message.contains("at 2 replicas"), "{}", c.message);
 }
 
 /// TLS without `allowPlaintext` leaves no plaintext port reachable from outside the
@@ -521,52 +470,45 @@ fn tls_only_by_default_and_allow_plaintext() {
     };
     let locked = render(spec(None));
     assert_eq!(render(spec(Some(false))), locked, "false is the default");
-    let args = container(&locked)["args"].as_array().expect("args").clone();
+    let args = memcached(&locked).args.expect("args");
     assert_eq!(
         args[args.len() - 8..args.len() - 2],
         [
-            json!("-l"),
-            json!("*:11211"),
-            json!("-l"),
-            json!("*:11212"),
-            json!("-l"),
-            json!("notls:127.0.0.1:11213")
+            "-l",
+            "*:11211",
+            "-l",
+            "*:11212",
+            "-l",
+            "notls:127.0.0.1:11213"
         ]
     );
     // The loopback listener is no container, Service or NetworkPolicy port.
-    let numbers = |v: &Value| -> Vec<i64> {
-        v.as_array()
-            .expect("ports")
-            .iter()
-            .filter_map(|p| p["containerPort"].as_i64().or(p["port"].as_i64()))
-            .collect()
-    };
-    assert_eq!(numbers(&container(&locked)["ports"]), [11211, 11212]);
+    let container_ports: Vec<i32> = (memcached(&locked).ports.expect("ports").iter())
+        .map(|p| p.container_port)
+        .collect();
+    assert_eq!(container_ports, [11211, 11212]);
+    let service: Vec<i32> = service_ports(&locked).iter().map(|p| p.port).collect();
+    assert_eq!(service, [11211, 11212, 9150]);
+    let allowed: Vec<IntOrString> = (ingress(&locked).ports.expect("ports").into_iter())
+        .filter_map(|p| p.port)
+        .collect();
     assert_eq!(
-        numbers(&must(&locked, "Service")["spec"]["ports"]),
-        [11211, 11212, 9150]
+        allowed,
+        [11211, 11212, 9150].map(IntOrString::Int),
+        "numbered ports"
     );
     assert_eq!(
-        numbers(&must(&locked, "NetworkPolicy")["spec"]["ingress"][0]["ports"]),
-        [11211, 11212, 9150]
-    );
-    assert_eq!(
-        pod(&locked)["containers"][1]["args"],
-        json!(["--memcached.address=127.0.0.1:11213"]),
+        pod_spec(&locked).containers[1].args.as_deref(),
+        Some(&["--memcached.address=127.0.0.1:11213".to_owned()][..]),
         "the exporter reads the loopback listener"
     );
     let open = render(spec(Some(true)));
-    let args = container(&open)["args"].as_array().expect("args").clone();
+    let args = memcached(&open).args.expect("args");
     assert_eq!(
         args[args.len() - 6..args.len() - 2],
-        [
-            json!("-l"),
-            json!("notls:*:11211"),
-            json!("-l"),
-            json!("*:11212")
-        ]
+        ["-l", "notls:*:11211", "-l", "*:11212"]
     );
-    assert!(pod(&open)["containers"][1].get("args").is_none());
+    assert!(pod_spec(&open).containers[1].args.is_none());
 }
 
 #[test]
@@ -616,50 +558,49 @@ fn reload_agent_sidecar() {
         typed_agent.command,
         Some(vec!["/memcached-hook".to_owned()])
     );
-    let p = pod(&r);
+    let init = typed_pod
+        .init_containers
+        .as_deref()
+        .expect("init containers");
+    assert_eq!(init[0].name, "auth-file", "the copy is written first");
     assert_eq!(
-        p["initContainers"][0]["name"], "auth-file",
-        "the copy is written first"
-    );
-    let agent = &p["initContainers"][1];
-    assert_eq!(
-        agent["args"],
-        json!([
-            "reload-agent",
-            "--tls-cert",
-            "/etc/memcached/tls/tls.crt",
-            "--tls-key",
-            "/etc/memcached/tls/tls.key",
-            "--tls-ca",
-            "/etc/memcached/tls/ca.crt",
-            "--auth-file",
-            "/etc/memcached/sasl/password-file",
-            "--auth-copy",
-            "/run/memcached/sasl/password-file",
-            "--admin-addr",
-            "127.0.0.1:11213"
-        ])
+        typed_agent.args.as_deref().expect("args"),
+        words(
+            "reload-agent --tls-cert /etc/memcached/tls/tls.crt \
+             --tls-key /etc/memcached/tls/tls.key \
+             --tls-ca /etc/memcached/tls/ca.crt \
+             --auth-file /etc/memcached/sasl/password-file \
+             --auth-copy /run/memcached/sasl/password-file \
+             --admin-addr 127.0.0.1:11213"
+        )
     );
     assert_eq!(
-        agent["volumeMounts"],
-        json!([
+        typed_agent.volume_mounts,
+        Some(strict(&json!([
             {"name": "sasl-credentials", "mountPath": "/etc/memcached/sasl", "readOnly": true},
             {"name": "sasl-auth-file", "mountPath": "/run/memcached/sasl"},
             {"name": "tls-certificates", "mountPath": "/etc/memcached/tls", "readOnly": true}
-        ])
+        ])))
     );
-    assert_eq!(agent["securityContext"], json!({"runAsUser": 11211}));
+    assert_eq!(
+        typed_agent.security_context,
+        Some(strict(&json!({"runAsUser": 11211})))
+    );
     // TLS only: no signal, no shared process namespace, the user's context as it is.
     let tls = render(
         json!({"security": {"containerSecurityContext": {"runAsNonRoot": true},
         "tls": {"enabled": true, "allowPlaintext": true, "certificateSecretRef": {"name": "t"}}}}),
     );
-    assert!(pod(&tls).get("shareProcessNamespace").is_none());
-    let agent = &pod(&tls)["initContainers"][0];
-    assert_eq!(agent["securityContext"], json!({"runAsNonRoot": true}));
+    let tls_pod = pod_spec(&tls);
+    assert!(tls_pod.share_process_namespace.is_none());
+    let agent = &tls_pod.init_containers.as_deref().expect("init containers")[0];
     assert_eq!(
-        agent["args"],
-        json!([
+        agent.security_context,
+        Some(strict(&json!({"runAsNonRoot": true})))
+    );
+    assert_eq!(
+        agent.args.as_deref().expect("args"),
+        [
             "reload-agent",
             "--tls-cert",
             "/etc/memcached/tls/tls.crt",
@@ -667,31 +608,29 @@ fn reload_agent_sidecar() {
             "/etc/memcached/tls/tls.key",
             "--admin-addr",
             "127.0.0.1:11211"
-        ])
+        ]
     );
-    assert_eq!(condition(&r, "SecretReload")["reason"], "InPlace");
+    assert_eq!(condition(&r, "SecretReload").reason, "InPlace");
     // A memcached too old for the reload: the pods roll, and the status says why.
     let old = render(json!({"image": "memcached:1.5.12", "security": {
         "sasl": {"enabled": true, "credentialsSecretRef": {"name": "s"}}}}));
-    let init = pod(&old)["initContainers"].clone();
     assert_eq!(
-        init.as_array()
-            .map(|i| i.iter().map(|c| c["name"].clone()).collect::<Vec<_>>()),
-        Some(vec![json!("auth-file")]),
+        init_names(&old),
+        ["auth-file"],
         "no agent; the auth file copy is still written"
     );
     let c = condition(&old, "SecretReload");
     assert_eq!(
-        (c["status"].as_str(), c["reason"].as_str()),
-        (Some("False"), Some("MemcachedTooOld"))
+        (c.status.as_str(), c.reason.as_str()),
+        ("False", "MemcachedTooOld")
     );
     assert!(child(&render(json!({})), "Deployment").is_some());
     assert!(
-        render(json!({}))["status"]["conditions"]
-            .as_array()
+        status(&render(json!({})))
+            .conditions
             .expect("conditions")
             .iter()
-            .all(|c| c["type"] != "SecretReload"),
+            .all(|c| c.type_ != "SecretReload"),
         "no condition without SASL and TLS"
     );
     // RollingRestart, or nothing to rotate: no agent.
@@ -701,13 +640,9 @@ fn reload_agent_sidecar() {
         json!({"security": {"secretRotation": "Reload"}}),
     ] {
         let r = render(spec);
-        let init = pod(&r).get("initContainers").cloned().unwrap_or_default();
-        assert!(
-            init.as_array()
-                .is_none_or(|i| i.iter().all(|c| c["name"] != "reload-agent")),
-            "{init}"
-        );
-        assert!(pod(&r).get("shareProcessNamespace").is_none());
+        let init = init_names(&r);
+        assert!(!init.iter().any(|n| n == "reload-agent"), "{init:?}");
+        assert!(pod_spec(&r).share_process_namespace.is_none());
     }
 }
 
@@ -721,9 +656,8 @@ fn reload_hash_covers_only_what_a_reload_cannot_apply() {
         let mut request = request_json(json!({"security": {"secretRotation": rotation,
             "tls": {"enabled": true, "enableClientCert": true, "certificateSecretRef": {"name": "t"}}}}));
         request["related"] = json!({"Secret.v1": {"t": secret("t", data)}});
-        must(&sync_value(&request), "Deployment")["spec"]["template"]["metadata"]["annotations"]
-            ["memcached.c5c3.io/secret-hash"]
-            .clone()
+        template_annotations(&sync_value(&request))
+            .and_then(|mut a| a.remove("memcached.c5c3.io/secret-hash"))
     };
     let v1 = json!({"tls.crt": "YQ==", "tls.key": "Yg==", "ca.crt": "Yw==", "other": "eA=="});
     let renewed = json!({"tls.crt": "YTI=", "tls.key": "YjI=", "ca.crt": "Yw==", "other": "eTI="});

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::common::{condition, request_json, sync_value};
+use crate::common::{condition, observed_key, request_json, sync_value};
 
 /// The request Metacontroller sends once it has created the children of `response` (as the API
 /// server returns them: no status yet) and written its status into the parent.
@@ -13,19 +13,15 @@ fn after_creation(request: &Value, response: &Value) -> Value {
     next["parent"]["status"] = response["status"].clone();
     let mut groups: Map<String, Value> = Map::new();
     for child in response["children"].as_array().expect("children") {
-        let (kind, api) = (
-            child["kind"].as_str().expect("kind"),
-            child["apiVersion"].as_str().expect("apiVersion"),
-        );
-        let name = child["metadata"]["name"].as_str().expect("name").to_owned();
+        let (group, name) = observed_key(child);
         let mut created = child.clone();
         created["metadata"]["namespace"] = request["parent"]["metadata"]["namespace"].clone();
+        let kind = group
+            .split_once('.')
+            .map_or(group.as_str(), |(kind, _)| kind);
         created["metadata"]["uid"] = json!(format!("uid-{kind}-{name}"));
         created["metadata"]["generation"] = json!(1);
-        let group = groups
-            .entry(format!("{kind}.{api}"))
-            .or_insert_with(|| json!({}));
-        group[name] = created;
+        groups.entry(group).or_insert_with(|| json!({}))[name] = created;
     }
     for (group, children) in groups {
         next["children"][group] = children;
@@ -84,7 +80,7 @@ fn a_workload_still_missing_after_the_first_sync_is_waited_for() {
     let request = request_json(json!({"replicas": 2}));
     let first = sync_value(&request);
     assert_eq!(
-        condition(&first, "Progressing")["message"],
+        condition(&first, "Progressing").message,
         "Rollout in progress: 0/2 replicas updated"
     );
     // Metacontroller wrote the status but the Deployment was not created (say, refused).
@@ -93,7 +89,7 @@ fn a_workload_still_missing_after_the_first_sync_is_waited_for() {
     let second = sync_value(&again);
     for type_ in ["Progressing", "Degraded", "Ready"] {
         assert_eq!(
-            condition(&second, type_)["message"],
+            condition(&second, type_).message,
             "Waiting for deployment to be created",
             "{type_}"
         );

@@ -40,16 +40,29 @@ pub(crate) fn post(path: &str, content_type: Option<&str>, body: impl Into<Body>
     builder.body(body.into()).expect("request")
 }
 
-async fn post_json(body: impl Into<Body>) -> (StatusCode, Value) {
-    let (status, _, bytes) = call(
+/// Status and JSON body (`null` when the body is not JSON) of `request` through a router for
+/// `config`.
+pub(crate) async fn answer(config: &Config, request: Request<Body>) -> (StatusCode, Value) {
+    let (status, _, body) = call(config, request).await;
+    (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
+}
+
+/// What `POST /sync` with a JSON `body` answers under the default config.
+pub(crate) async fn post_json(body: impl Into<Body>) -> (StatusCode, Value) {
+    answer(
         &Config::default(),
         post("/sync", Some("application/json"), body),
     )
-    .await;
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    .await
+}
+
+/// What `POST /customize` with a JSON `body` answers under the default config.
+async fn customize(body: Vec<u8>) -> (StatusCode, Value) {
+    answer(
+        &Config::default(),
+        post("/customize", Some("application/json"), body),
     )
+    .await
 }
 
 #[tokio::test]
@@ -155,17 +168,6 @@ async fn hook_versions_v1_v2_and_none_are_accepted() {
 async fn customize_checks_its_hook_version_and_duplicate_keys() {
     let parent = json!({"apiVersion": "memcached.c5c3.io/v1beta1", "kind": "Memcached",
         "metadata": {"name": "c", "namespace": "shop"}, "spec": {}});
-    let customize = |body: Vec<u8>| async move {
-        let (status, _, bytes) = call(
-            &Config::default(),
-            post("/customize", Some("application/json"), body),
-        )
-        .await;
-        (
-            status,
-            serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null),
-        )
-    };
     for controller in [
         Value::Null,
         json!({}),
@@ -264,49 +266,25 @@ async fn customize_names_the_enabled_secrets() {
         "spec": {"security": {"sasl": {"enabled": true, "credentialsSecretRef": {"name": "sasl"}},
                               "tls": {"enabled": true, "certificateSecretRef": {"name": "certs"}}}}});
     let body = serde_json::to_vec(&json!({"controller": {}, "parent": parent})).expect("json");
-    let (status, _, bytes) = call(
-        &Config::default(),
-        post("/customize", Some("application/json"), body),
-    )
-    .await;
+    let (status, v) = customize(body).await;
     assert_eq!(status, StatusCode::OK);
-    let v: Value = serde_json::from_slice(&bytes).expect("json");
     assert_eq!(
         v,
         json!({"relatedResources": [{"apiVersion": "v1", "resource": "secrets", "namespace": "shop", "names": ["certs", "sasl"]}]})
     );
     let none = json!({"controller": {}, "parent": {"apiVersion": "memcached.c5c3.io/v1beta1", "kind": "Memcached", "metadata": {"name": "c"}, "spec": {}}});
-    let (_, _, bytes) = call(
-        &Config::default(),
-        post(
-            "/customize",
-            Some("application/json"),
-            serde_json::to_vec(&none).expect("json"),
-        ),
-    )
-    .await;
-    assert_eq!(
-        serde_json::from_slice::<Value>(&bytes).expect("json"),
-        json!({"relatedResources": []})
-    );
+    let (_, v) = customize(serde_json::to_vec(&none).expect("json")).await;
+    assert_eq!(v, json!({"relatedResources": []}));
     // A Secret name no Secret can have (over 253 characters) is not asked for.
     let long = "s".repeat(254);
     let over = json!({"controller": {}, "parent": {"apiVersion": "memcached.c5c3.io/v1beta1",
         "kind": "Memcached", "metadata": {"name": "c", "namespace": "shop"},
         "spec": {"security": {"sasl": {"enabled": true, "credentialsSecretRef": {"name": long}},
                               "tls": {"enabled": true, "certificateSecretRef": {"name": "certs"}}}}}});
-    let (status, _, bytes) = call(
-        &Config::default(),
-        post(
-            "/customize",
-            Some("application/json"),
-            serde_json::to_vec(&over).expect("json"),
-        ),
-    )
-    .await;
+    let (status, v) = customize(serde_json::to_vec(&over).expect("json")).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(
-        serde_json::from_slice::<Value>(&bytes).expect("json"),
+        v,
         json!({"relatedResources": [{"apiVersion": "v1", "resource": "secrets", "namespace": "shop", "names": ["certs"]}]})
     );
 }

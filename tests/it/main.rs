@@ -19,6 +19,7 @@ mod properties;
 mod reference;
 mod rules;
 mod secure;
+mod service_monitor;
 mod status_matrix;
 mod warm_restart;
 mod workload;

@@ -15,28 +15,26 @@
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-use axum::body::Body;
-use axum::http::{Method, Request, StatusCode, header};
-use http_body_util::BodyExt as _;
+use axum::http::StatusCode;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use memcached_hook::SyncError;
 use memcached_hook::hook::Received;
-use memcached_hook::server::{Config, router};
 use proptest::collection::{btree_map, vec};
 use proptest::prelude::*;
 use proptest::sample::{Index, select, subsequence};
 use proptest::test_runner::{TestCaseError, TestRunner};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
-use tower::ServiceExt as _;
 
-use crate::common::now;
+use crate::common::{condition, decoded, now, observed_key, try_typed, typed};
+use crate::http::post_json;
+use crate::service_monitor::ServiceMonitor;
 
 const LAST_APPLIED: &str = "metacontroller.k8s.io/last-applied-configuration";
 const PARENT_UID: &str = "6f1c2b9e-3d4a-4f5b-9c1d-2e3f4a5b6c7d";
@@ -1188,16 +1186,11 @@ fn request(
         children.insert(kind_key(api_version, resource), json!({}));
     }
     for child in observed {
-        let key = format!(
-            "{}.{}",
-            child["kind"].as_str().unwrap_or(""),
-            child["apiVersion"].as_str().unwrap_or("")
-        );
-        let child_name = child["metadata"]["name"].as_str().unwrap_or("");
+        let (key, child_name) = observed_key(child);
         let entry = if ctx.v2 {
             format!("{}/{child_name}", ctx.namespace)
         } else {
-            child_name.to_owned()
+            child_name
         };
         if let Some(Value::Object(map)) = children.get_mut(&key) {
             map.insert(entry, child.clone());
@@ -1377,71 +1370,26 @@ fn children(response: &Value) -> &[Value] {
     response["children"].as_array().map_or(&[], Vec::as_slice)
 }
 
-fn find<'a>(response: &'a Value, kind: &str) -> Option<&'a Value> {
-    children(response).iter().find(|c| c["kind"] == kind)
+/// Whether every label of `small` is in `big` with the same value (neither may be absent).
+fn is_subset(small: Option<&Labels>, big: Option<&Labels>) -> bool {
+    small
+        .zip(big)
+        .is_some_and(|(small, big)| small.iter().all(|(k, v)| big.get(k) == Some(v)))
 }
 
-fn is_subset(small: &Value, big: &Value) -> bool {
-    match (small.as_object(), big.as_object()) {
-        (Some(small), Some(big)) => small.iter().all(|(k, v)| big.get(k) == Some(v)),
-        _ => false,
-    }
-}
+type Labels = BTreeMap<String, String>;
 
-/// `monitoring.coreos.com/v1` ServiceMonitor, as the Prometheus Operator's CRD types it (the
-/// fields a hook may set; anything else is refused). k8s-openapi has no such type.
-#[derive(Debug, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ServiceMonitor {
-    api_version: String,
-    kind: String,
-    metadata: ObjectMeta,
-    spec: ServiceMonitorSpec,
-}
-
-#[derive(Debug, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ServiceMonitorSpec {
-    selector: LabelSelector,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    namespace_selector: Option<NamespaceSelector>,
-    endpoints: Vec<Endpoint>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    job_label: Option<String>,
-}
-
-#[derive(Debug, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct NamespaceSelector {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    any: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    match_names: Option<Vec<String>>,
-}
-
-#[derive(Debug, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct Endpoint {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    port: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    path: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    scheme: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    interval: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    scrape_timeout: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    honor_labels: Option<bool>,
+/// The selector and the pod template's labels of a Deployment.
+fn selector_and_pod_labels(deployment: Deployment) -> (LabelSelector, Option<Labels>) {
+    let spec = deployment.spec.expect("spec");
+    let pod_labels = spec.template.metadata.and_then(|m| m.labels);
+    (spec.selector, pod_labels)
 }
 
 fn round_trip<T: DeserializeOwned + Serialize>(child: &Value) -> Outcome {
-    let typed: T = serde_json::from_value(child.clone())
-        .map_err(|e| TestCaseError::fail(format!("does not decode as its type: {e}: {child}")))?;
-    let back = serde_json::to_value(&typed).expect("a typed object encodes");
-    prop_assert_eq!(&back, child);
-    Ok(())
+    crate::common::round_trip::<T>(child)
+        .map(drop)
+        .map_err(TestCaseError::fail)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1483,30 +1431,31 @@ fn same_input_gives_the_same_bytes_whatever_the_key_format() {
 fn deployment_selector_is_within_the_pod_labels_and_never_changes() {
     check(scenario(), |s| {
         let response = sync_value(&s.request_with(&s.ctx.name, &s.spec)).expect("valid");
-        let Some(deployment) = find(&response, "Deployment") else {
+        let Some(deployment) = try_typed::<Deployment>(&response) else {
             prop_assert!(!s.ctx.declared.contains(&("apps/v1", "deployments")));
             return Ok(());
         };
-        let selector = &deployment["spec"]["selector"]["matchLabels"];
-        let pod_labels = &deployment["spec"]["template"]["metadata"]["labels"];
+        let (selector, pod_labels) = selector_and_pod_labels(deployment);
+        let labels = selector.match_labels.as_ref();
         prop_assert!(
-            is_subset(selector, pod_labels),
-            "{selector} not in {pod_labels}"
+            is_subset(labels, pod_labels.as_ref()),
+            "{labels:?} not in {pod_labels:?}"
         );
-        prop_assert_eq!(
-            deployment["spec"]["selector"].as_object().map(Map::len),
-            Some(1)
+        prop_assert!(
+            selector.match_expressions.is_none(),
+            "labels only: {selector:?}"
         );
         // The selector is immutable: the one of the earlier generation, of another spec.
-        let before = s.first();
-        let earlier = &find(&before, "Deployment").expect("declared")["spec"]["selector"];
-        prop_assert_eq!(&deployment["spec"]["selector"], earlier);
+        let before = typed::<Deployment>(&s.first());
+        prop_assert_eq!(&selector, &selector_and_pod_labels(before).0);
         // The Service and the PodDisruptionBudget select the same pods.
-        if let Some(service) = find(&response, "Service") {
-            prop_assert!(is_subset(&service["spec"]["selector"], pod_labels));
+        if let Some(service) = try_typed::<Service>(&response) {
+            let service = service.spec.and_then(|s| s.selector);
+            prop_assert!(is_subset(service.as_ref(), pod_labels.as_ref()));
         }
-        if let Some(pdb) = find(&response, "PodDisruptionBudget") {
-            prop_assert_eq!(&pdb["spec"]["selector"]["matchLabels"], selector);
+        if let Some(pdb) = try_typed::<PodDisruptionBudget>(&response) {
+            let pdb = pdb.spec.and_then(|s| s.selector?.match_labels);
+            prop_assert_eq!(pdb.as_ref(), labels);
         }
         Ok(())
     });
@@ -1533,33 +1482,24 @@ fn pod_labels_never_change_the_selector() {
     });
     check(with_labels, |(s, labels)| {
         let first = s.first();
-        let earlier = find(&first, "Deployment").map(|d| d["spec"]["selector"].clone());
+        let earlier = try_typed::<Deployment>(&first).map(|d| selector_and_pod_labels(d).0);
         let own = labels.keys().any(|k| OWN_LABELS.contains(&k.as_str()));
         let Ok(response) = sync_value(&s.request_with(&s.ctx.name, &s.spec)) else {
             // A 422: Metacontroller changes nothing.
             return Ok(());
         };
-        if let Some(deployment) = find(&response, "Deployment") {
-            let selector = &deployment["spec"]["selector"];
-            prop_assert_eq!(Some(selector), earlier.as_ref());
-            let pod_labels = &deployment["spec"]["template"]["metadata"]["labels"];
+        if let Some(deployment) = try_typed::<Deployment>(&response) {
+            let (selector, pod_labels) = selector_and_pod_labels(deployment);
+            prop_assert_eq!(Some(&selector), earlier.as_ref());
             prop_assert!(
-                is_subset(&selector["matchLabels"], pod_labels),
-                "{selector} not in {pod_labels}"
+                is_subset(selector.match_labels.as_ref(), pod_labels.as_ref()),
+                "{selector:?} not in {pod_labels:?}"
             );
         }
         if own {
-            let degraded = response["status"]["conditions"]
-                .as_array()
-                .and_then(|c| c.iter().find(|c| c["type"] == "Degraded"))
-                .cloned()
-                .unwrap_or_default();
-            prop_assert_eq!(&degraded["reason"], "InvalidSpec");
-            prop_assert!(
-                degraded["message"]
-                    .as_str()
-                    .is_some_and(|m| m.contains("spec.podLabels"))
-            );
+            let degraded = condition(&response, "Degraded");
+            prop_assert_eq!(&degraded.reason, "InvalidSpec");
+            prop_assert!(degraded.message.contains("spec.podLabels"));
         }
         Ok(())
     });
@@ -1613,20 +1553,21 @@ fn a_pod_disruption_budget_never_has_both_budgets() {
     });
     check(with_pdb, |s| {
         let response = sync_value(&s.request_with(&s.ctx.name, &s.spec)).expect("valid");
-        for pdb in children(&response)
-            .iter()
-            .filter(|c| c["kind"] == "PodDisruptionBudget")
-        {
-            let spec = &pdb["spec"];
-            let budgets = usize::from(!spec["minAvailable"].is_null())
-                + usize::from(!spec["maxUnavailable"].is_null());
-            prop_assert_eq!(budgets, 1, "{}", pdb);
+        if let Some(pdb) = try_typed::<PodDisruptionBudget>(&response) {
+            let spec = pdb.spec.expect("spec");
+            let budgets = usize::from(spec.min_available.is_some())
+                + usize::from(spec.max_unavailable.is_some());
+            prop_assert_eq!(budgets, 1, "{:?}", spec);
             let set_min = get(
                 &s.spec,
                 &["highAvailability", "podDisruptionBudget", "minAvailable"],
             );
             if let Some(min) = set_min {
-                prop_assert_eq!(&spec["minAvailable"], min, "minAvailable wins");
+                prop_assert_eq!(
+                    spec.min_available,
+                    Some(decoded(min.clone())),
+                    "minAvailable wins"
+                );
             }
         }
         Ok(())
@@ -1692,14 +1633,10 @@ fn an_invalid_spec_keeps_every_observed_child_as_last_applied() {
                 let mut kept = children(&response).to_vec();
                 kept.sort_by_key(ToString::to_string);
                 prop_assert_eq!(kept, last_applied(&observed));
-                let degraded = response["status"]["conditions"]
-                    .as_array()
-                    .and_then(|c| c.iter().find(|c| c["type"] == "Degraded"))
-                    .cloned()
-                    .unwrap_or_default();
-                prop_assert_eq!(&degraded["status"], "True");
-                prop_assert_eq!(&degraded["reason"], "InvalidSpec");
-                let message = degraded["message"].as_str().unwrap_or("");
+                let degraded = condition(&response, "Degraded");
+                prop_assert_eq!(&degraded.status, "True");
+                prop_assert_eq!(&degraded.reason, "InvalidSpec");
+                let message = &degraded.message;
                 for field in &expected {
                     prop_assert!(message.contains(field), "{field} not in {message}");
                 }
@@ -1849,29 +1786,7 @@ fn fixtures() -> &'static [(String, Vec<u8>)] {
 
 /// What `POST /sync` answers to `body`: status and JSON body.
 fn post(runtime: &tokio::runtime::Runtime, body: Vec<u8>) -> (StatusCode, Value) {
-    runtime.block_on(async {
-        let request = Request::builder()
-            .method(Method::POST)
-            .uri("/sync")
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(Body::from(body))
-            .expect("request");
-        let response = router(&Config::default())
-            .oneshot(request)
-            .await
-            .expect("infallible");
-        let status = response.status();
-        let bytes = response
-            .into_body()
-            .collect()
-            .await
-            .expect("body")
-            .to_bytes();
-        (
-            status,
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-        )
-    })
+    runtime.block_on(post_json(body))
 }
 
 /// Decode + sync of `body` never panics, and the server answers 200 exactly when the library

@@ -3,7 +3,9 @@
 
 use std::fmt::Write as _;
 
-use serde_json::Value;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
+};
 
 /// Subtrees that are Kubernetes types copied verbatim: listed once, not field by field.
 const PASSTHROUGH: [(&str, &str); 13] = [
@@ -46,13 +48,32 @@ const PASSTHROUGH: [(&str, &str); 13] = [
     ("spec.service.annotations", "map of string to string"),
 ];
 
-fn type_of(schema: &Value) -> String {
-    if schema.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true)) {
+/// The schema of a list's items (`items` as one schema).
+fn items(schema: &JSONSchemaProps) -> Option<&JSONSchemaProps> {
+    match schema.items.as_ref()? {
+        JSONSchemaPropsOrArray::Schema(items) => Some(items),
+        JSONSchemaPropsOrArray::Schemas(_) => None,
+    }
+}
+
+/// The schema of a map's values (`additionalProperties` as a schema).
+fn values(schema: &JSONSchemaProps) -> Option<&JSONSchemaProps> {
+    match schema.additional_properties.as_ref()? {
+        JSONSchemaPropsOrBool::Schema(values) => Some(values),
+        JSONSchemaPropsOrBool::Bool(_) => None,
+    }
+}
+
+fn type_of(schema: &JSONSchemaProps) -> String {
+    if schema.x_kubernetes_int_or_string == Some(true) {
         return "int or string".to_owned();
     }
-    match schema["type"].as_str() {
-        Some("array") => format!("list of {}", type_of(&schema["items"])),
-        Some("object") if schema.get("additionalProperties").is_some() => {
+    match schema.type_.as_deref() {
+        Some("array") => format!(
+            "list of {}",
+            items(schema).map_or_else(|| "object".to_owned(), type_of)
+        ),
+        Some("object") if schema.additional_properties.is_some() => {
             "map of string to string".to_owned()
         }
         Some(t) => t.to_owned(),
@@ -61,74 +82,73 @@ fn type_of(schema: &Value) -> String {
 }
 
 /// `1.0` → `1`: the schema's bounds are numbers, the fields integers.
-fn number(value: &Value) -> String {
-    match value.as_f64() {
-        Some(f) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", f as i64),
-        _ => value.to_string(),
+fn number(value: f64) -> String {
+    if value.fract() == 0.0 && value.abs() < 1e15 {
+        format!("{}", value as i64)
+    } else {
+        value.to_string()
     }
 }
 
-fn constraints(schema: &Value) -> String {
+fn constraints(schema: &JSONSchemaProps) -> String {
     let mut out = Vec::new();
-    if let Some(min) = schema.get("minimum") {
+    if let Some(min) = schema.minimum {
         out.push(format!("min {}", number(min)));
     }
-    if let Some(max) = schema.get("maximum") {
+    if let Some(max) = schema.maximum {
         out.push(format!("max {}", number(max)));
     }
-    if let Some(values) = schema["enum"].as_array() {
+    if let Some(values) = &schema.enum_ {
         out.push(format!(
             "one of {}",
             values
                 .iter()
-                .map(|v| format!("`{}`", v.as_str().unwrap_or_default()))
+                .map(|v| format!("`{}`", v.0.as_str().unwrap_or_default()))
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
     }
-    if let Some(pattern) = schema["pattern"].as_str() {
+    if let Some(pattern) = &schema.pattern {
         out.push(format!("pattern `{pattern}`"));
     }
-    if let Some(max) = schema.get("maxLength") {
-        out.push(format!("max length {}", number(max)));
+    if let Some(max) = schema.max_length {
+        out.push(format!("max length {max}"));
     }
-    if let Some(max) = schema.get("maxItems") {
-        out.push(format!("max {} items", number(max)));
+    if let Some(max) = schema.max_items {
+        out.push(format!("max {max} items"));
     }
-    if let Some(max) = schema["items"].get("maxLength") {
-        out.push(format!("each max length {}", number(max)));
+    if let Some(max) = items(schema).and_then(|i| i.max_length) {
+        out.push(format!("each max length {max}"));
     }
-    if let Some(max) = schema.get("maxProperties") {
-        out.push(format!("max {} entries", number(max)));
+    if let Some(max) = schema.max_properties {
+        out.push(format!("max {max} entries"));
     }
-    if let Some(max) = schema["additionalProperties"].get("maxLength") {
-        out.push(format!("values max length {}", number(max)));
+    if let Some(max) = values(schema).and_then(|v| v.max_length) {
+        out.push(format!("values max length {max}"));
     }
-    for rule in schema["x-kubernetes-validations"]
-        .as_array()
-        .into_iter()
-        .flatten()
-    {
+    for rule in schema.x_kubernetes_validations.iter().flatten() {
         out.push(format!(
             "rule: {}",
-            rule["message"].as_str().unwrap_or_default()
+            rule.message.as_deref().unwrap_or_default()
         ));
     }
     out.join("; ")
 }
 
-fn walk(path: &str, schema: &Value, out: &mut String) {
+fn walk(path: &str, schema: &JSONSchemaProps, out: &mut String) {
     let passthrough = PASSTHROUGH
         .iter()
         .find(|(p, _)| *p == path)
         .map(|(_, t)| *t);
     if !path.is_empty() {
         let default = schema
-            .get("default")
-            .map(|d| format!("`{d}`"))
+            .default
+            .as_ref()
+            .map(|d| format!("`{}`", d.0))
             .unwrap_or_default();
-        let description = schema["description"]
-            .as_str()
+        let description = schema
+            .description
+            .as_deref()
             .unwrap_or_default()
             .replace('\n', " ");
         let kind = passthrough.map_or_else(|| type_of(schema), str::to_owned);
@@ -141,26 +161,37 @@ fn walk(path: &str, schema: &Value, out: &mut String) {
     if passthrough.is_some() {
         return;
     }
-    let object = if schema["type"] == "array" {
-        &schema["items"]
+    let object = if schema.type_.as_deref() == Some("array") {
+        items(schema)
     } else {
-        schema
+        Some(schema)
     };
-    if let Some(properties) = object["properties"].as_object() {
-        for (name, child) in properties {
-            let child_path = if path.is_empty() {
-                name.clone()
-            } else {
-                format!("{path}.{name}")
-            };
-            walk(&child_path, child, out);
-        }
+    for (name, child) in object
+        .and_then(|o| o.properties.as_ref())
+        .into_iter()
+        .flatten()
+    {
+        let child_path = if path.is_empty() {
+            name.clone()
+        } else {
+            format!("{path}.{name}")
+        };
+        walk(&child_path, child, out);
     }
 }
 
+/// The `openAPIV3Schema` of the stored version of the CRD, typed.
+pub(crate) fn stored_schema() -> JSONSchemaProps {
+    let crd = memcached_hook::api::crd();
+    let stored = crd.spec.versions.into_iter().find(|v| v.storage);
+    stored
+        .and_then(|v| v.schema?.open_api_v3_schema)
+        .expect("the stored version has a schema")
+}
+
 fn reference() -> String {
-    let crd: Value = serde_json::to_value(memcached_hook::api::crd()).expect("CRD encodes");
-    let schema = &crd["spec"]["versions"][1]["schema"]["openAPIV3Schema"];
+    let schema = stored_schema();
+    let properties = schema.properties.expect("properties");
     let mut out = String::from(
         "# Memcached CRD reference\n\n\
          Generated from the Rust types by `tests/it/reference.rs` (the same source as `deploy/crd.yaml`);\n\
@@ -180,7 +211,7 @@ fn reference() -> String {
          | field | type | default | bounds and rules | description |\n|---|---|---|---|---|\n",
     );
     for part in ["spec", "status"] {
-        walk(part, &schema["properties"][part], &mut out);
+        walk(part, &properties[part], &mut out);
     }
     out
 }

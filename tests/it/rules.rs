@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentStrategy, RollingUpdateDeployment};
 use k8s_openapi::api::core::v1::{
-    ContainerPort, PodAntiAffinity, Service, ServicePort, ServiceSpec,
+    ContainerPort, ResourceRequirements, Service, ServicePort, ServiceSpec,
 };
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
@@ -13,8 +13,8 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::{Value, json};
 
 use crate::common::{
-    child, condition, container, decode, decoded, map, memcached, must, pod_spec, render,
-    request_json, sync_value, try_typed, typed,
+    child, condition, decode, decoded, map, memcached, must, pod_spec, render, request_json,
+    strict, sync_value, try_typed, typed, words,
 };
 
 fn base_labels(name: &str) -> BTreeMap<String, String> {
@@ -30,6 +30,17 @@ fn base_selector(name: &str) -> LabelSelector {
         match_labels: Some(base_labels(name)),
         match_expressions: None,
     }
+}
+
+/// Each field named with `true` (its typed value is `None`) must be absent; names those written.
+fn assert_absent(fields: &[(&str, bool)]) {
+    let written: Vec<&str> = (fields.iter().filter(|(_, absent)| !absent))
+        .map(|(name, _)| *name)
+        .collect();
+    assert!(
+        written.is_empty(),
+        "written, but should be absent: {written:?}"
+    );
 }
 
 // ---- Labels and selector (docs/behaviour.md: labels) ----
@@ -145,46 +156,53 @@ fn deployment_strategy_and_container() {
             ..ContainerPort::default()
         }])
     );
-    // The probes, resources and absent fields as JSON: their exact wire shape.
-    let c = container(&r);
+    // The probes and resources whole (the typed decoding is strict: no other field is written).
+    let c = typed_container;
     assert_eq!(
-        c["livenessProbe"],
-        json!({"tcpSocket": {"port": "memcached"}, "initialDelaySeconds": 10, "periodSeconds": 10})
+        c.liveness_probe,
+        Some(strict(
+            &json!({"tcpSocket": {"port": "memcached"}, "initialDelaySeconds": 10, "periodSeconds": 10})
+        ))
     );
     assert_eq!(
-        c["readinessProbe"],
-        json!({"tcpSocket": {"port": "memcached"}, "initialDelaySeconds": 5, "periodSeconds": 5})
+        c.readiness_probe,
+        Some(strict(
+            &json!({"tcpSocket": {"port": "memcached"}, "initialDelaySeconds": 5, "periodSeconds": 5})
+        ))
     );
     // No memory in `resources`: maxMemoryMB 64 + 8 + 1024/64 + 64/64 MiB.
     assert_eq!(
-        c["resources"],
-        json!({"requests": {"cpu": "100m", "memory": "89Mi"}})
+        c.resources,
+        Some(strict(
+            &json!({"requests": {"cpu": "100m", "memory": "89Mi"}})
+        ))
     );
-    for absent in [
-        "command",
-        "env",
-        "envFrom",
-        "startupProbe",
-        "imagePullPolicy",
-        "lifecycle",
-        "securityContext",
-        "volumeMounts",
-    ] {
-        assert!(c.get(absent).is_none(), "{absent}");
-    }
-    let pod = &must(&r, "Deployment")["spec"]["template"]["spec"];
-    for absent in [
-        "affinity",
-        "topologySpreadConstraints",
-        "terminationGracePeriodSeconds",
-        "securityContext",
-        "volumes",
-    ] {
-        assert!(pod.get(absent).is_none(), "{absent}");
-    }
+    assert_absent(&[
+        ("command", c.command.is_none()),
+        ("env", c.env.is_none()),
+        ("envFrom", c.env_from.is_none()),
+        ("startupProbe", c.startup_probe.is_none()),
+        ("imagePullPolicy", c.image_pull_policy.is_none()),
+        ("lifecycle", c.lifecycle.is_none()),
+        ("securityContext", c.security_context.is_none()),
+        ("volumeMounts", c.volume_mounts.is_none()),
+    ]);
     let template = spec.template;
     assert_eq!(template.metadata.expect("metadata").annotations, None);
     let typed_pod = template.spec.expect("pod spec");
+    assert_absent(&[
+        ("affinity", typed_pod.affinity.is_none()),
+        (
+            "topologySpreadConstraints",
+            typed_pod.topology_spread_constraints.is_none(),
+        ),
+        (
+            "terminationGracePeriodSeconds",
+            typed_pod.termination_grace_period_seconds.is_none(),
+        ),
+        ("securityContext", typed_pod.security_context.is_none()),
+        ("volumes", typed_pod.volumes.is_none()),
+    ]);
     assert_eq!(typed_pod.containers.len(), 1);
     assert_eq!(
         typed_pod.automount_service_account_token,
@@ -198,72 +216,64 @@ fn image_defaults_and_resources_are_written_canonically() {
     let r = render(
         json!({"resources": {"limits": {"memory": "1024Mi", "cpu": "1000m"}, "requests": {"memory": "0.5Gi", "cpu": "0.25"}}}),
     );
-    let c = container(&r);
-    assert_eq!(c["image"], "memcached:1.6");
+    let c = memcached(&r);
+    assert_eq!(c.image.as_deref(), Some("memcached:1.6"));
     assert_eq!(
-        c["resources"],
-        json!({"limits": {"memory": "1Gi", "cpu": "1"}, "requests": {"memory": "512Mi", "cpu": "250m"}})
+        c.resources,
+        Some(strict(
+            &json!({"limits": {"memory": "1Gi", "cpu": "1"}, "requests": {"memory": "512Mi", "cpu": "250m"}})
+        ))
     );
 }
 
 #[test]
 fn argument_list_follows_the_reference_order() {
+    let args = |spec: Value| memcached(&render(spec)).args.expect("args");
     assert_eq!(
-        container(&render(json!({})))["args"],
-        json!(["-m", "64", "-c", "1024", "-t", "4", "-I", "1m", "-X", "-W"])
+        args(json!({})),
+        ["-m", "64", "-c", "1024", "-t", "4", "-I", "1m", "-X", "-W"]
     );
     let all = render(
         json!({"memcached": {"maxMemoryMB": 256, "maxConnections": 2048, "threads": 8, "maxItemSize": "2m",
                                           "verbosity": 2, "extraArgs": ["--max-reqs-per-event", "20"]}}),
     );
     assert_eq!(
-        container(&all)["args"],
-        json!([
-            "-m",
-            "256",
-            "-c",
-            "2048",
-            "-t",
-            "8",
-            "-I",
-            "2m",
-            "-vv",
-            "-X",
-            "-W",
-            "--max-reqs-per-event",
-            "20"
-        ])
+        memcached(&all).args.expect("args"),
+        words("-m 256 -c 2048 -t 8 -I 2m -vv -X -W --max-reqs-per-event 20")
     );
-    let zeros = render(
-        json!({"memcached": {"maxMemoryMB": 0, "maxConnections": 0, "threads": 0, "maxItemSize": "", "verbosity": 1}}),
-    );
+    let zeros = json!({"memcached": {"maxMemoryMB": 0, "maxConnections": 0, "threads": 0, "maxItemSize": "", "verbosity": 1}});
     assert_eq!(
-        container(&zeros)["args"],
-        json!([
+        args(zeros),
+        [
             "-m", "64", "-c", "1024", "-t", "4", "-I", "1m", "-v", "-X", "-W"
-        ])
+        ]
     );
 }
 
 #[test]
 fn anti_affinity_presets() {
     let selector = json!({"matchLabels": {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "my-cache"}});
-    let pod = |spec: Value| must(&render(spec), "Deployment")["spec"]["template"]["spec"].clone();
-    let soft = pod(json!({"highAvailability": {}}));
+    let affinity = |spec: Value| pod_spec(&render(spec)).affinity;
+    let soft = affinity(json!({"highAvailability": {}}));
     assert_eq!(
-        soft["affinity"],
-        json!({"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        soft,
+        Some(strict(
+            &json!({"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
         {"weight": 100, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname", "labelSelector": selector}}]}})
+        ))
     );
-    let hard = pod(json!({"highAvailability": {"antiAffinityPreset": "hard"}}));
+    let hard = affinity(json!({"highAvailability": {"antiAffinityPreset": "hard"}}));
     assert_eq!(
-        hard["affinity"],
-        json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        hard,
+        Some(strict(
+            &json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"topologyKey": "kubernetes.io/hostname", "labelSelector": selector}]}})
+        ))
     );
-    let only_pdb = pod(json!({"highAvailability": {"podDisruptionBudget": {"enabled": false}}}));
-    assert_eq!(only_pdb["affinity"], soft["affinity"]);
-    assert!(pod(json!({})).get("affinity").is_none());
+    let only_pdb =
+        affinity(json!({"highAvailability": {"podDisruptionBudget": {"enabled": false}}}));
+    assert_eq!(only_pdb, soft);
+    assert!(affinity(json!({})).is_none());
 }
 
 #[test]
@@ -271,19 +281,15 @@ fn topology_spread_is_copied_verbatim_and_independent_of_affinity() {
     let tsc = json!([{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
                       "labelSelector": {"matchLabels": {"app": "x"}}},
                      {"maxSkew": 2, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway"}]);
-    let pod = must(
-        &render(json!({"highAvailability": {"topologySpreadConstraints": tsc}})),
-        "Deployment",
-    )["spec"]["template"]["spec"]
-        .clone();
-    assert_eq!(pod["topologySpreadConstraints"], tsc);
-    assert!(pod.get("affinity").is_some());
-    let empty = must(
-        &render(json!({"highAvailability": {"topologySpreadConstraints": []}})),
-        "Deployment",
-    )["spec"]["template"]["spec"]
-        .clone();
-    assert!(empty.get("topologySpreadConstraints").is_none());
+    let pod = pod_spec(&render(
+        json!({"highAvailability": {"topologySpreadConstraints": tsc}}),
+    ));
+    assert_eq!(pod.topology_spread_constraints, Some(strict(&tsc)));
+    assert!(pod.affinity.is_some());
+    let empty = pod_spec(&render(
+        json!({"highAvailability": {"topologySpreadConstraints": []}}),
+    ));
+    assert!(empty.topology_spread_constraints.is_none());
 }
 
 #[test]
@@ -292,8 +298,10 @@ fn graceful_shutdown() {
         json!({"highAvailability": {"gracefulShutdown": {"enabled": true, "preStopDelaySeconds": 15, "terminationGracePeriodSeconds": 45}}}),
     );
     assert_eq!(
-        container(&r)["lifecycle"],
-        json!({"preStop": {"exec": {"command": ["sleep", "15"]}}})
+        memcached(&r).lifecycle,
+        Some(strict(
+            &json!({"preStop": {"exec": {"command": ["sleep", "15"]}}})
+        ))
     );
     assert_eq!(pod_spec(&r).termination_grace_period_seconds, Some(45));
     let defaults = render(json!({"highAvailability": {"gracefulShutdown": {"enabled": true}}}));
@@ -310,7 +318,7 @@ fn graceful_shutdown() {
     let off = render(
         json!({"highAvailability": {"gracefulShutdown": {"enabled": false, "preStopDelaySeconds": 15}}}),
     );
-    assert!(container(&off).get("lifecycle").is_none());
+    assert!(memcached(&off).lifecycle.is_none());
     assert_eq!(pod_spec(&off).termination_grace_period_seconds, None);
 }
 
@@ -375,16 +383,14 @@ fn placement_and_pull_secrets_are_copied_to_the_pod_template() {
                           "affinity": {"podAffinity": {
                               "preferredDuringSchedulingIgnoredDuringExecution": []}}}),
     );
-    let pod = &must(&r, "Deployment")["spec"]["template"]["spec"];
-    for absent in [
-        "nodeSelector",
-        "tolerations",
-        "imagePullSecrets",
-        "priorityClassName",
-        "affinity",
-    ] {
-        assert!(pod.get(absent).is_none(), "{absent}: {pod}");
-    }
+    let pod = pod_spec(&r);
+    assert_absent(&[
+        ("nodeSelector", pod.node_selector.is_none()),
+        ("tolerations", pod.tolerations.is_none()),
+        ("imagePullSecrets", pod.image_pull_secrets.is_none()),
+        ("priorityClassName", pod.priority_class_name.is_none()),
+        ("affinity", pod.affinity.is_none()),
+    ]);
 }
 
 #[test]
@@ -394,27 +400,28 @@ fn a_user_pod_anti_affinity_replaces_the_preset() {
          "labelSelector": {"matchLabels": {"app.kubernetes.io/instance": "my-cache"}}}]});
     let pod_affinity = json!({"preferredDuringSchedulingIgnoredDuringExecution": [
         {"weight": 5, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname"}}]});
-    let affinity = |spec: Value| {
-        must(&render(spec), "Deployment")["spec"]["template"]["spec"]["affinity"].clone()
-    };
+    let affinity = |spec: Value| pod_spec(&render(spec)).affinity;
     let replaced = affinity(json!({"highAvailability": {"antiAffinityPreset": "soft"},
                                    "affinity": {"podAntiAffinity": user, "podAffinity": pod_affinity}}));
     assert_eq!(
         replaced,
-        json!({"podAntiAffinity": user, "podAffinity": pod_affinity})
+        Some(strict(
+            &json!({"podAntiAffinity": user, "podAffinity": pod_affinity})
+        ))
     );
     // Without a podAntiAffinity of the user's, the preset stays; `{}` means none.
     let kept = affinity(json!({"highAvailability": {"antiAffinityPreset": "hard"},
                                "affinity": {"podAffinity": pod_affinity}}));
-    let anti: PodAntiAffinity = decoded(kept["podAntiAffinity"].clone());
+    let kept = kept.expect("affinity");
+    let anti = kept.pod_anti_affinity.expect("the preset's anti-affinity");
     let required = anti.required_during_scheduling_ignored_during_execution;
     assert_eq!(
         required.expect("required terms")[0].topology_key,
         "kubernetes.io/hostname"
     );
-    assert_eq!(kept["podAffinity"], pod_affinity);
+    assert_eq!(kept.pod_affinity, Some(strict(&pod_affinity)));
     let none = affinity(json!({"highAvailability": {}, "affinity": {"podAntiAffinity": {}}}));
-    assert!(none.is_null(), "{none}");
+    assert!(none.is_none(), "{none:?}");
 }
 
 #[test]
@@ -461,28 +468,29 @@ fn pod_labels_and_annotations_join_the_hooks_own() {
 
 #[test]
 fn the_memory_request_follows_max_memory_and_connections_and_never_a_limit() {
-    let resources = |spec: Value| container(&render(spec))["resources"].clone();
+    let resources = |spec: Value| memcached(&render(spec)).resources;
+    let want = |json: Value| Some(strict::<ResourceRequirements>(&json));
     assert_eq!(
         resources(json!({})),
-        json!({"requests": {"memory": "89Mi"}})
+        want(json!({"requests": {"memory": "89Mi"}}))
     );
     assert_eq!(
         resources(json!({"memcached": {"maxMemoryMB": 1024, "maxConnections": 4096}})),
-        json!({"requests": {"memory": "1112Mi"}})
+        want(json!({"requests": {"memory": "1112Mi"}}))
     );
     // The user's memory request stands; a limit alone makes the API server request it.
     assert_eq!(
         resources(json!({"resources": {"requests": {"memory": "100Mi"}}})),
-        json!({"requests": {"memory": "100Mi"}})
+        want(json!({"requests": {"memory": "100Mi"}}))
     );
     assert_eq!(
         resources(json!({"resources": {"limits": {"memory": "200Mi"}}})),
-        json!({"limits": {"memory": "200Mi"}})
+        want(json!({"limits": {"memory": "200Mi"}}))
     );
     // The exporter gets none.
     let r = render(json!({"monitoring": {"enabled": true}}));
-    let exporter = &must(&r, "Deployment")["spec"]["template"]["spec"]["containers"][1];
-    assert!(exporter.get("resources").is_none(), "{exporter}");
+    let exporter = &pod_spec(&r).containers[1];
+    assert!(exporter.resources.is_none(), "{exporter:?}");
 }
 
 // ---- Service ----
@@ -575,11 +583,7 @@ fn status_names_the_srv_record_and_what_tls_clients_verify() {
 
 #[test]
 fn service_annotations_table() {
-    let annotations = |spec: Value| {
-        must(&render(spec), "Service")["metadata"]
-            .get("annotations")
-            .cloned()
-    };
+    let annotations = |spec: Value| typed::<Service>(&render(spec)).metadata.annotations;
     assert_eq!(annotations(json!({})), None, "spec.service absent");
     assert_eq!(
         annotations(json!({"service": null})),
@@ -598,8 +602,8 @@ fn service_annotations_table() {
     );
     let set = json!({"prometheus.io/scrape": "true", "prometheus.io/port": "11211"});
     assert_eq!(
-        annotations(json!({"service": {"annotations": set}})),
-        Some(set),
+        annotations(json!({"service": {"annotations": set.clone()}})),
+        Some(decoded(set)),
         "exact copy"
     );
 }
@@ -690,10 +694,7 @@ fn disruption_budget_blocking_condition() {
         let r =
             render(json!({"replicas": replicas, "highAvailability": {"podDisruptionBudget": pdb}}));
         let c = condition(&r, "DisruptionBudgetBlocking");
-        (
-            c["status"].as_str().unwrap_or_default().to_owned(),
-            c["reason"].as_str().unwrap_or_default().to_owned(),
-        )
+        (c.status, c.reason)
     };
     let yes = ("True".to_owned(), "NoDisruptionsAllowed".to_owned());
     let no = ("False".to_owned(), "DisruptionsAllowed".to_owned());
@@ -736,10 +737,7 @@ fn disruption_budget_blocking_condition() {
     let r = render(
         json!({"replicas": 3, "highAvailability": {"podDisruptionBudget": {"enabled": true, "minAvailable": 3}}}),
     );
-    let message = condition(&r, "DisruptionBudgetBlocking")["message"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let message = condition(&r, "DisruptionBudgetBlocking").message;
     assert!(
         message.contains("my-cache")
             && message.contains("minAvailable 3")
@@ -750,11 +748,11 @@ fn disruption_budget_blocking_condition() {
     assert!(child(&r, "PodDisruptionBudget").is_some(), "still emitted");
     let none = render(json!({}));
     assert!(
-        none["status"]["conditions"]
-            .as_array()
+        crate::common::status(&none)
+            .conditions
             .expect("conditions")
             .iter()
-            .all(|c| c["type"] != "DisruptionBudgetBlocking")
+            .all(|c| c.type_ != "DisruptionBudgetBlocking")
     );
 }
 
@@ -770,10 +768,10 @@ fn undeclared_kinds_are_not_emitted_and_named_in_status() {
     assert!(child(&r, "PodDisruptionBudget").is_none());
     let c = condition(&r, "ChildResourcesMissing");
     assert_eq!(
-        (c["status"].as_str(), c["reason"].as_str()),
-        (Some("True"), Some("NotDeclared"))
+        (c.status.as_str(), c.reason.as_str()),
+        ("True", "NotDeclared")
     );
-    let message = c["message"].as_str().unwrap_or_default();
+    let message = c.message;
     assert!(
         message.contains("poddisruptionbudgets.policy")
             && message.contains("spec.highAvailability.podDisruptionBudget.enabled"),
@@ -782,8 +780,8 @@ fn undeclared_kinds_are_not_emitted_and_named_in_status() {
     let ok = render(json!({}));
     let c = condition(&ok, "ChildResourcesMissing");
     assert_eq!(
-        (c["status"].as_str(), c["reason"].as_str()),
-        (Some("False"), Some("AllDeclared"))
+        (c.status.as_str(), c.reason.as_str()),
+        ("False", "AllDeclared")
     );
 }
 
@@ -797,6 +795,20 @@ fn steady_state() -> Value {
     serde_json::from_slice(&std::fs::read(path).expect("fixture")).expect("json")
 }
 
+/// The last-applied configuration of every observed child of a request, as JSON: what an
+/// invalid spec keeps, to the byte.
+fn last_applied(request: &Value) -> Vec<Value> {
+    let observed = request["children"].as_object().expect("map").values();
+    observed
+        .flat_map(|m| m.as_object().expect("inner").values())
+        .map(|o| {
+            let text =
+                &o["metadata"]["annotations"]["metacontroller.k8s.io/last-applied-configuration"];
+            serde_json::from_str(text.as_str().expect("annotation")).expect("json")
+        })
+        .collect()
+}
+
 #[test]
 fn invalid_spec_keeps_every_observed_child_as_last_applied() {
     let mut request = steady_state();
@@ -806,36 +818,27 @@ fn invalid_spec_keeps_every_observed_child_as_last_applied() {
             .expect("answered");
     let text = serde_json::to_string(&response).expect("encodes");
     let r: Value = serde_json::from_str(&text).expect("json");
-    let observed: Vec<Value> = request["children"]
-        .as_object()
-        .expect("map")
-        .values()
-        .flat_map(|m| m.as_object().expect("inner").values().cloned())
-        .collect();
-    assert_eq!(r["children"].as_array().map(Vec::len), Some(observed.len()));
-    for o in &observed {
-        let last: Value = serde_json::from_str(
-            o["metadata"]["annotations"]["metacontroller.k8s.io/last-applied-configuration"]
-                .as_str()
-                .expect("annotation"),
-        )
-        .expect("json");
+    let last_applied = last_applied(&request);
+    assert_eq!(
+        r["children"].as_array().map(Vec::len),
+        Some(last_applied.len())
+    );
+    for last in &last_applied {
         assert!(
-            r["children"].as_array().expect("children").contains(&last),
+            r["children"].as_array().expect("children").contains(last),
             "kept {}",
-            o["kind"]
+            last["kind"]
         );
     }
     let degraded = condition(&r, "Degraded");
     assert_eq!(
-        (degraded["status"].as_str(), degraded["reason"].as_str()),
-        (Some("True"), Some("InvalidSpec"))
+        (degraded.status.as_str(), degraded.reason.as_str()),
+        ("True", "InvalidSpec")
     );
     assert!(
-        degraded["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("spec.replicas")
+        degraded.message.contains("spec.replicas"),
+        "{}",
+        degraded.message
     );
 }
 
@@ -889,22 +892,7 @@ fn over_bound_values_keep_the_observed_children() {
             memcached_hook::sync(&decode(&request), crate::common::now(), &Default::default())
                 .expect("answered");
         let r = serde_json::to_value(&response).expect("encodes");
-        let last_applied: Vec<Value> = request["children"]
-            .as_object()
-            .expect("map")
-            .values()
-            .flat_map(|m| m.as_object().expect("inner").values())
-            .map(|o| {
-                serde_json::from_str(
-                    o["metadata"]["annotations"][
-                        "metacontroller.k8s.io/last-applied-configuration"
-                    ]
-                    .as_str()
-                    .expect("annotation"),
-                )
-                .expect("json")
-            })
-            .collect();
+        let last_applied = last_applied(&request);
         let mut children = r["children"].as_array().expect("children").clone();
         let mut want = last_applied;
         let key = |v: &Value| v["kind"].as_str().unwrap_or_default().to_owned();
@@ -913,11 +901,11 @@ fn over_bound_values_keep_the_observed_children() {
         assert_eq!(children, want, "{field}: kept as last applied");
         let degraded = condition(&r, "Degraded");
         assert_eq!(
-            (degraded["status"].as_str(), degraded["reason"].as_str()),
-            (Some("True"), Some("InvalidSpec")),
+            (degraded.status.as_str(), degraded.reason.as_str()),
+            ("True", "InvalidSpec"),
             "{field}"
         );
-        let message = degraded["message"].as_str().unwrap_or_default();
+        let message = degraded.message;
         assert!(
             message.contains(&format!("{field}: {words}")),
             "{field}: {message}"

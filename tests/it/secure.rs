@@ -8,16 +8,16 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use base64::Engine as _;
-use http_body_util::BodyExt as _;
 use memcached_hook::server::auth::{AuthFiles, Authenticator};
 use memcached_hook::server::tls::{Tls, TlsFiles};
-use memcached_hook::server::{Config, router, serve};
+use memcached_hook::server::{Config, serve};
 use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
 use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
-use tower::ServiceExt as _;
+
+use super::http::{call, fixture};
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("memcached-hook-{name}-{}", std::process::id()));
@@ -42,27 +42,11 @@ async fn status_with(
         request = request.header(header::AUTHORIZATION, value);
     }
     let body = if path == "/sync" {
-        Body::from(
-            std::fs::read(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/tests/fixtures/sync/steady-state.json"
-            ))
-            .expect("fixture"),
-        )
+        Body::from(fixture("steady-state"))
     } else {
         Body::empty()
     };
-    let response = router(config)
-        .oneshot(request.body(body).expect("request"))
-        .await
-        .expect("infallible");
-    let status = response.status();
-    let bytes = response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes();
+    let (status, _, bytes) = call(config, request.body(body).expect("request")).await;
     (status, String::from_utf8_lossy(&bytes).into_owned())
 }
 

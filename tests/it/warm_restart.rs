@@ -120,10 +120,7 @@ fn the_statefulset_gets_a_volume_the_guard_and_a_graceful_stop() {
     assert_eq!(pod.termination_grace_period_seconds, Some(31));
     assert_eq!(pod.security_context.and_then(|c| c.fs_group), Some(11211));
     let c = condition(&response, "WarmRestart");
-    assert_eq!(
-        (c["status"].as_str(), c["reason"].as_str()),
-        (Some("True"), Some("Enabled"))
-    );
+    assert_eq!((c.status.as_str(), c.reason.as_str()), ("True", "Enabled"));
 }
 
 #[test]
@@ -208,14 +205,13 @@ fn an_invalid_warm_restart_keeps_the_observed_statefulset() {
         "kept as last applied"
     );
     let degraded = condition(&response, "Degraded");
-    assert_eq!(degraded["reason"], "InvalidSpec");
-    let message = degraded["message"].as_str().unwrap_or_default();
-    assert!(message.contains("spec.warmRestart.size"), "{degraded}");
-    let ready = condition(&response, "Ready");
-    assert_eq!(
-        ready["status"], "True",
-        "judged against the kept StatefulSet"
+    assert_eq!(degraded.reason, "InvalidSpec");
+    assert!(
+        degraded.message.contains("spec.warmRestart.size"),
+        "{degraded:?}"
     );
+    let ready = condition(&response, "Ready");
+    assert_eq!(ready.status, "True", "judged against the kept StatefulSet");
 }
 
 #[test]
@@ -229,7 +225,7 @@ fn a_new_claim_template_replaces_the_statefulset_through_a_deployment() {
     ));
     assert_eq!(answered_kinds(&r), ["Deployment", "StatefulSet"]);
     let c = condition(&r, "WarmRestart");
-    assert_eq!(c["reason"], "VolumeChange");
+    assert_eq!(c.reason, "VolumeChange");
     // 2. The Deployment is ready: the StatefulSet is left out (deleted).
     let plain = observed("StatefulSet", 3, json!(null), &["-m", "64"]);
     let dep = observed("Deployment", 3, json!(null), &["-m", "64"]);
@@ -287,7 +283,7 @@ fn a_layout_change_is_announced_before_the_rollout() {
         children(),
     ));
     assert_eq!(
-        condition(&same, "WarmRestart")["reason"],
+        condition(&same, "WarmRestart").reason,
         "Enabled",
         "threads keep the layout"
     );
@@ -295,14 +291,8 @@ fn a_layout_change_is_announced_before_the_rollout() {
                                 "warmRestart": {"enabled": true, "size": "132Mi"}}));
     let changed = sync_value(&request(spec, children()));
     let c = condition(&changed, "WarmRestart");
-    assert_eq!(c["reason"], "LayoutChange");
-    assert!(
-        c["message"]
-            .as_str()
-            .expect("message")
-            .ends_with("this changes -I 1m -> 2m"),
-        "{c}"
-    );
+    assert_eq!(c.reason, "LayoutChange");
+    assert!(c.message.ends_with("this changes -I 1m -> 2m"), "{c:?}");
 }
 
 /// A related pod of `cache` whose guard ended with `result` (`None`: still initialising).
@@ -354,9 +344,9 @@ fn the_condition_says_which_pods_restored_their_items() {
         "cache-1": related_pod("cache-1", Some("cold: items saved 400 s ago, more than 300\n")),
         "cache-0": related_pod("cache-0", Some("restore: items saved 2 s ago\n")),
         "cache-2": related_pod("cache-2", None)}});
-    let c = condition(&sync_value(&req), "WarmRestart").clone();
-    assert_eq!(c["reason"], "Enabled", "{c}");
-    let message = c["message"].as_str().expect("message");
+    let c = condition(&sync_value(&req), "WarmRestart");
+    assert_eq!(c.reason, "Enabled", "{c:?}");
+    let message = c.message;
     assert!(
         message.ends_with(
             "1 of 3 pods restored their items at their last start (cache-0); started empty \
@@ -366,12 +356,10 @@ fn the_condition_says_which_pods_restored_their_items() {
     );
     // Without pods (no customize hook, or none created yet) it says where to look.
     req["related"] = json!({});
-    let c = condition(&sync_value(&req), "WarmRestart").clone();
+    let c = condition(&sync_value(&req), "WarmRestart");
     assert!(
-        c["message"]
-            .as_str()
-            .expect("message")
+        c.message
             .ends_with("termination message of its warm-restart-guard init container"),
-        "{c}"
+        "{c:?}"
     );
 }

@@ -9,7 +9,9 @@ use serde_json::{Value, json};
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet, StatefulSetUpdateStrategy};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 
-use crate::common::{condition, must, status, sync_value, typed};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+use crate::common::{condition, must, status, strict, sync_value, typed};
 
 fn fixture(name: &str) -> Value {
     let path = format!(
@@ -71,16 +73,17 @@ fn assert_never_without_ready_pods(request: &Value, response: &Value) {
 
 /// Every workload answered selects exactly the base labels (the selector is immutable).
 fn assert_selector_unchanged(response: &Value) {
-    let name = "cache";
+    let base: LabelSelector = strict(
+        &json!({"matchLabels": {"app.kubernetes.io/instance": "cache",
+                                "app.kubernetes.io/managed-by": "memcached-operator",
+                                "app.kubernetes.io/name": "memcached"}}),
+    );
     for kind in answered_kinds(response) {
-        let selector = &must(response, &kind)["spec"]["selector"];
-        assert_eq!(
-            selector,
-            &json!({"matchLabels": {"app.kubernetes.io/instance": name,
-                                    "app.kubernetes.io/managed-by": "memcached-operator",
-                                    "app.kubernetes.io/name": "memcached"}}),
-            "{kind}"
-        );
+        let selector = match kind.as_str() {
+            "Deployment" => typed::<Deployment>(response).spec.map(|s| s.selector),
+            _ => typed::<StatefulSet>(response).spec.map(|s| s.selector),
+        };
+        assert_eq!(selector.as_ref(), Some(&base), "{kind}");
     }
 }
 
@@ -135,11 +138,7 @@ fn switch_to_statefulset_and_back_step_by_step() {
     for (name, kinds, reason) in steps {
         let (_, response) = step(name);
         assert_eq!(answered_kinds(&response), kinds, "{name}");
-        assert_eq!(
-            condition(&response, "Progressing")["reason"],
-            reason,
-            "{name}"
-        );
+        assert_eq!(condition(&response, "Progressing").reason, reason, "{name}");
     }
 }
 
@@ -159,12 +158,12 @@ fn the_old_workload_is_answered_exactly_as_last_applied() {
 #[test]
 fn without_last_applied_the_old_workload_is_its_observed_spec() {
     let (request, response) = step("switch-to-statefulset-server-side-apply");
-    let observed = &request["children"]["Deployment.apps/v1"]["cache"];
-    let kept = must(&response, "Deployment");
-    assert_eq!(kept["spec"], observed["spec"]);
-    assert_eq!(kept["metadata"]["labels"], observed["metadata"]["labels"]);
-    assert!(kept.get("status").is_none());
-    assert!(kept["metadata"].get("annotations").is_none());
+    let observed: Deployment = strict(&request["children"]["Deployment.apps/v1"]["cache"]);
+    let kept: Deployment = typed(&response);
+    assert_eq!(kept.spec, observed.spec);
+    assert_eq!(kept.metadata.labels, observed.metadata.labels);
+    assert!(kept.status.is_none());
+    assert!(kept.metadata.annotations.is_none());
 }
 
 #[test]
@@ -210,11 +209,10 @@ fn statefulsets_not_declared_keep_the_deployment() {
     let (_, response) = step("statefulset-not-declared");
     assert_eq!(answered_kinds(&response), ["Deployment"]);
     let missing = condition(&response, "ChildResourcesMissing");
-    assert_eq!(missing["status"], "True");
+    assert_eq!(missing.status, "True");
     assert!(
-        missing["message"]
-            .as_str()
-            .expect("message")
+        missing
+            .message
             .contains("statefulsets.apps (needed by spec.workload)")
     );
 }

@@ -22,15 +22,9 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 HERE="$ROOT/tests/monitoring"
 MON="$ROOT/deploy/monitoring"
-WORK=$(mktemp -d)
-CLUSTER_UP=0
-cleanup() {
-    if ((CLUSTER_UP)); then
-        E2E_STATE_DIR="$WORK/e2e" bash "$ROOT/tests/e2e/cluster.sh" down >>"$WORK/cluster.log" 2>&1 || true
-    fi
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
+# WORK, suite_cluster_up, manifests_venv
+# shellcheck source=tests/lib/suite-cluster.sh
+source "$ROOT/tests/lib/suite-cluster.sh"
 
 # step, elapsed, passed/failed/failures, t_all
 # shellcheck source=tests/lib/steps.sh
@@ -38,9 +32,8 @@ source "$ROOT/tests/lib/steps.sh"
 
 # PyYAML from the venv of tests/manifests (same pins), or the system's.
 python_with_yaml() {
-    local key venv
-    key=$( { sed -n 's/^TOOLS_REVISION=\(.*\)$/\1/p' "$ROOT/tests/manifests/check.sh"; cat "$ROOT/tests/manifests/requirements.txt"; } | sha256sum | cut -c1-12)
-    venv="${MEMCACHED_HOOK_CACHE:-$HOME/.cache/memcached-hook}/venv/manifests-$key"
+    local venv
+    venv=$(manifests_venv)
     if [[ -f "$venv/.complete" ]]; then
         echo "$venv/bin/python"
     elif python3 -c 'import yaml' 2>/dev/null; then
@@ -69,12 +62,7 @@ ksm() {
     local env
     # shellcheck source=/dev/null
     source "$ROOT/tests/e2e/versions.sh"
-    E2E_STATE_DIR="$WORK/e2e" E2E_METACONTROLLER=0 E2E_PRELOAD_MANIFESTS="$ROOT/deploy/crd.yaml" \
-        bash "$ROOT/tests/e2e/cluster.sh" up >"$WORK/env.sh" 2>"$WORK/cluster.log" || {
-        tail -n 20 "$WORK/cluster.log"
-        return 1
-    }
-    CLUSTER_UP=1
+    suite_cluster_up "$ROOT/deploy/crd.yaml" || return 1
     env=$(cat "$WORK/env.sh")
     (eval "$env" && "$PYTHON" "$HERE/ksm_e2e.py" --root "$ROOT" --ksm "$KUBE_STATE_METRICS_BIN" \
         --kubectl "$E2E_KUBECTL" --work "$WORK/ksm")

@@ -34,10 +34,9 @@ ROOT="$(cd "${HERE}/../.." && pwd)"
 E2E="${ROOT}/tests/e2e"
 
 RUN_LIMIT="${PODS_RUN_TIMEOUT:-3600}"
-if [[ -z "${_PODS_RUN_BOUNDED:-}" ]]; then
-  export _PODS_RUN_BOUNDED=1
-  exec timeout --kill-after=30 "$((RUN_LIMIT + 180))" bash "${BASH_SOURCE[0]}" "$@"
-fi
+# shellcheck source=../lib/watchdog.sh
+source "${ROOT}/tests/lib/watchdog.sh"
+bound_run "$((RUN_LIMIT + 180))" "$@"
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${HOME}/.cache/memcached-hook/target}"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/memcached-hook-pods.XXXXXX")"
@@ -112,8 +111,6 @@ finish() {
 trap finish EXIT
 trap 'exit 143' TERM
 trap 'exit 130' INT
-# shellcheck source=../lib/watchdog.sh
-source "${ROOT}/tests/lib/watchdog.sh"
 start_watchdog "${RUN_LIMIT}" "[pods] PODS_RUN_TIMEOUT=${RUN_LIMIT}s"
 
 [[ $(id -u) -eq 0 ]] || { bad "the pods phase needs root (containerd, mounts, a bridge)"; exit 1; }

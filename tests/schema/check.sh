@@ -22,14 +22,14 @@
 # Environment: MEMCACHED_HOOK_BIN (else cargo build into CARGO_TARGET_DIR, default
 #   $HOME/.cache/memcached-hook/target), SCHEMA_TIMEOUT (bound of the run, default 1200 s).
 # Prints `schema: N passed, M failed`; exits non-zero on any failure.
+# shellcheck source-path=SCRIPTDIR
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "${HERE}/../.." && pwd)"
-if [[ -z "${_SCHEMA_BOUNDED:-}" ]]; then
-  export _SCHEMA_BOUNDED=1
-  exec timeout --kill-after=30 "${SCHEMA_TIMEOUT:-1200}" bash "${BASH_SOURCE[0]}" "$@"
-fi
+# shellcheck source=../lib/watchdog.sh
+source "${ROOT}/tests/lib/watchdog.sh"
+bound_run "${SCHEMA_TIMEOUT:-1200}" "$@"
 
 K8S_VERSION=1.35.0
 CACHE="${HOME}/.cache/memcached-hook"
