@@ -16,7 +16,8 @@
 # the numbers are only comparable on an otherwise idle machine.
 #
 # Environment (defaults in brackets):
-#   N [1000] REPLICAS [3] NODES [100] ZONES [3] STEADY [600] DRAIN_ZONE [zone-a]
+#   N [1000] REPLICAS [3] NODES [100] ZONES [3] STEADY [600]
+#   DRAIN_ZONE the zone drained at the end [zone-a]; none: no drain
 #   VARIANT    Metacontroller's flags: install [default: metacontroller/components/tuning], stock
 #              (its own defaults), or NAME:FLAG,FLAG,... (the install's flags plus these)
 #   WATCH_PODS 1: answer Metacontroller's customize calls from a stub that asks for related Pods
