@@ -42,12 +42,8 @@ DRAIN_ZONE=${DRAIN_ZONE:-zone-a}
 VARIANT=${VARIANT:-install}
 WATCH_PODS=${WATCH_PODS:-0}
 TIMEOUT=${BENCH_TIMEOUT:-1800}
-HOOK_BIN=${MEMCACHED_HOOK_BIN:-${CARGO_TARGET_DIR:-$HOME/.cache/memcached-hook/target}/release/memcached-hook}
-if ! metacontroller_supplied; then
-    echo "skip: no Metacontroller (METACONTROLLER_BIN=${METACONTROLLER_BIN:-<unset>}, METACONTROLLER_CRDS_DIR=${METACONTROLLER_CRDS_DIR:-<unset>})"
-    exit 0
-fi
-[[ -x "$HOOK_BIN" ]] || { echo "MEMCACHED_HOOK_BIN=$HOOK_BIN: build it with cargo build --release" >&2; exit 1; }
+# shellcheck source=needs-metacontroller.sh
+source "$ROOT/bench/needs-metacontroller.sh"
 for v in N REPLICAS NODES STEADY TIMEOUT; do
     [[ "${!v}" =~ ^[0-9]+$ ]] || { echo "$v must be a whole number, not ${!v}" >&2; exit 2; }
 done
