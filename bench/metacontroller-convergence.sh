@@ -23,12 +23,8 @@ N=${N:-200}
 VARIANTS=${VARIANTS:-stock install}
 TIMEOUT=${BENCH_TIMEOUT:-400}
 SETTLE=${SETTLE:-10}
-HOOK_BIN=${MEMCACHED_HOOK_BIN:-${CARGO_TARGET_DIR:-$HOME/.cache/memcached-hook/target}/release/memcached-hook}
-if ! metacontroller_supplied; then
-    echo "skip: no Metacontroller (METACONTROLLER_BIN=${METACONTROLLER_BIN:-<unset>}, METACONTROLLER_CRDS_DIR=${METACONTROLLER_CRDS_DIR:-<unset>})"
-    exit 0
-fi
-[[ -x "$HOOK_BIN" ]] || { echo "MEMCACHED_HOOK_BIN=$HOOK_BIN: build it with cargo build --release" >&2; exit 1; }
+# shellcheck source=needs-metacontroller.sh
+source "$ROOT/bench/needs-metacontroller.sh"
 
 WORK=$(mktemp -d)
 export E2E_STATE_DIR="$WORK/cluster"

@@ -9,11 +9,13 @@
 #   $E2E_BIN_CACHE/kubelet-<v>/kubelet                    (the pods phase's node)
 #   $E2E_BIN_CACHE/kube-scheduler-<v>/kube-scheduler
 #   $E2E_BIN_CACHE/coredns-<v>/coredns                    (cluster DNS of the pods phase)
+#   $E2E_BIN_CACHE/kwok-<v>/kwok                          (simulated nodes of bench/scale.sh;
+#                                                          only when asked for: not in `all`)
 #
 # Metacontroller is not built here: it is supplied by the user (METACONTROLLER_BIN and
 # METACONTROLLER_CRDS_DIR, see docs/testing.md).
 #
-# Usage: build-bins.sh [all | etcd | kube | coredns]...   (default: all)
+# Usage: build-bins.sh [all | etcd | kube | coredns | kwok]...   (default: all)
 #
 # `kube` is the five Kubernetes commands; those missing are built by one `go build`, which
 # compiles the packages they share once (cold, all five: ~15 min on 2 busy cores).
@@ -32,7 +34,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # Remember which binaries the caller provided before versions.sh fills defaults.
 declare -A preset=()
 for v in ETCD_BIN KUBE_APISERVER_BIN KUBE_CONTROLLER_MANAGER_BIN KUBECTL_BIN KUBELET_BIN \
-  KUBE_SCHEDULER_BIN COREDNS_BIN; do
+  KUBE_SCHEDULER_BIN COREDNS_BIN KWOK_BIN; do
   if [[ -n "${!v:-}" ]]; then preset[$v]=1; fi
 done
 # shellcheck source=versions.sh
@@ -141,6 +143,20 @@ build_coredns() {
     "-X github.com/coredns/coredns/coremain.GitCommit=${COREDNS_VERSION}"
 }
 
+# KWOK: `go install` of its command at the pinned version, so its own go.mod and go.sum (checked
+# against the checksum database) pin every dependency; no wrapper module (cold: ~2 min).
+build_kwok() {
+  need KWOK_BIN || return 0
+  local start=$SECONDS gobin="${scratch}/kwok-bin"
+  mkdir -p "${gobin}" "$(dirname "${KWOK_BIN}")"
+  log "building kwok ${KWOK_VERSION} (go install) ..."
+  (cd "${scratch}" && GOBIN="${gobin}" "${NICE[@]}" go install -ldflags="-s -w" \
+    "sigs.k8s.io/kwok/cmd/kwok@${KWOK_VERSION}")
+  mv -f "${gobin}/kwok" "${KWOK_BIN}"
+  echo "kwok ${KWOK_VERSION}: $((SECONDS - start))s" >>"${timings}"
+  log "built kwok -> ${KWOK_BIN}"
+}
+
 targets=("$@")
 ((${#targets[@]})) || targets=(all)
 for t in "${targets[@]}"; do
@@ -149,7 +165,8 @@ for t in "${targets[@]}"; do
     etcd) build_etcd ;;
     kube | kubernetes) build_kube ;;
     coredns) build_coredns ;;
-    *) echo "usage: $0 [all|etcd|kube|coredns]..." >&2; exit 2 ;;
+    kwok) build_kwok ;;
+    *) echo "usage: $0 [all|etcd|kube|coredns|kwok]..." >&2; exit 2 ;;
   esac
 done
 

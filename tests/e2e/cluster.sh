@@ -15,6 +15,11 @@
 # every change in `down`. It is opt-in so that the e2e phase, which needs no pods, stays fast;
 # the pods phase (tests/pods/run.sh) sets it.
 #
+# With E2E_KWOK_NODES=N the cluster gets N simulated nodes instead (tests/e2e/kwok.sh): KWOK's
+# controller plays the kubelet for them, kube-scheduler places the pods, and the controller
+# manager runs its controllers but the node lifecycle one, so Deployments make ReplicaSets and
+# pods that become Ready without any container or host change (bench/scale.sh).
+#
 # Usage: cluster.sh up | down | env | status | restart-metacontroller | restart-apiserver
 #        | host-state
 #
@@ -39,10 +44,14 @@
 #                       are given and exist)
 #                       | 1 (required) | 0 (never)
 #   E2E_KCM_CONTROLLERS kube-controller-manager --controllers (default: enough for
-#                       ownerRef cascades; '*' with E2E_NODE=1)
+#                       ownerRef cascades; '*' with E2E_NODE=1; '*,-node-lifecycle-controller'
+#                       with E2E_KWOK_NODES)
 #   E2E_NODE            1: start the node too (default 0)
 #   E2E_NODE_IMAGES     with E2E_NODE=1: colon-separated image archives (docker-archive or
 #                       OCI) imported into the node's containerd besides its own images
+#   E2E_KWOK_NODES      number of simulated nodes (default 0: none); E2E_KWOK_ZONES their zones
+#                       (default 3); E2E_KWOK_CLIENT_QPS the controller manager's and the
+#                       scheduler's client rate limit with them (default 200, burst twice that)
 #   E2E_POD_CIDR        the pods' /24 (default 10.213.77.0/24); E2E_NODE_BRIDGE its bridge
 #   E2E_PRELOAD_MANIFESTS  colon-separated files/dirs applied (kubectl apply -f)
 #                       before kube-controller-manager starts, e.g. the parent
@@ -53,7 +62,7 @@
 #   E2E_MC_EXTRA_ARGS   more Metacontroller flags after E2E_MC_ARGS, split on spaces
 #   E2E_WAIT_SECONDS    bound of each readiness wait (default 120)
 #   ETCD_BIN KUBE_APISERVER_BIN KUBE_CONTROLLER_MANAGER_BIN KUBECTL_BIN
-#   KUBELET_BIN KUBE_SCHEDULER_BIN COREDNS_BIN (E2E_NODE=1)
+#   KUBELET_BIN KUBE_SCHEDULER_BIN COREDNS_BIN (E2E_NODE=1) KWOK_BIN (E2E_KWOK_NODES)
 #   METACONTROLLER_BIN METACONTROLLER_CRDS_DIR   Metacontroller built by hand outside the
 #                       repository and the directory of its CRD manifests (no default)
 set -euo pipefail
@@ -68,6 +77,8 @@ WANT_MC="${E2E_METACONTROLLER:-auto}"
 NODE="${E2E_NODE:-0}"
 if [[ "${NODE}" == 1 ]]; then
   KCM_CONTROLLERS="${E2E_KCM_CONTROLLERS:-*}"
+elif [[ "${E2E_KWOK_NODES:-0}" != 0 ]]; then
+  KCM_CONTROLLERS="${E2E_KCM_CONTROLLERS:-*,-node-lifecycle-controller}"
 else
   KCM_CONTROLLERS="${E2E_KCM_CONTROLLERS:-namespace-controller,garbage-collector-controller,serviceaccount-controller}"
 fi
@@ -82,6 +93,8 @@ log() { printf "[cluster +%ss] %s\n" "${SECONDS}" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 # shellcheck source=node.sh
 source "${here}/node.sh"
+# shellcheck source=kwok.sh
+source "${here}/kwok.sh"
 
 kubectl_bin() {
   if [[ -x "${KUBECTL_BIN}" ]]; then printf '%s\n' "${KUBECTL_BIN}"
@@ -245,6 +258,7 @@ cmd_up() {
     0 | 1) ;;
     *) die "E2E_NODE must be 0 or 1" ;;
   esac
+  kwok_check
   rm -rf "${S}"
   mkdir -p "${S}/logs" "${S}/pids" "${S}/certs"
   if [[ "${NODE}" == 1 ]]; then
@@ -337,6 +351,8 @@ EOF
   fi
 
   # --- kube-controller-manager -------------------------------------------------
+  local -a kcm_extra
+  mapfile -t kcm_extra < <(kwok_kcm_args)
   spawn kube-controller-manager "${KUBE_CONTROLLER_MANAGER_BIN}" \
     --kubeconfig="${S}/kubeconfig" \
     --bind-address="${HOST}" --secure-port="${kcm_port}" \
@@ -344,12 +360,14 @@ EOF
     --leader-elect=false \
     --root-ca-file="${S}/certs/apiserver/apiserver.crt" \
     --service-account-private-key-file="${S}/certs/sa.key" \
-    --controllers="${KCM_CONTROLLERS}"
+    --controllers="${KCM_CONTROLLERS}" "${kcm_extra[@]}"
   wait_for kube-controller-manager "healthy on ${HOST}:${kcm_port}" \
     curl -sfk --max-time 2 "https://${HOST}:${kcm_port}/healthz"
 
   # --- the node (E2E_NODE=1) -------------------------------------------------------
   if [[ "${NODE}" == 1 ]]; then node_up; fi
+  # --- simulated nodes (E2E_KWOK_NODES) ----------------------------------------------
+  kwok_up
 
   # --- Metacontroller ----------------------------------------------------------
   if [[ "${WANT_MC}" != 0 ]] && metacontroller_supplied; then
@@ -376,6 +394,7 @@ cmd_env() {
   printf 'export E2E_METACONTROLLER=%q\n' "${mc}"
   printf 'export E2E_APPLY_STRATEGY=%q\n' "$(get_var APPLY_STRATEGY)"
   printf 'export E2E_METACONTROLLER_METRICS_URL=%q\n' "$(get_var METRICS_URL)"
+  printf 'export E2E_KWOK_NODES=%q\n' "$(get_var KWOK_NODES)"
   if [[ "$(get_var NODE)" == 1 ]]; then
     printf 'export E2E_NODE=1\n'
     printf 'export E2E_NODE_NAME=%q\n' "${NODE_NAME}"

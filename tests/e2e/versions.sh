@@ -7,6 +7,8 @@ ETCD_VERSION="${ETCD_VERSION:-v3.5.21}"
 K8S_VERSION="${K8S_VERSION:-v1.35.8}"
 METACONTROLLER_VERSION="${METACONTROLLER_VERSION:-v4.17.2}"
 COREDNS_VERSION="${COREDNS_VERSION:-v1.15.0}"
+# KWOK (simulated nodes and pods for bench/scale.sh), built with `go install` of its own module.
+KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 
 # Outside the repository clone, so that it survives a fresh clone (CI).
 E2E_BIN_CACHE="${E2E_BIN_CACHE:-${HOME}/.cache/memcached-hook/e2e-bin}"
@@ -20,6 +22,7 @@ KUBECTL_BIN="${KUBECTL_BIN:-${E2E_BIN_CACHE}/kubectl-${K8S_VERSION}/kubectl}"
 KUBELET_BIN="${KUBELET_BIN:-${E2E_BIN_CACHE}/kubelet-${K8S_VERSION}/kubelet}"
 KUBE_SCHEDULER_BIN="${KUBE_SCHEDULER_BIN:-${E2E_BIN_CACHE}/kube-scheduler-${K8S_VERSION}/kube-scheduler}"
 COREDNS_BIN="${COREDNS_BIN:-${E2E_BIN_CACHE}/coredns-${COREDNS_VERSION}/coredns}"
+KWOK_BIN="${KWOK_BIN:-${E2E_BIN_CACHE}/kwok-${KWOK_VERSION}/kwok}"
 
 # Metacontroller is never built by this project: the user builds it by hand outside the
 # repository and supplies the binary and the directory of its CRD manifests (*.yaml).
