@@ -36,6 +36,11 @@ pub struct Cli {
         default_value = memcached_hook::children::reload_agent::DEFAULT_IMAGE
     )]
     reload_agent_image: String,
+    /// Ask Metacontroller (through /customize) for the pods of each Memcached with
+    /// `warmRestart`, so that the WarmRestart condition says which pods restored their cache.
+    /// Metacontroller then caches every pod of the cluster (docs/operations.md: its memory).
+    #[arg(long, global = true, env = "MEMCACHED_HOOK_RELATE_PODS")]
+    relate_pods: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -176,6 +181,7 @@ impl Default for ServeArgs {
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     let options = memcached_hook::Options {
         reload_agent_image: cli.reload_agent_image.into(),
+        relate_pods: cli.relate_pods,
     };
     match cli.command.unwrap_or(Command::Serve(ServeArgs::default())) {
         Command::Serve(args) => serve(&args, options),

@@ -328,12 +328,16 @@ pub async fn sync(
 const DEADLINE_MARGIN: Duration = Duration::from_millis(100);
 
 /// `POST /customize`.
-pub async fn customize(headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> Response {
+pub async fn customize(
+    axum::extract::State(options): axum::extract::State<Arc<crate::Options>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
     let result = (|| {
         check_content_type(&headers)?;
         let body = read_body(body)?;
         let request: crate::hook::CustomizeRequest = decode(&body)?;
-        let response = crate::customize(&request)?;
+        let response = crate::customize(&request, &options)?;
         Ok::<_, ApiError>(json_response(StatusCode::OK, encode(&response)?))
     })();
     result.unwrap_or_else(|error| {

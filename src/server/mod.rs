@@ -108,7 +108,10 @@ pub fn router(config: &Config) -> Router {
                     .with_request_timeout(config.request_timeout),
             )),
         )
-        .route("/customize", post(handlers::customize));
+        .route(
+            "/customize",
+            post(handlers::customize).with_state(Arc::clone(&config.options)),
+        );
     // Probes stay open; only the hook endpoints need credentials when configured.
     let hooks = match &config.auth {
         Some(auth) => hooks.route_layer(axum::middleware::from_fn_with_state(

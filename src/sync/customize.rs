@@ -3,19 +3,23 @@
 use k8s_openapi::Resource as _;
 use k8s_openapi::api::core::v1::{Pod, Secret};
 
-use super::{SyncError, check_parent};
+use super::{Options, SyncError, check_parent};
 use crate::api::effective::Effective;
 use crate::api::{Workload, apiserver};
 use crate::children::labels;
 use crate::hook::{CustomizeRequest, CustomizeResponse, ResourceRule};
 
 /// The related objects Metacontroller should send with each sync, in the parent's namespace:
-/// the Secrets of the enabled SASL and TLS blocks, and, with `warmRestart` on a StatefulSet,
-/// the Memcached's pods (whose warm-restart guards tell how each pod last started).
+/// the Secrets of the enabled SASL and TLS blocks, and, with `warmRestart` on a StatefulSet and
+/// [`Options::relate_pods`], the Memcached's pods (whose warm-restart guards tell how each pod
+/// last started).
 ///
 /// # Errors
 /// [`SyncError::WrongParent`] for a parent of another kind or group.
-pub fn customize(req: &CustomizeRequest) -> Result<CustomizeResponse, SyncError> {
+pub fn customize(
+    req: &CustomizeRequest,
+    options: &Options,
+) -> Result<CustomizeResponse, SyncError> {
     check_parent(&req.parent)?;
     let e = Effective::of(&req.parent.spec);
     let namespace = &req.parent.metadata.namespace;
@@ -33,7 +37,7 @@ pub fn customize(req: &CustomizeRequest) -> Result<CustomizeResponse, SyncError>
             label_selector: None,
         });
     }
-    if e.warm_restart.is_some() && e.workload == Workload::StatefulSet {
+    if options.relate_pods && e.warm_restart.is_some() && e.workload == Workload::StatefulSet {
         related_resources.push(ResourceRule {
             api_version: Pod::API_VERSION,
             resource: Pod::URL_PATH_SEGMENT,

@@ -80,6 +80,9 @@ struct Outcome {
 pub struct Options {
     /// Image of the reload-agent sidecar (`--reload-agent-image`): the hook's own image.
     pub reload_agent_image: std::borrow::Cow<'static, str>,
+    /// Whether `/customize` asks for the pods of a Memcached with `warmRestart`
+    /// (`--relate-pods`): Metacontroller then watches every pod of the cluster.
+    pub relate_pods: bool,
 }
 
 impl Default for Options {
@@ -88,6 +91,7 @@ impl Default for Options {
             reload_agent_image: std::borrow::Cow::Borrowed(
                 crate::children::reload_agent::DEFAULT_IMAGE,
             ),
+            relate_pods: false,
         }
     }
 }

@@ -5,6 +5,8 @@
 use k8s_openapi::api::apps::v1::StatefulSet;
 use serde_json::{Value, json};
 
+use memcached_hook::Options;
+
 use crate::common::{condition, controller, sync_value, typed};
 use crate::workload::answered_kinds;
 
@@ -313,13 +315,24 @@ fn related_pod(name: &str, result: Option<&str>) -> Value {
 }
 
 #[test]
-fn customize_asks_for_the_pods_only_with_warm_restart_on_a_statefulset() {
-    let customize = |spec: Value| {
+fn customize_asks_for_the_pods_with_relate_pods_and_warm_restart_on_a_statefulset() {
+    let relate = Options {
+        relate_pods: true,
+        ..Options::default()
+    };
+    let answer = |spec: Value, options: &Options| {
         let parent = request(spec, json!({}))["parent"].clone();
         let req = serde_json::from_value(json!({"controller": {}, "parent": parent}))
             .expect("customize request");
-        serde_json::to_value(memcached_hook::customize(&req).expect("answer")).expect("json")
+        serde_json::to_value(memcached_hook::customize(&req, options).expect("answer"))
+            .expect("json")
     };
+    let customize = |spec: Value| answer(spec, &relate);
+    // Off by default: Metacontroller would watch every pod of the cluster.
+    assert_eq!(
+        answer(warm_spec(json!({})), &Options::default()),
+        json!({"relatedResources": []})
+    );
     assert_eq!(
         customize(warm_spec(json!({}))),
         json!({"relatedResources": [{"apiVersion": "v1", "resource": "pods", "namespace": "shop",

@@ -54,7 +54,9 @@ class Failed(Exception):
 
 
 def hook_args():
-    return ["--reload-agent-image", HOOK_IMAGE] if HOOK_IMAGE else []
+    """The hook's global options: its own image for the reload agent, and the pods of warm
+    Memcacheds related (the warm-restart scenario reads their last starts from the status)."""
+    return ["--relate-pods", *(["--reload-agent-image", HOOK_IMAGE] if HOOK_IMAGE else [])]
 
 
 def run(args, stdin=None, check=True, timeout=120):
@@ -322,7 +324,7 @@ class Memcached:
             s = get("secret", n, ns=self.ns.name, check=False)
             if s:
                 out.setdefault("Secret.v1", {})[n] = s
-        # As the customize hook asks: the pods, with warm restart on a StatefulSet.
+        # As the customize hook asks under --relate-pods: the pods, with warm restart on a StatefulSet.
         spec = self.obj["spec"]
         if spec.get("workload") == "StatefulSet" and spec.get("warmRestart", {}).get("enabled"):
             for p in self.pods():

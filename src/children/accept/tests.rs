@@ -100,6 +100,7 @@ fn an_image_of_the_options_the_runtime_refuses_is_invalid() {
     };
     let options = Options {
         reload_agent_image: " memcached-hook:1 ".into(),
+        ..Options::default()
     };
     assert!(sync(&request(secured), &Options::default()).is_ok());
     let message = sync(&request(secured), &options).expect_err("the agent's image is checked");
