@@ -14,6 +14,7 @@ mod customize;
 mod observed;
 pub mod pods;
 mod received;
+mod related;
 mod response;
 pub mod service_monitor;
 mod shape;
@@ -23,11 +24,9 @@ pub use customize::{
     CustomizeController, CustomizeControllerSpec, CustomizeHooks, CustomizeRequest,
     CustomizeResponse, ResourceRule,
 };
-pub use observed::{
-    ChildMeta, ChildStatus, EndedContainer, Observed, ObservedChild, RELATED_ERROR, RawString,
-    RelatedMeta, RelatedObject,
-};
+pub use observed::{ChildMeta, ChildStatus, Observed, ObservedChild, RawString};
 pub use received::Received;
+pub use related::{EndedContainer, RELATED_ERROR, RelatedMeta, RelatedObject};
 pub use response::{Child, SyncResponse};
 
 use std::fmt;

@@ -4,10 +4,9 @@
 //! API server never sends one, and two objects under one key would both be collected. The
 //! objects themselves are decoded through the same check ([`super::strict`]), so their metadata
 //! and a related Secret's `data` refuse repeated keys too; what [`ObservedChild`] and
-//! [`RelatedObject`] skip (`managedFields`, pod templates, labels, other annotations) is not
+//! [`super::RelatedObject`] skip (`managedFields`, pod templates, labels, other annotations) is not
 //! looked at.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -285,120 +284,4 @@ pub struct ChildStatus {
     pub current_revision: Option<String>,
     /// StatefulSet: the revision being rolled out.
     pub update_revision: Option<String>,
-}
-
-/// A related object from the customize hook (a Secret or a Pod): identity, a Secret's data
-/// and how a Pod's init containers ended.
-#[derive(Debug)]
-pub struct RelatedObject {
-    /// e.g. `v1`.
-    pub api_version: String,
-    /// e.g. `Secret`.
-    pub kind: String,
-    /// Name and namespace.
-    pub metadata: RelatedMeta,
-    /// Base64-encoded data of a Secret.
-    pub data: Option<BTreeMap<String, String>>,
-    /// A Pod's init containers that have ended, with their termination messages.
-    pub init_containers: Vec<EndedContainer>,
-}
-
-/// An init container of a related Pod that has ended.
-#[derive(Debug, PartialEq, Eq)]
-pub struct EndedContainer {
-    /// The container's name.
-    pub name: String,
-    /// Its termination message (`terminationMessagePath`), if it wrote one.
-    pub message: Option<String>,
-}
-
-/// A related object's metadata: its name and namespace, nothing else (a Secret's annotations,
-/// which may hold its content, are not looked at).
-#[derive(Debug, Default, Deserialize)]
-pub struct RelatedMeta {
-    /// Object name.
-    pub name: String,
-    /// Object namespace.
-    #[serde(default)]
-    pub namespace: Option<String>,
-}
-
-/// What a related object of the wrong shape is told, whatever is wrong with it.
-pub const RELATED_ERROR: &str = "a related object must be a Secret or a Pod: an object with apiVersion, kind, metadata.name, and data of base64 strings (each key once) or status.initContainerStatuses (its content is not shown)";
-
-/// The part of a related Pod's status that is read: each init container's state.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct PodStatus {
-    #[serde(default)]
-    init_container_statuses: Option<Vec<InitStatus>>,
-}
-
-#[derive(Deserialize)]
-struct InitStatus {
-    name: String,
-    #[serde(default)]
-    state: Option<InitState>,
-}
-
-#[derive(Deserialize)]
-struct InitState {
-    #[serde(default)]
-    terminated: Option<Terminated>,
-}
-
-#[derive(Deserialize)]
-struct Terminated {
-    #[serde(default)]
-    message: Option<String>,
-}
-
-impl PodStatus {
-    fn ended(self) -> Vec<EndedContainer> {
-        let statuses = self.init_container_statuses.unwrap_or_default();
-        statuses
-            .into_iter()
-            .filter_map(|c| {
-                let terminated = c.state?.terminated?;
-                Some(EndedContainer {
-                    name: c.name,
-                    message: terminated.message,
-                })
-            })
-            .collect()
-    }
-}
-
-/// A related object's errors never repeat what it holds: serde's would quote a value of the
-/// wrong type (`invalid type: string "c2VjcmV0"`), in the answer and in the log. The error's
-/// path still names the object (and the field, when serde got that far).
-impl<'de> Deserialize<'de> for RelatedObject {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Fields {
-            api_version: String,
-            kind: String,
-            metadata: RelatedMeta,
-            #[serde(default)]
-            data: Option<BTreeMap<String, String>>,
-            #[serde(default)]
-            status: Option<PodStatus>,
-        }
-        let Fields {
-            api_version,
-            kind,
-            metadata,
-            data,
-            status,
-        } = Fields::deserialize(deserializer)
-            .map_err(|_| serde::de::Error::custom(RELATED_ERROR))?;
-        Ok(Self {
-            api_version,
-            kind,
-            metadata,
-            data,
-            init_containers: status.map(PodStatus::ended).unwrap_or_default(),
-        })
-    }
 }
