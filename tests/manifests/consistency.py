@@ -494,7 +494,6 @@ def check_rbac(objects, where, children):
         ("memcached.c5c3.io", "memcacheds/status"): {"get", "update", "patch"},
         ("memcached.c5c3.io", "memcacheds/finalizers"): {"update"},
         ("", "secrets"): READ_VERBS,
-        ("", "pods"): READ_VERBS,
         ("", "events"): {"create", "patch", "update"},
     }
     for api_version, resource in children:
