@@ -2,7 +2,7 @@
 # A fleet of N Memcacheds with their pods, on simulated nodes: how fast Metacontroller and the hook
 # bring it up, what it costs to keep it converged, and how it rides out a zone drain.
 #
-#   METACONTROLLER_BIN=... METACONTROLLER_CRDS_DIR=... flock /work/... bash bench/scale.sh
+#   METACONTROLLER_BIN=... METACONTROLLER_CRDS_DIR=... bash bench/scale.sh
 #   N=200 STEADY=120 VARIANT=qps100:--client-go-qps=100,--client-go-burst=200,--workers=20 bash bench/scale.sh
 #
 # The e2e control plane (tests/e2e/cluster.sh, loopback only) with NODES simulated nodes over
