@@ -12,6 +12,7 @@ use crate::api::effective::Effective;
 use crate::api::warm_restart::WarmRestart;
 use crate::children::layout::Layout;
 use crate::children::{ChildKind, args, warm_restart};
+use crate::hook::{Observed, RelatedObject};
 use crate::workload::Plan;
 
 const OFF_BRIDGED: &str = "spec.warmRestart is off: the StatefulSet with volumes is replaced \
@@ -23,10 +24,15 @@ const VOLUME_CHANGE: &str = "The volume claim template changed and cannot change
 const LAYOUT_CHANGE: &str = "The rollout of this spec discards the cache: memcached restores its \
     items only with the same memory layout, and this changes";
 
-/// The condition for a spec that asks for a StatefulSet; `None` otherwise. `starts` are the
-/// pods' last starts as their guards reported them.
+/// The condition for a spec that asks for a StatefulSet; `None` otherwise. `related` are the
+/// related objects of the sync, whose pods in `namespace` tell how each pod last started.
 #[must_use]
-pub fn condition(e: &Effective<'_>, plan: &Plan<'_>, starts: &Starts<'_>) -> Option<SpecCondition> {
+pub fn condition(
+    e: &Effective<'_>,
+    plan: &Plan<'_>,
+    related: &Observed<RelatedObject>,
+    namespace: &str,
+) -> Option<SpecCondition> {
     if e.workload != Workload::StatefulSet {
         return None;
     }
@@ -59,7 +65,7 @@ pub fn condition(e: &Effective<'_>, plan: &Plan<'_>, starts: &Starts<'_>) -> Opt
             message: format!("{LAYOUT_CHANGE} {}", changes.join(", ")),
         });
     }
-    Some(enabled(w, starts))
+    Some(enabled(w, &Starts::of(related, namespace)))
 }
 
 /// `Enabled`: what is kept, and how each pod last started when the pods were seen.

@@ -14,7 +14,6 @@ use crate::children::{
 use crate::hook::{Child, ChildStatus, Parent, Received, SyncRequest, SyncResponse};
 use crate::keep::{self, Asked};
 use crate::secrets;
-use crate::status::warm_starts::Starts;
 use crate::status::{self, Inputs, Migration, PdbState, ServerList};
 use crate::workload::{self, Plan};
 
@@ -204,12 +203,9 @@ fn inputs<'a>(
         client_port: Some(ports::for_clients(e)).filter(|p| *p != ports::MEMCACHED.number),
         tls: e.security.tls.is_some(),
         secret_rotation: status::secret_reload::condition(e).filter(|_| !kept),
-        warm_restart: status::warm_restart::condition(
-            e,
-            plan,
-            &Starts::of(&req.related, namespace),
-        )
-        .filter(|_| !kept),
+        warm_restart: (!kept)
+            .then(|| status::warm_restart::condition(e, plan, &req.related, namespace))
+            .flatten(),
     }
 }
 
