@@ -82,6 +82,8 @@ fn parts(child: &Child) -> Option<(&'static str, &ObjectMeta, Option<&PodTemplat
         Child::ServiceMonitor(m) => ("ServiceMonitor", &m.metadata, None),
         Child::NetworkPolicy(n) => ("NetworkPolicy", &n.metadata, None),
         Child::ConfigMap(c) => ("ConfigMap", &c.metadata, None),
+        Child::ServiceAccount(a) => ("ServiceAccount", &a.metadata, None),
+        Child::RoleBinding(b) => ("RoleBinding", &b.metadata, None),
         Child::Kept(_) => return None,
     })
 }

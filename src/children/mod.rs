@@ -6,6 +6,7 @@
 
 pub mod accept;
 mod affinity;
+pub mod agent_access;
 pub mod args;
 pub mod auth_file;
 pub mod deployment;
@@ -56,6 +57,10 @@ pub enum ChildKind {
     NetworkPolicy,
     /// `v1` ConfigMap: the server list for clients.
     ConfigMap,
+    /// `v1` ServiceAccount: the reload agent's, when it writes its outcome on its Pod.
+    ServiceAccount,
+    /// `rbac.authorization.k8s.io/v1` RoleBinding: the reload agent's grant on its Pod.
+    RoleBinding,
 }
 
 /// A kind's `(apiVersion, kind, group, plural)`, from its k8s-openapi type.
@@ -65,7 +70,7 @@ fn names<R: k8s_openapi::Resource>() -> (&'static str, &'static str, &'static st
 
 impl ChildKind {
     /// Every kind, in the order children are emitted.
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 10] = [
         Self::Deployment,
         Self::StatefulSet,
         Self::Service,
@@ -74,10 +79,12 @@ impl ChildKind {
         Self::ServiceMonitor,
         Self::NetworkPolicy,
         Self::ConfigMap,
+        Self::ServiceAccount,
+        Self::RoleBinding,
     ];
 
     fn names(self) -> (&'static str, &'static str, &'static str, &'static str) {
-        use k8s_openapi::api::{apps, autoscaling, core, networking, policy};
+        use k8s_openapi::api::{apps, autoscaling, core, networking, policy, rbac};
         match self {
             Self::Deployment => names::<apps::v1::Deployment>(),
             Self::StatefulSet => names::<apps::v1::StatefulSet>(),
@@ -87,6 +94,8 @@ impl ChildKind {
             Self::ServiceMonitor => names::<crate::hook::service_monitor::ServiceMonitor>(),
             Self::NetworkPolicy => names::<networking::v1::NetworkPolicy>(),
             Self::ConfigMap => names::<core::v1::ConfigMap>(),
+            Self::ServiceAccount => names::<core::v1::ServiceAccount>(),
+            Self::RoleBinding => names::<rbac::v1::RoleBinding>(),
         }
     }
 
@@ -130,6 +139,9 @@ impl ChildKind {
             Self::ServiceMonitor => "spec.monitoring.serviceMonitor",
             Self::NetworkPolicy => "spec.security.networkPolicy.enabled",
             Self::ConfigMap => "spec.discovery.configMap.enabled",
+            Self::ServiceAccount | Self::RoleBinding => {
+                "spec.security.secretRotation Reload with the hook's --relate-pods"
+            }
         }
     }
 }

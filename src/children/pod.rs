@@ -14,8 +14,8 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::ports::{self, Port, Server, container_ports};
 use super::{
-    AUTH_COPY_MOUNT_PATH, SASL_MOUNT_PATH, TLS_MOUNT_PATH, affinity, args, auth_file, exporter,
-    labels, reload_agent,
+    AUTH_COPY_MOUNT_PATH, SASL_MOUNT_PATH, TLS_MOUNT_PATH, affinity, agent_access, args, auth_file,
+    exporter, labels, reload_agent,
 };
 use crate::api::effective::Effective;
 use crate::api::quantity;
@@ -45,6 +45,9 @@ pub struct Pods<'a> {
     /// The hook's own image: the reload agent's under `secretRotation: Reload`, and the stats
     /// exporter's and the auth-file init step's under SASL.
     pub reload_agent_image: &'a str,
+    /// Whether the reload agent writes each reload's outcome on its own Pod
+    /// ([`agent_access`]): the pods then run as its ServiceAccount.
+    pub agent_reports: bool,
 }
 
 /// What rolls the pods besides the spec: the pod-template annotations.
@@ -245,7 +248,11 @@ pub fn pod_template(pods: Pods<'_>) -> PodTemplateSpec {
         (None, own) => own,
         (Some(user), own) => Some(merged(Some(user), own.unwrap_or_default())),
     };
-    let (volumes, mounts, agent_mounts) = volumes_and_mounts(e);
+    let (mut volumes, mounts, mut agent_mounts) = volumes_and_mounts(e);
+    if pods.agent_reports {
+        volumes.push(agent_access::volume());
+        agent_mounts.push(agent_access::mount());
+    }
     let (init_containers, containers) = containers(pods, mounts, &agent_mounts);
     PodTemplateSpec {
         metadata: Some(ObjectMeta {
@@ -265,8 +272,10 @@ pub fn pod_template(pods: Pods<'_>) -> PodTemplateSpec {
                 .graceful_shutdown
                 .map(|g| g.termination_grace_period_seconds),
             security_context: e.security.pod_security_context.cloned(),
-            // memcached and the exporter never call the Kubernetes API.
+            // memcached and the exporter never call the Kubernetes API; a reporting agent
+            // mounts its own token.
             automount_service_account_token: Some(false),
+            service_account_name: pods.agent_reports.then(|| agent_access::account_name(name)),
             // The agent sends SIGHUP to memcached for a new auth file.
             share_process_namespace: (e.security.reloads() && e.security.sasl_secret.is_some())
                 .then_some(true),
@@ -289,6 +298,7 @@ fn containers(
         e,
         served,
         reload_agent_image: image,
+        agent_reports,
         ..
     } = pods;
     let mut init_containers = Vec::new();
@@ -296,7 +306,12 @@ fn containers(
         init_containers.push(auth_file::container(e, image));
     }
     if e.security.reloads() {
-        init_containers.push(reload_agent::container(e, image, agent_mounts));
+        init_containers.push(reload_agent::container(
+            e,
+            image,
+            agent_mounts,
+            agent_reports,
+        ));
     }
     let mut containers = vec![memcached_container(e, served, mounts)];
     if let Some(m) = &e.monitoring {

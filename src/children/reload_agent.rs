@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{Container, ResourceRequirements, SecurityContext, VolumeMount};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-use super::{AUTH_COPY_FILE, SASL_SECRET_FILE, TLS_MOUNT_PATH, ports};
+use super::{AUTH_COPY_FILE, SASL_SECRET_FILE, TLS_MOUNT_PATH, agent_access, ports};
 use crate::api::effective::Effective;
 
 /// The sidecar's name.
@@ -32,10 +32,14 @@ pub(super) fn quantities(pairs: &[(&str, &str)]) -> BTreeMap<String, Quantity> {
         .collect()
 }
 
-/// The agent's command line for the pod of `e`.
+/// The agent's command line for the pod of `e`; `reports`: it writes each reload's outcome on
+/// its own Pod.
 #[must_use]
-pub fn args(e: &Effective<'_>) -> Vec<String> {
+pub fn args(e: &Effective<'_>, reports: bool) -> Vec<String> {
     let mut args = vec!["reload-agent".to_owned()];
+    if reports {
+        args.push(agent_access::AGENT_FLAG.to_owned());
+    }
     if let Some(tls) = e.security.tls {
         args.extend([
             "--tls-cert".to_owned(),
@@ -89,14 +93,21 @@ pub(super) fn as_memcached_user(e: &Effective<'_>) -> Option<SecurityContext> {
     context
 }
 
-/// The sidecar with `mounts`: the Secret volumes, and the auth file copy it rewrites.
+/// The sidecar with `mounts`: the Secret volumes, and the auth file copy it rewrites (and its
+/// API token when it `reports`).
 #[must_use]
-pub fn container(e: &Effective<'_>, image: &str, mounts: &[VolumeMount]) -> Container {
+pub fn container(
+    e: &Effective<'_>,
+    image: &str,
+    mounts: &[VolumeMount],
+    reports: bool,
+) -> Container {
     Container {
         name: NAME.to_owned(),
         image: Some(image.to_owned()),
         command: Some(vec![BINARY.to_owned()]),
-        args: Some(args(e)),
+        args: Some(args(e, reports)),
+        env: reports.then(agent_access::env),
         ports: Some(ports::container_ports(
             &[ports::RELOAD_METRICS],
             ports::Server::ReloadAgent,

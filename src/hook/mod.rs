@@ -26,7 +26,9 @@ pub use customize::{
 };
 pub use observed::{ChildMeta, ChildStatus, Observed, ObservedChild, RawString};
 pub use received::Received;
-pub use related::{EndedContainer, RELATED_ERROR, RelatedMeta, RelatedObject};
+pub use related::{
+    EndedContainer, RELATED_ERROR, RELOAD_CONDITION, RelatedMeta, RelatedObject, ReloadReport,
+};
 pub use response::{Child, SyncResponse};
 
 use std::fmt;

@@ -1,5 +1,5 @@
-//! Related objects from the customize hook: a Secret's identity and data, a Pod's identity and
-//! how its init containers ended. Nothing else of them is read, and their errors never repeat
+//! Related objects from the customize hook: a Secret's identity and data, a Pod's identity, how
+//! its init containers ended and its reload agent's condition. Nothing else of them is read, and their errors never repeat
 //! what they hold.
 
 use std::collections::BTreeMap;
@@ -21,6 +21,20 @@ pub struct RelatedObject {
     pub data: Option<BTreeMap<String, String>>,
     /// A Pod's init containers that have ended, with their termination messages.
     pub init_containers: Vec<EndedContainer>,
+    /// A Pod's reload agent's last outcome: its condition [`RELOAD_CONDITION`], if written.
+    pub reload: Option<ReloadReport>,
+}
+
+/// The Pod condition in which the reload agent writes each reload's outcome.
+pub const RELOAD_CONDITION: &str = "memcached.c5c3.io/SecretReload";
+
+/// The reload agent's condition on its Pod.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ReloadReport {
+    /// `status: "True"`: memcached took the mounted Secrets.
+    pub ok: bool,
+    /// Why not, when it failed.
+    pub message: Option<String>,
 }
 
 /// An init container of a related Pod that has ended.
@@ -44,14 +58,26 @@ pub struct RelatedMeta {
 }
 
 /// What a related object of the wrong shape is told, whatever is wrong with it.
-pub const RELATED_ERROR: &str = "a related object must be a Secret or a Pod: an object with apiVersion, kind, metadata.name, and data of base64 strings (each key once) or status.initContainerStatuses (its content is not shown)";
+pub const RELATED_ERROR: &str = "a related object must be a Secret or a Pod: an object with apiVersion, kind, metadata.name, and data of base64 strings (each key once) or a Pod's status (its content is not shown)";
 
-/// The part of a related Pod's status that is read: each init container's state.
+/// The part of a related Pod's status that is read: each init container's state and its
+/// conditions' type, status and message.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct PodStatus {
     #[serde(default)]
     init_container_statuses: Option<Vec<InitStatus>>,
+    #[serde(default)]
+    conditions: Option<Vec<PodCondition>>,
+}
+
+#[derive(Deserialize)]
+struct PodCondition {
+    #[serde(rename = "type")]
+    type_: String,
+    status: String,
+    #[serde(default)]
+    message: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -74,6 +100,18 @@ struct Terminated {
 }
 
 impl PodStatus {
+    /// The agent's condition; the last one of its type, as the API server would keep it.
+    fn reload(&mut self) -> Option<ReloadReport> {
+        let conditions = self.conditions.take()?;
+        let condition = conditions
+            .into_iter()
+            .rfind(|c| c.type_ == RELOAD_CONDITION)?;
+        Some(ReloadReport {
+            ok: condition.status == "True",
+            message: condition.message,
+        })
+    }
+
     fn ended(self) -> Vec<EndedContainer> {
         let statuses = self.init_container_statuses.unwrap_or_default();
         statuses
@@ -113,12 +151,17 @@ impl<'de> Deserialize<'de> for RelatedObject {
             status,
         } = Fields::deserialize(deserializer)
             .map_err(|_| serde::de::Error::custom(RELATED_ERROR))?;
+        let (reload, init_containers) = match status {
+            Some(mut status) => (status.reload(), status.ended()),
+            None => (None, Vec::new()),
+        };
         Ok(Self {
             api_version,
             kind,
             metadata,
             data,
-            init_containers: status.map(PodStatus::ended).unwrap_or_default(),
+            init_containers,
+            reload,
         })
     }
 }

@@ -6,9 +6,10 @@
 
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::rbac::v1::RoleBinding;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
@@ -35,6 +36,10 @@ pub enum Child {
     NetworkPolicy(Box<NetworkPolicy>),
     /// The server-list ConfigMap.
     ConfigMap(Box<ConfigMap>),
+    /// The reload agent's ServiceAccount.
+    ServiceAccount(Box<ServiceAccount>),
+    /// The reload agent's RoleBinding.
+    RoleBinding(Box<RoleBinding>),
     /// An observed child kept exactly as this hook last desired it (invalid spec).
     Kept(Box<RawValue>),
 }

@@ -10,6 +10,7 @@ use crate::children::{ChildKind, discovery, ports, statefulset};
 use crate::hook::ChildStatus;
 
 mod conditions;
+mod pods;
 pub mod secret_reload;
 pub mod warm_restart;
 pub mod warm_starts;

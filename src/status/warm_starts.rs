@@ -3,11 +3,9 @@
 //! in the pod's status and Metacontroller sends as a related object (the customize hook asks
 //! for the Memcached's pods when warm restart is on).
 
+use super::pods::{self, named};
 use crate::children::warm_restart::GUARD;
 use crate::hook::{Observed, RelatedObject};
-
-/// At most this many pods are named per kind of start; the rest are counted.
-const NAMED: usize = 8;
 
 /// The pods' last starts, each list in pod order (by name length, then name).
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -25,15 +23,7 @@ impl<'a> Starts<'a> {
     #[must_use]
     pub fn of(related: &'a Observed<RelatedObject>, namespace: &str) -> Self {
         let mut starts = Self::default();
-        let pods = related.iter().filter(|o| {
-            o.kind == "Pod"
-                && o.api_version == "v1"
-                && o.metadata
-                    .namespace
-                    .as_deref()
-                    .is_none_or(|ns| ns == namespace)
-        });
-        for pod in pods {
+        for pod in related.iter().filter(|o| pods::is_pod_of(o, namespace)) {
             let name = pod.metadata.name.as_str();
             let result = pod
                 .init_containers
@@ -49,10 +39,9 @@ impl<'a> Starts<'a> {
                 _ => starts.starting.push(name),
             }
         }
-        // By length first: a StatefulSet's pod 10 comes after its pod 9.
-        starts.restored.sort_unstable_by_key(|p| (p.len(), *p));
-        starts.cold.sort_unstable_by_key(|(p, _)| (p.len(), *p));
-        starts.starting.sort_unstable_by_key(|p| (p.len(), *p));
+        starts.restored.sort_unstable_by_key(|p| pods::order(p));
+        starts.cold.sort_unstable_by_key(|(p, _)| pods::order(p));
+        starts.starting.sort_unstable_by_key(|p| pods::order(p));
         starts
     }
 
@@ -80,21 +69,6 @@ impl<'a> Starts<'a> {
     }
 }
 
-/// ` (a, b, c)`, at most [`NAMED`] of them and how many more; empty for none.
-fn named(items: impl ExactSizeIterator<Item = String>) -> String {
-    let total = items.len();
-    if total == 0 {
-        return String::new();
-    }
-    let shown: Vec<String> = items.take(NAMED).collect();
-    let more = total - shown.len();
-    if more == 0 {
-        format!(" ({})", shown.join(", "))
-    } else {
-        format!(" ({} and {more} more)", shown.join(", "))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,6 +90,7 @@ mod tests {
                 })
                 .into_iter()
                 .collect(),
+            reload: None,
         }
     }
 

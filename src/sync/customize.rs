@@ -10,9 +10,10 @@ use crate::children::labels;
 use crate::hook::{CustomizeRequest, CustomizeResponse, ResourceRule};
 
 /// The related objects Metacontroller should send with each sync, in the parent's namespace:
-/// the Secrets of the enabled SASL and TLS blocks, and, with `warmRestart` on a StatefulSet and
-/// [`Options::relate_pods`], the Memcached's pods (whose warm-restart guards tell how each pod
-/// last started).
+/// the Secrets of the enabled SASL and TLS blocks, and, with [`Options::relate_pods`], the
+/// Memcached's pods when they have something to tell: with `warmRestart` on a StatefulSet, how
+/// each pod last started (its warm-restart guard); with Secrets reloaded in place, whether each
+/// pod's reload agent applied them (its condition on the Pod).
 ///
 /// # Errors
 /// [`SyncError::WrongParent`] for a parent of another kind or group.
@@ -37,7 +38,8 @@ pub fn customize(
             label_selector: None,
         });
     }
-    if options.relate_pods && e.warm_restart.is_some() && e.workload == Workload::StatefulSet {
+    let warm_starts = e.warm_restart.is_some() && e.workload == Workload::StatefulSet;
+    if options.relate_pods && (warm_starts || e.security.reloads()) {
         related_resources.push(ResourceRule {
             api_version: Pod::API_VERSION,
             resource: Pod::URL_PATH_SEGMENT,

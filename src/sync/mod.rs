@@ -8,8 +8,8 @@ use crate::api::validation;
 use crate::api::{GROUP, KIND, VERSIONS, Workload};
 use crate::children::pod::{Pods, Rollers};
 use crate::children::{
-    ChildKind, accept, deployment, hpa, network_policy, pdb, ports, service, service_monitor,
-    statefulset,
+    ChildKind, accept, agent_access, deployment, hpa, network_policy, pdb, ports, service,
+    service_monitor, statefulset,
 };
 use crate::hook::{Child, ChildStatus, Parent, Received, SyncRequest, SyncResponse};
 use crate::keep::{self, Asked};
@@ -113,7 +113,7 @@ pub fn sync(
     check_namespace(parent)?;
     let name = parent.metadata.name.as_str();
     let e = Effective::of(&parent.spec);
-    let needed = needed_kinds(&e);
+    let needed = needed_kinds(&e, options);
     let declared = |kind: &ChildKind| req.controller.declares(kind.api_version(), kind.resource());
     let mut violations = validation::validate_effective(name, &parent.spec, &e);
     let statefulsets = declared(&ChildKind::StatefulSet);
@@ -125,10 +125,11 @@ pub fn sync(
         .collect();
     let mut built = None;
     if violations.is_empty() {
-        let declared: Vec<ChildKind> = emitted(&needed, &plan)
+        let mut declared: Vec<ChildKind> = emitted(&needed, &plan)
             .into_iter()
             .filter(|k| declared(k))
             .collect();
+        agent_access_whole(&mut declared);
         let (children, outcome) = desired(received, &e, &plan, &declared, options)?;
         // A child the cluster would refuse makes the spec invalid: a 200 means children the
         // API server and Metacontroller accept.
@@ -202,7 +203,9 @@ fn inputs<'a>(
         keep_previous: kept,
         client_port: Some(ports::for_clients(e)).filter(|p| *p != ports::MEMCACHED.number),
         tls: e.security.tls.is_some(),
-        secret_rotation: status::secret_reload::condition(e).filter(|_| !kept),
+        secret_rotation: (!kept)
+            .then(|| status::secret_reload::condition(e, &req.related, namespace))
+            .flatten(),
         warm_restart: (!kept)
             .then(|| status::warm_restart::condition(e, plan, &req.related, namespace))
             .flatten(),
@@ -227,15 +230,23 @@ fn desired(
         missing_secrets,
         ..Outcome::default()
     };
+    let pods = Pods {
+        name,
+        e,
+        served: &served,
+        rollers: Rollers {
+            secret_hash: hash.as_deref(),
+            restart_trigger: parent.metadata.annotations.restart_trigger.as_deref(),
+        },
+        reload_agent_image: &options.reload_agent_image,
+        // Emitted together or not at all (`agent_access_whole`).
+        agent_reports: kinds.contains(&ChildKind::RoleBinding),
+    };
     let mut children = Vec::with_capacity(kinds.len());
     for kind in kinds {
         children.push(match kind {
             ChildKind::Deployment | ChildKind::StatefulSet if *kind == plan.kind => {
-                let rollers = Rollers {
-                    secret_hash: hash.as_deref(),
-                    restart_trigger: parent.metadata.annotations.restart_trigger.as_deref(),
-                };
-                workload_child(plan, e, &served, rollers, name, options)
+                workload_child(plan, pods)
             }
             ChildKind::Deployment | ChildKind::StatefulSet => {
                 let Some(old) = kept_old_workload(*kind, plan, received)? else {
@@ -244,41 +255,62 @@ fn desired(
                 old
             }
             ChildKind::Service => Child::Service(Box::new(service::build(name, e, &served))),
-            ChildKind::PodDisruptionBudget => {
-                let Some(wanted) = &e.high_availability.pdb else {
+            optional => {
+                let at = (name, namespace);
+                let Some(child) = optional_child(*optional, at, e, plan, &served, &mut outcome)
+                else {
                     continue;
                 };
-                outcome.pdb = Some(pdb_state(name, &wanted.budget, e));
-                Child::PodDisruptionBudget(Box::new(pdb::build(name, wanted)))
+                child
             }
-            ChildKind::HorizontalPodAutoscaler => {
-                let Some(a) = &e.autoscaling else { continue };
-                Child::HorizontalPodAutoscaler(Box::new(hpa::build(name, a, plan.kind)))
-            }
-            ChildKind::ServiceMonitor => {
-                let monitor = e
-                    .monitoring
-                    .as_ref()
-                    .and_then(|m| m.service_monitor.as_ref());
-                let Some(sm) = monitor else { continue };
-                Child::ServiceMonitor(Box::new(service_monitor::build(name, namespace, sm)))
-            }
-            ChildKind::NetworkPolicy => {
-                let Some(sources) = e.security.network_policy else {
-                    continue;
-                };
-                let policy = network_policy::build(name, &served, sources);
-                Child::NetworkPolicy(Box::new(policy))
-            }
-            // Listed in `kinds` only when enabled.
-            ChildKind::ConfigMap => server_list_config_map(name, namespace, e, plan),
         });
     }
     Ok((children, outcome))
 }
 
-/// The child kinds the effective spec asks for, in emission order.
-fn needed_kinds(e: &Effective<'_>) -> Vec<ChildKind> {
+/// A child other than the workload and the Service, if the spec asks for it.
+fn optional_child(
+    kind: ChildKind,
+    (name, namespace): (&str, &str),
+    e: &Effective<'_>,
+    plan: &Plan<'_>,
+    served: &[ports::Port],
+    outcome: &mut Outcome,
+) -> Option<Child> {
+    Some(match kind {
+        ChildKind::PodDisruptionBudget => {
+            let wanted = e.high_availability.pdb.as_ref()?;
+            outcome.pdb = Some(pdb_state(name, &wanted.budget, e));
+            Child::PodDisruptionBudget(Box::new(pdb::build(name, wanted)))
+        }
+        ChildKind::HorizontalPodAutoscaler => {
+            let a = e.autoscaling.as_ref()?;
+            Child::HorizontalPodAutoscaler(Box::new(hpa::build(name, a, plan.kind)))
+        }
+        ChildKind::ServiceMonitor => {
+            let monitor = e.monitoring.as_ref();
+            let sm = monitor.and_then(|m| m.service_monitor.as_ref())?;
+            Child::ServiceMonitor(Box::new(service_monitor::build(name, namespace, sm)))
+        }
+        ChildKind::NetworkPolicy => {
+            let sources = e.security.network_policy?;
+            let policy = network_policy::build(name, served, sources);
+            Child::NetworkPolicy(Box::new(policy))
+        }
+        // Listed in `kinds` only when enabled.
+        ChildKind::ConfigMap => server_list_config_map(name, namespace, e, plan),
+        ChildKind::ServiceAccount => {
+            Child::ServiceAccount(Box::new(agent_access::service_account(name)))
+        }
+        ChildKind::RoleBinding => {
+            Child::RoleBinding(Box::new(agent_access::role_binding(name, namespace)))
+        }
+        ChildKind::Deployment | ChildKind::StatefulSet | ChildKind::Service => return None,
+    })
+}
+
+/// The child kinds the effective spec (and the hook's `options`) ask for, in emission order.
+fn needed_kinds(e: &Effective<'_>, options: &Options) -> Vec<ChildKind> {
     ChildKind::ALL
         .into_iter()
         .filter(|kind| match kind {
@@ -293,8 +325,21 @@ fn needed_kinds(e: &Effective<'_>) -> Vec<ChildKind> {
                 .is_some_and(|m| m.service_monitor.is_some()),
             ChildKind::NetworkPolicy => e.security.network_policy.is_some(),
             ChildKind::ConfigMap => e.discovery.config_map,
+            ChildKind::ServiceAccount | ChildKind::RoleBinding => {
+                options.relate_pods && e.security.reloads()
+            }
         })
         .collect()
+}
+
+/// The agent's ServiceAccount and RoleBinding are emitted together or not at all: one
+/// without the other gives the agent no access (the missing kind is reported either way).
+fn agent_access_whole(kinds: &mut Vec<ChildKind>) {
+    let both =
+        kinds.contains(&ChildKind::ServiceAccount) && kinds.contains(&ChildKind::RoleBinding);
+    if !both {
+        kinds.retain(|k| !matches!(k, ChildKind::ServiceAccount | ChildKind::RoleBinding));
+    }
 }
 
 /// The replica count a budget is judged at: the desired count, or under autoscaling the lowest
@@ -331,21 +376,7 @@ fn kept_old_workload(
 }
 
 /// The workload the plan builds from the spec.
-fn workload_child(
-    plan: &Plan<'_>,
-    e: &Effective<'_>,
-    served: &[ports::Port],
-    rollers: Rollers<'_>,
-    name: &str,
-    options: &Options,
-) -> Child {
-    let pods = Pods {
-        name,
-        e,
-        served,
-        rollers,
-        reload_agent_image: &options.reload_agent_image,
-    };
+fn workload_child(plan: &Plan<'_>, pods: Pods<'_>) -> Child {
     if plan.kind == ChildKind::StatefulSet {
         Child::StatefulSet(Box::new(statefulset::build(pods, plan.replicas)))
     } else {

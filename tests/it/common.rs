@@ -47,10 +47,14 @@ pub fn decode(value: &Value) -> Received<'static> {
 
 /// Runs `sync` as the server does (with the request body) and returns the response as JSON.
 pub fn sync_value(request: &Value) -> Value {
+    sync_with(request, &memcached_hook::Options::default())
+}
+
+/// [`sync_value`] for a hook run with `options`.
+pub fn sync_with(request: &Value, options: &memcached_hook::Options) -> Value {
     let body = serde_json::to_vec(request).expect("encodes");
     let received = Received::decode(body).expect("a well-formed request");
-    let options = memcached_hook::Options::default();
-    let response = memcached_hook::sync(&received, now(), &options).expect("sync succeeds");
+    let response = memcached_hook::sync(&received, now(), options).expect("sync succeeds");
     serde_json::to_value(&response).expect("the response encodes")
 }
 

@@ -17,6 +17,7 @@ mod http;
 mod no_secrets;
 mod properties;
 mod reference;
+mod reload_report;
 mod rules;
 mod secure;
 mod service_monitor;
