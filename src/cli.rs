@@ -37,7 +37,9 @@ pub struct Cli {
     )]
     reload_agent_image: String,
     /// Ask Metacontroller (through /customize) for the pods of each Memcached with
-    /// `warmRestart`, so that the WarmRestart condition says which pods restored their cache.
+    /// `warmRestart` or Secrets reloaded in place, so that WarmRestart says which pods restored
+    /// their cache and SecretReload which failed to apply a rotated Secret (the reload agent
+    /// then gets a ServiceAccount and RoleBinding to write its outcome on its own Pod).
     /// Metacontroller then caches every pod of the cluster (docs/operations.md: its memory).
     #[arg(long, global = true, env = "MEMCACHED_HOOK_RELATE_PODS")]
     relate_pods: bool,

@@ -79,8 +79,9 @@ struct Outcome {
 pub struct Options {
     /// Image of the reload-agent sidecar (`--reload-agent-image`): the hook's own image.
     pub reload_agent_image: std::borrow::Cow<'static, str>,
-    /// Whether `/customize` asks for the pods of a Memcached with `warmRestart`
-    /// (`--relate-pods`): Metacontroller then watches every pod of the cluster.
+    /// Whether `/customize` asks for the pods of a Memcached with `warmRestart` or Secrets
+    /// reloaded in place, and the reload agent writes its outcome on its Pod (`--relate-pods`):
+    /// Metacontroller then watches every pod of the cluster.
     pub relate_pods: bool,
 }
 
