@@ -31,7 +31,8 @@ METACONTROLLER = os.environ.get("PODS_METACONTROLLER") == "1"
 PARENT = "memcacheds.memcached.c5c3.io"
 LABEL = "app.kubernetes.io/instance"
 # The children kinds a CompositeController for Memcached declares (metacontroller/).
-CHILD_KINDS = "deployments.apps,statefulsets.apps,services,poddisruptionbudgets.policy,configmaps"
+CHILD_KINDS = ("deployments.apps,statefulsets.apps,services,poddisruptionbudgets.policy,configmaps,"
+               "serviceaccounts,rolebindings.rbac.authorization.k8s.io")
 CONTROLLER = {
     "apiVersion": "metacontroller.k8s.io/v1alpha1",
     "kind": "CompositeController",
@@ -44,6 +45,8 @@ CONTROLLER = {
             {"apiVersion": "v1", "resource": "services"},
             {"apiVersion": "policy/v1", "resource": "poddisruptionbudgets"},
             {"apiVersion": "v1", "resource": "configmaps"},
+            {"apiVersion": "v1", "resource": "serviceaccounts"},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "resource": "rolebindings"},
         ],
     },
 }
@@ -54,8 +57,9 @@ class Failed(Exception):
 
 
 def hook_args():
-    """The hook's global options: its own image for the reload agent, and the pods of warm
-    Memcacheds related (the warm-restart scenario reads their last starts from the status)."""
+    """The hook's global options: its own image for the reload agent, and the pods related (the
+    warm-restart scenario reads their last starts from the status, reload-report their reload
+    agents' outcomes)."""
     return ["--relate-pods", *(["--reload-agent-image", HOOK_IMAGE] if HOOK_IMAGE else [])]
 
 
@@ -324,9 +328,13 @@ class Memcached:
             s = get("secret", n, ns=self.ns.name, check=False)
             if s:
                 out.setdefault("Secret.v1", {})[n] = s
-        # As the customize hook asks under --relate-pods: the pods, with warm restart on a StatefulSet.
+        # As the customize hook asks under --relate-pods: the pods, with warm restart on a
+        # StatefulSet or with Secrets reloaded in place.
         spec = self.obj["spec"]
-        if spec.get("workload") == "StatefulSet" and spec.get("warmRestart", {}).get("enabled"):
+        warm = spec.get("workload") == "StatefulSet" and spec.get("warmRestart", {}).get("enabled")
+        reloads = (sec.get("sasl", {}).get("enabled") or sec.get("tls", {}).get("enabled")) \
+            and sec.get("secretRotation", "Reload") == "Reload"
+        if warm or reloads:
             for p in self.pods():
                 out.setdefault("Pod.v1", {})[p["metadata"]["name"]] = p
         return out

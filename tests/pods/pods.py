@@ -71,6 +71,7 @@ from harness import (
     FILL,
 )
 from warm import scenario_warm_restart
+from reload import scenario_reload_report
 
 
 
@@ -733,6 +734,7 @@ SCENARIOS = {
     "rotation": scenario_rotation,
     "limits": scenario_limits,
     "warm-restart": scenario_warm_restart,
+    "reload-report": scenario_reload_report,
 }
 
 
