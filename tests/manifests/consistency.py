@@ -40,7 +40,11 @@ CHILDREN = [
     ("networking.k8s.io/v1", "networkpolicies"),
     ("autoscaling/v2", "horizontalpodautoscalers"),
     ("v1", "configmaps"),
+    ("v1", "serviceaccounts"),
+    ("rbac.authorization.k8s.io/v1", "rolebindings"),
 ]
+# The ClusterRole that the reload agents' RoleBindings name: Metacontroller may bind it, nothing else.
+RELOAD_AGENT_ROLE = "memcached-hook-reload-agent"
 SERVICEMONITOR = ("monitoring.coreos.com/v1", "servicemonitors")
 
 # Field names Metacontroller's CompositeController CRD knows (v4.17). The API server prunes
@@ -495,7 +499,12 @@ def check_rbac(objects, where, children):
         ("memcached.c5c3.io", "memcacheds/finalizers"): {"update"},
         ("", "secrets"): READ_VERBS,
         ("", "events"): {"create", "patch", "update"},
+        ("rbac.authorization.k8s.io", "clusterroles"): {"bind"},
     }
+    for rule in role.get("rules", []):
+        if "clusterroles" in rule.get("resources", []):
+            check(rule.get("resourceNames") == [RELOAD_AGENT_ROLE] and rule.get("verbs") == ["bind"],
+                  f"{where}: clusterroles may only be bound, and only {RELOAD_AGENT_ROLE}")
     for api_version, resource in children:
         expected[(group_of(api_version), resource)] = ALL_VERBS
     for key in sorted(set(expected) | set(granted)):
