@@ -17,6 +17,13 @@
 //! material memcached already has in force (retrying delivery with a back-off; content it refused
 //! is not retried until it changes). Each outcome is a log line (`reload succeeded` /
 //! `reload failed`, field `what` = `tls` or `auth`) and a counter on `GET /metrics`.
+//!
+//! With `--pod-condition` the outcomes also decide the condition `memcached.c5c3.io/SecretReload`
+//! on the agent's own Pod (`condition.rs`: True/`Reloaded` once every watched group's latest
+//! content was delivered, False/`ReloadFailed` with the error while one failed), which a task of
+//! its own writes through the API server (`pod_condition.rs`, `apiclient.rs`): a PATCH of
+//! `pods/status` only when the condition changes, retried with a back-off, never waited on by a
+//! reload. The hook with `--relate-pods` reads it from the Memcached's Pods.
 
 pub mod apiclient;
 mod args;
