@@ -70,8 +70,16 @@ fn fake_memcached() -> (SocketAddr, Arc<AtomicU64>) {
     (addr, seen)
 }
 
+/// The desired Pod condition as one line.
+fn shown(rx: &tokio::sync::watch::Receiver<Option<Desired>>) -> Option<String> {
+    rx.borrow()
+        .as_ref()
+        .map(|d| format!("{} {}: {}", d.status, d.reason, d.message))
+}
+
 /// The first poll delivers what is mounted; a refused change is never sent and not retried
-/// until the content changes again.
+/// until the content changes again. The desired Pod condition follows: True after the first
+/// delivery, False with the error for the refused content, True again for the next good one.
 #[test]
 fn refused_material_is_never_sent_and_not_retried() {
     let (cert, key) = check::tests::pair("one");
@@ -88,9 +96,15 @@ fn refused_material_is_never_sent_and_not_retried() {
         ..nothing_watched(admin_addr)
     };
     let metrics = Arc::new(Metrics::default());
-    let mut agent = Agent::new(&args, Arc::clone(&metrics), None).unwrap();
+    let (tx, condition) = tokio::sync::watch::channel(None);
+    let mut agent = Agent::new(&args, Arc::clone(&metrics), Some(tx)).unwrap();
+    assert_eq!(shown(&condition), None, "nothing delivered yet");
     agent.poll();
     assert_eq!(metrics.counts(What::Tls), (1, 0), "first delivery");
+    assert_eq!(
+        shown(&condition).unwrap(),
+        "True Reloaded: memcached took the mounted Secret (tls)"
+    );
     agent.poll();
     assert_eq!(
         sent.load(Ordering::SeqCst),
@@ -109,6 +123,8 @@ fn refused_material_is_never_sent_and_not_retried() {
         (1, 1),
         "refused once, not retried"
     );
+    let failed = shown(&condition).unwrap();
+    assert!(failed.starts_with("False ReloadFailed: tls: "), "{failed}");
     assert_eq!(
         sent.load(Ordering::SeqCst),
         1,
@@ -121,6 +137,7 @@ fn refused_material_is_never_sent_and_not_retried() {
     ]);
     agent.poll();
     assert_eq!(metrics.counts(What::Tls), (2, 1));
+    assert!(shown(&condition).unwrap().starts_with("True Reloaded"));
     assert_eq!(sent.load(Ordering::SeqCst), 2);
 }
 
@@ -170,52 +187,6 @@ fn a_rotated_auth_file_is_written_normalised_for_memcached() {
     );
     assert_eq!(metrics.counts(What::Auth), (0, 1));
     std::fs::remove_file(&copy).unwrap();
-}
-
-/// Outcomes reach the desired Pod condition: True after the first delivery, False with the
-/// error for a refused certificate, True again for the next good one.
-#[test]
-fn reload_outcomes_set_the_desired_pod_condition() {
-    let (cert, key) = check::tests::pair("one");
-    let (_, other_key) = check::tests::pair("two");
-    let mut volume = watch::tests::Volume::new(
-        "agent-condition",
-        &[("tls.crt", cert.as_bytes()), ("tls.key", key.as_bytes())],
-    );
-    let (admin_addr, _) = fake_memcached();
-    let args = Args {
-        tls_cert: Some(volume.path("tls.crt")),
-        tls_key: Some(volume.path("tls.key")),
-        timeout_ms: 2000,
-        ..nothing_watched(admin_addr)
-    };
-    let (tx, rx) = tokio::sync::watch::channel(None);
-    let mut agent = Agent::new(&args, Arc::new(Metrics::default()), Some(tx)).unwrap();
-    let now = |rx: &tokio::sync::watch::Receiver<Option<Desired>>| {
-        rx.borrow()
-            .as_ref()
-            .map(|d| format!("{} {}: {}", d.status, d.reason, d.message))
-    };
-    assert_eq!(now(&rx), None);
-    agent.poll();
-    assert_eq!(
-        now(&rx).unwrap(),
-        "True Reloaded: memcached took the mounted Secret (tls)"
-    );
-    volume.publish(&[
-        ("tls.crt", cert.as_bytes()),
-        ("tls.key", other_key.as_bytes()),
-    ]);
-    agent.poll();
-    let failed = now(&rx).unwrap();
-    assert!(failed.starts_with("False ReloadFailed: tls: "), "{failed}");
-    let (third_cert, third_key) = check::tests::pair("three");
-    volume.publish(&[
-        ("tls.crt", third_cert.as_bytes()),
-        ("tls.key", third_key.as_bytes()),
-    ]);
-    agent.poll();
-    assert!(now(&rx).unwrap().starts_with("True Reloaded"));
 }
 
 /// --pod-condition needs the Pod's name and namespace; empty ones are refused.
