@@ -159,7 +159,7 @@ impl Writer {
         tracing::info!(
             status = want.status,
             reason = want.reason,
-            message = %want.message,
+            condition_message = %want.message,
             "pod condition {CONDITION_TYPE} set"
         );
         written.condition = Some(want.clone());
