@@ -312,4 +312,4 @@ pub fn trusting(ca: &Path) -> Result<Arc<rustls::ClientConfig>, String> {
 
 #[cfg(test)]
 #[path = "apiclient_tests.rs"]
-mod tests;
+pub(crate) mod tests;

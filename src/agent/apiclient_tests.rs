@@ -7,13 +7,13 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use super::*;
 
 /// A server certificate for 127.0.0.1 and its CA file, in a directory of their own.
-struct Server {
+pub(crate) struct Server {
     dir: PathBuf,
     config: Arc<rustls::ServerConfig>,
 }
 
 impl Server {
-    fn new(tag: &str) -> Self {
+    pub(crate) fn new(tag: &str) -> Self {
         let (cert, key) = crate::agent::check::tests::pair("127.0.0.1");
         let dir = std::env::temp_dir().join(format!("apiclient-{tag}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -34,7 +34,7 @@ impl Server {
         }
     }
 
-    fn client(&self, port: u16) -> ApiClient {
+    pub(crate) fn client(&self, port: u16) -> ApiClient {
         ApiClient::new(
             "127.0.0.1",
             &port.to_string(),
@@ -46,27 +46,47 @@ impl Server {
     }
 
     /// Serves one connection: answers `status` with the JSON `body`, returns the raw request.
-    async fn once(&self, status: &str, body: &str) -> (u16, tokio::task::JoinHandle<String>) {
-        let answer = format!(
-            "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
-            body.len()
-        );
+    pub(crate) async fn once(
+        &self,
+        status: &str,
+        body: &str,
+    ) -> (u16, tokio::task::JoinHandle<String>) {
+        let (port, task) = self.serve(vec![(status.to_owned(), body.to_owned())]).await;
+        (
+            port,
+            tokio::spawn(async move { task.await.unwrap().remove(0) }),
+        )
+    }
+
+    /// Serves one connection per `(status, body)` in turn; returns the raw requests.
+    pub(crate) async fn serve(
+        &self,
+        answers: Vec<(String, String)>,
+    ) -> (u16, tokio::task::JoinHandle<Vec<String>>) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::clone(&self.config));
         let task = tokio::spawn(async move {
-            let (tcp, _) = listener.accept().await.unwrap();
-            let mut tls = acceptor.accept(tcp).await.unwrap();
-            let mut seen = Vec::new();
-            let mut buf = [0u8; 4096];
-            while !complete(&seen) {
-                let n = tls.read(&mut buf).await.unwrap();
-                assert!(n > 0, "the client closed early");
-                seen.extend_from_slice(&buf[..n]);
+            let mut requests = Vec::new();
+            for (status, body) in answers {
+                let (tcp, _) = listener.accept().await.unwrap();
+                let mut tls = acceptor.accept(tcp).await.unwrap();
+                let mut seen = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !complete(&seen) {
+                    let n = tls.read(&mut buf).await.unwrap();
+                    assert!(n > 0, "the client closed early");
+                    seen.extend_from_slice(&buf[..n]);
+                }
+                let answer = format!(
+                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+                tls.write_all(answer.as_bytes()).await.unwrap();
+                tls.shutdown().await.unwrap();
+                requests.push(String::from_utf8(seen).unwrap());
             }
-            tls.write_all(answer.as_bytes()).await.unwrap();
-            tls.shutdown().await.unwrap();
-            String::from_utf8(seen).unwrap()
+            requests
         });
         (port, task)
     }

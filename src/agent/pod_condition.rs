@@ -237,6 +237,57 @@ mod tests {
         assert_eq!(waits, [10, 20, 40, 320, 320, 320]);
     }
 
+    /// A failed write is retried after the back-off with the latest condition; an unchanged
+    /// condition is not written again.
+    #[tokio::test]
+    async fn the_writer_retries_and_writes_only_changes() {
+        let server = crate::agent::apiclient::tests::Server::new("writer");
+        let answers = ["500 Internal Server Error", "200 OK", "200 OK"]
+            .map(|s| (s.to_owned(), "{}".to_owned()))
+            .to_vec();
+        let (port, requests) = server.serve(answers).await;
+        let metrics = Arc::new(Metrics::default());
+        let writer = Writer {
+            client: server.client(port),
+            pod: PodRef::new("ns", "p").unwrap(),
+            metrics: Arc::clone(&metrics),
+            interval: Duration::from_millis(20),
+        };
+        let (tx, rx) = watch::channel(Some(desired("True")));
+        let task = tokio::spawn(writer.run(rx));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        tx.send_replace(Some(desired("False")));
+        for _ in 0..250 {
+            if metrics.condition_writes() == (1, 1) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(
+            metrics.condition_writes(),
+            (1, 1),
+            "500, then the latest one"
+        );
+        tx.send_replace(Some(desired("False")));
+        tx.send_replace(Some(desired("True")));
+        let requests = tokio::time::timeout(Duration::from_secs(5), requests)
+            .await
+            .unwrap()
+            .unwrap();
+        drop(tx);
+        task.await.unwrap();
+        let statuses: Vec<String> = requests
+            .iter()
+            .map(|r| {
+                let body = r.split_once("\r\n\r\n").unwrap().1;
+                let patch: serde_json::Value = serde_json::from_str(body).unwrap();
+                patch["status"]["conditions"][0]["status"].to_string()
+            })
+            .collect();
+        assert_eq!(statuses, [r#""True""#, r#""False""#, r#""True""#]);
+        assert_eq!(metrics.condition_writes(), (2, 1));
+    }
+
     #[test]
     fn pod_names_are_checked_before_they_go_into_the_path() {
         let pod = PodRef::new("cache-ns", "cache-7d9f-x2b.a").unwrap();
