@@ -37,12 +37,26 @@ pub struct Metrics {
     registry: Registry,
     reloads: Family<ReloadLabels, Counter>,
     last_success: Family<MaterialLabels, Gauge>,
+    condition_writes: Family<ResultLabels, Counter>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReloadLabels {
     what: &'static str,
     outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabels {
+    result: &'static str,
+}
+
+impl ResultLabels {
+    fn of(ok: bool) -> Self {
+        Self {
+            result: outcome(ok),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -58,6 +72,10 @@ const LAST_SUCCESS: (&str, &str) = (
     "memcached_reload_agent_last_success_timestamp_seconds",
     "When memcached last took new material (0: never)",
 );
+const CONDITION_WRITES: (&str, &str) = (
+    "memcached_reload_agent_condition_writes",
+    "Writes of the pod condition memcached.c5c3.io/SecretReload (--pod-condition), by result",
+);
 
 impl Default for Metrics {
     fn default() -> Self {
@@ -66,6 +84,15 @@ impl Default for Metrics {
         let last_success = Family::<MaterialLabels, Gauge>::default();
         registry.register(RELOADS.0, RELOADS.1, reloads.clone());
         registry.register(LAST_SUCCESS.0, LAST_SUCCESS.1, last_success.clone());
+        let condition_writes = Family::<ResultLabels, Counter>::default();
+        registry.register(
+            CONDITION_WRITES.0,
+            CONDITION_WRITES.1,
+            condition_writes.clone(),
+        );
+        for ok in [true, false] {
+            drop(condition_writes.get_or_create(&ResultLabels::of(ok)));
+        }
         for what in What::ALL {
             for ok in [true, false] {
                 drop(reloads.get_or_create(&ReloadLabels::of(what, ok)));
@@ -76,18 +103,23 @@ impl Default for Metrics {
             registry,
             reloads,
             last_success,
+            condition_writes,
         }
     }
 }
 
 impl ReloadLabels {
     fn of(what: What, ok: bool) -> Self {
-        let outcome = if ok { "success" } else { "failure" };
         Self {
             what: what.label(),
-            outcome,
+            outcome: outcome(ok),
         }
     }
+}
+
+/// The label value of a success or a failure.
+fn outcome(ok: bool) -> &'static str {
+    if ok { "success" } else { "failure" }
 }
 
 impl Metrics {
@@ -104,6 +136,23 @@ impl Metrics {
                 .get_or_create(&labels)
                 .set(i64::try_from(now).unwrap_or(i64::MAX));
         }
+    }
+
+    pub(super) fn record_condition_write(&self, ok: bool) {
+        self.condition_writes
+            .get_or_create(&ResultLabels::of(ok))
+            .inc();
+    }
+
+    /// Count of successful and failed writes of the pod condition.
+    #[must_use]
+    pub fn condition_writes(&self) -> (u64, u64) {
+        let count = |ok| {
+            self.condition_writes
+                .get_or_create(&ResultLabels::of(ok))
+                .get()
+        };
+        (count(true), count(false))
     }
 
     /// Count of successes and failures for `what`.

@@ -17,15 +17,28 @@
 //! material memcached already has in force (retrying delivery with a back-off; content it refused
 //! is not retried until it changes). Each outcome is a log line (`reload succeeded` /
 //! `reload failed`, field `what` = `tls` or `auth`) and a counter on `GET /metrics`.
+//!
+//! With `--pod-condition` the outcomes also decide the condition `memcached.c5c3.io/SecretReload`
+//! on the agent's own Pod (`condition.rs`: True/`Reloaded` once every watched group's latest
+//! content was delivered, False/`ReloadFailed` with the error while one failed), which a task of
+//! its own writes through the API server (`pod_condition.rs`, `apiclient.rs`): a PATCH of
+//! `pods/status` only when the condition changes, retried with a back-off, never waited on by a
+//! reload. The hook with `--relate-pods` reads it from the Memcached's Pods.
 
+pub mod apiclient;
+mod args;
 pub mod authfile;
 pub mod check;
+pub mod condition;
 pub mod exporter;
 pub mod memcached;
 mod metrics;
+pub mod pod_condition;
 pub mod stats;
 pub mod watch;
+mod watched;
 
+pub use args::Args;
 pub use metrics::{Metrics, What};
 
 use std::net::SocketAddr;
@@ -34,157 +47,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use check::Credentials;
+use condition::{Desired, Outcomes, Report};
 use memcached::Admin;
-use watch::{Group, Snapshot};
+use watched::Watched;
 
 /// Default port of the agent's metrics endpoint (the port its container declares).
 pub const METRICS_PORT: u16 = crate::children::ports::RELOAD_AGENT_PORT;
 /// Longest wait for memcached to take a new auth file after SIGHUP (it looks once a second).
 const AUTH_SETTLE: Duration = Duration::from_secs(5);
-/// Most polls between two delivery attempts after repeated failures.
-const MAX_BACKOFF_POLLS: u64 = 64;
-
-/// `memcached-hook reload-agent` options.
-#[derive(Debug, Clone, clap::Args)]
-pub struct Args {
-    /// memcached's `ssl_chain_cert` file (needs --tls-key).
-    #[arg(long, requires = "tls_key")]
-    pub tls_cert: Option<PathBuf>,
-    /// memcached's `ssl_key` file.
-    #[arg(long, requires = "tls_cert")]
-    pub tls_key: Option<PathBuf>,
-    /// memcached's `ssl_ca_cert` file, checked with the pair (memcached reloads it additively).
-    #[arg(long, requires = "tls_cert")]
-    pub tls_ca: Option<PathBuf>,
-    /// The Secret's auth file; its first entry is also the agent's own login.
-    #[arg(long)]
-    pub auth_file: Option<PathBuf>,
-    /// Where memcached's `-Y` points: a new auth file is written there, normalised, before the
-    /// SIGHUP. Without it memcached is taken to read --auth-file itself.
-    #[arg(long, requires = "auth_file")]
-    pub auth_copy: Option<PathBuf>,
-    /// memcached's plaintext listener on the pod's loopback.
-    #[arg(long, default_value = "127.0.0.1:11211")]
-    pub admin_addr: SocketAddr,
-    /// Where `GET /metrics` and `GET /healthz` are served.
-    #[arg(long, default_value_t = SocketAddr::from(([0, 0, 0, 0], METRICS_PORT)))]
-    pub metrics_addr: SocketAddr,
-    /// Seconds between two looks at the files.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=3600))]
-    pub interval_seconds: u64,
-    /// Time allowed for each connection to memcached, in milliseconds.
-    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=60_000))]
-    pub timeout_ms: u64,
-    /// memcached's process name (`/proc/<pid>/comm`) for SIGHUP.
-    #[arg(long, default_value = "memcached")]
-    pub process_name: String,
-}
-
-/// One watched group and what became of its content.
-struct Watched {
-    group: Group,
-    /// The content memcached has, as far as the agent knows; `None` until the first delivery
-    /// (the agent may start before memcached, or restart after a rotation it never delivered).
-    applied: Option<[u8; 32]>,
-    /// Content refused by the checks: not retried until it changes.
-    refused: Option<[u8; 32]>,
-    failures: u32,
-    next_poll: u64,
-    last_error: Option<String>,
-}
-
-impl Watched {
-    fn new(files: Vec<PathBuf>) -> Result<Self, watch::WatchError> {
-        let group = Group::new(files);
-        group.snapshot()?;
-        Ok(Self {
-            group,
-            applied: None,
-            refused: None,
-            failures: 0,
-            next_poll: 0,
-            last_error: None,
-        })
-    }
-
-    /// New content to act on now, if any. A read error is logged once per distinct error.
-    fn pending(&mut self, poll: u64, what: What) -> Option<Snapshot> {
-        match self.group.snapshot() {
-            Ok(s) => {
-                self.last_error = None;
-                let new = Some(s.digest) != self.applied && Some(s.digest) != self.refused;
-                (new && poll >= self.next_poll).then_some(s)
-            }
-            Err(e) => {
-                let text = e.to_string();
-                if self.last_error.as_deref() != Some(text.as_str()) {
-                    tracing::warn!(what = what.label(), error = %text, "cannot read the mounted files; memcached keeps what it has");
-                    self.last_error = Some(text);
-                }
-                None
-            }
-        }
-    }
-
-    fn succeeded(&mut self, s: &Snapshot) {
-        self.applied = Some(s.digest);
-        self.refused = None;
-        self.failures = 0;
-        self.next_poll = 0;
-    }
-
-    fn refused(&mut self, s: &Snapshot) {
-        self.refused = Some(s.digest);
-    }
-
-    /// Records what became of delivering `snapshot`: memcached took it; memcached was not
-    /// reachable yet before the first delivery (it is starting: no failure); or a failure,
-    /// retried with a back-off. Whether memcached took it.
-    fn settle(
-        &mut self,
-        snapshot: &Snapshot,
-        poll: u64,
-        metrics: &Metrics,
-        what: What,
-        result: Result<(), memcached::AdminError>,
-    ) -> bool {
-        let (took, kept) = match what {
-            What::Tls => (
-                "reload succeeded: memcached serves the new certificate to new connections",
-                "reload failed; memcached keeps the previous certificate",
-            ),
-            What::Auth => (
-                "reload succeeded: memcached accepts the new auth file",
-                "reload failed; memcached keeps the previous auth file",
-            ),
-        };
-        let what_label = what.label();
-        match result {
-            Ok(()) => {
-                self.succeeded(snapshot);
-                metrics.record(what, true);
-                tracing::info!(what = what_label, "{took}");
-                true
-            }
-            Err(e) if self.applied.is_none() && e.unreachable() => {
-                tracing::debug!(what = what_label, error = %e, "memcached not reachable yet");
-                false
-            }
-            Err(e) => {
-                self.failed(poll);
-                metrics.record(what, false);
-                let retry_in_polls = self.next_poll - poll;
-                tracing::error!(what = what_label, error = %e, retry_in_polls, "{kept}");
-                false
-            }
-        }
-    }
-
-    fn failed(&mut self, poll: u64) {
-        self.failures = self.failures.saturating_add(1);
-        self.next_poll = poll + (1u64 << self.failures.min(6)).min(MAX_BACKOFF_POLLS);
-    }
-}
+/// Longest wait for one answer of the API server (--pod-condition).
+const API_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The agent's state between polls.
 pub struct Agent {
@@ -194,16 +66,22 @@ pub struct Agent {
     login: Option<Credentials>,
     auth_copy: Option<PathBuf>,
     process_name: String,
-    metrics: Arc<Metrics>,
+    report: Report,
     poll: u64,
 }
 
 impl Agent {
-    /// Reads the files as they are now: that is what memcached loaded at its start.
+    /// Reads the files as they are now: that is what memcached loaded at its start. Outcomes
+    /// are counted in `metrics` and, when `condition` is given, turned into the desired Pod
+    /// condition sent there.
     ///
     /// # Errors
     /// A watched file that cannot be read.
-    pub fn new(args: &Args, metrics: Arc<Metrics>) -> anyhow::Result<Self> {
+    pub fn new(
+        args: &Args,
+        metrics: Arc<Metrics>,
+        condition: Option<tokio::sync::watch::Sender<Option<Desired>>>,
+    ) -> anyhow::Result<Self> {
         let tls = match (&args.tls_cert, &args.tls_key) {
             (Some(cert), Some(key)) => {
                 let mut files = vec![cert.clone(), key.clone()];
@@ -222,6 +100,7 @@ impl Agent {
             }
             None => (None, None),
         };
+        let outcomes = Outcomes::new(tls.is_some(), auth.is_some());
         Ok(Self {
             tls,
             auth,
@@ -232,7 +111,7 @@ impl Agent {
             login,
             auth_copy: args.auth_copy.clone(),
             process_name: args.process_name.clone(),
-            metrics,
+            report: Report::new(metrics, outcomes, condition),
             poll: 0,
         })
     }
@@ -257,7 +136,7 @@ impl Agent {
             Ok(new) => new,
             Err(e) => {
                 watched.refused(&snapshot);
-                self.metrics.record(What::Auth, false);
+                self.report.outcome(What::Auth, Err(&e));
                 tracing::error!(what = "auth", error = %e, "reload failed: new auth file refused; memcached keeps the previous one");
                 return;
             }
@@ -274,7 +153,7 @@ impl Agent {
                 })
             })
             .and_then(|_| reload_auth(&self.admin, &self.process_name, &new.login));
-        if watched.settle(&snapshot, poll, &self.metrics, What::Auth, result) {
+        if watched.settle(&snapshot, poll, &mut self.report, What::Auth, result) {
             self.login = Some(new.login);
         }
     }
@@ -290,12 +169,12 @@ impl Agent {
         let ca = with_ca.then(|| snapshot.file(2));
         if let Err(e) = check::tls(snapshot.file(0), snapshot.file(1), ca) {
             watched.refused(&snapshot);
-            self.metrics.record(What::Tls, false);
+            self.report.outcome(What::Tls, Err(&e));
             tracing::error!(what = "tls", error = %e, "reload failed: new TLS material refused; memcached keeps the previous certificate");
             return;
         }
         let result = self.admin.refresh_certs(self.login.as_ref());
-        watched.settle(&snapshot, poll, &self.metrics, What::Tls, result);
+        watched.settle(&snapshot, poll, &mut self.report, What::Tls, result);
     }
 }
 
@@ -342,6 +221,33 @@ async fn listen(addr: SocketAddr) -> anyhow::Result<tokio::net::TcpListener> {
         .with_context(|| format!("listening on {addr}"))
 }
 
+/// The writer of the Pod condition with --pod-condition: its client is built at start, so that
+/// missing settings stop the agent before it runs.
+fn condition_writer(
+    args: &Args,
+    metrics: &Arc<Metrics>,
+) -> anyhow::Result<Option<pod_condition::Writer>> {
+    use anyhow::Context as _;
+    if !args.pod_condition {
+        return Ok(None);
+    }
+    let (Some(namespace), Some(name)) = (&args.pod_namespace, &args.pod_name) else {
+        anyhow::bail!(
+            "--pod-condition needs --pod-name and --pod-namespace (or POD_NAME and POD_NAMESPACE)"
+        );
+    };
+    let pod = pod_condition::PodRef::new(namespace, name).map_err(anyhow::Error::msg)?;
+    let client =
+        apiclient::ApiClient::in_cluster(&args.api_token_file, &args.api_ca_file, API_TIMEOUT)
+            .context("--pod-condition")?;
+    Ok(Some(pod_condition::Writer {
+        client,
+        pod,
+        metrics: Arc::clone(metrics),
+        interval: Duration::from_secs(args.interval_seconds),
+    }))
+}
+
 /// Runs the agent until SIGTERM/SIGINT.
 ///
 /// # Errors
@@ -352,7 +258,13 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         anyhow::bail!("nothing to watch: give --tls-cert/--tls-key and/or --auth-file");
     }
     let metrics = Arc::new(Metrics::default());
-    let mut agent = Agent::new(args, Arc::clone(&metrics))?;
+    let writer = condition_writer(args, &metrics)?;
+    let (condition, desired) = tokio::sync::watch::channel(None);
+    let mut agent = Agent::new(
+        args,
+        Arc::clone(&metrics),
+        writer.is_some().then_some(condition),
+    )?;
     sidecar_runtime()?.block_on(async move {
         let listener = listen(args.metrics_addr).await?;
         let router = metrics::metrics_router(Arc::clone(&metrics));
@@ -362,9 +274,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             tls = args.tls_cert.is_some(),
             auth = args.auth_file.is_some(),
             interval_seconds = args.interval_seconds,
+            pod_condition = args.pod_condition,
             "reload agent watching"
         );
         let server = tokio::spawn(async move { axum::serve(listener, router).await });
+        let writer = writer.map(|w| tokio::spawn(w.run(desired)));
         let shutdown = crate::server::shutdown_signal();
         tokio::pin!(shutdown);
         let mut ticker = tokio::time::interval(Duration::from_secs(args.interval_seconds));
@@ -383,6 +297,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             .context("the poll task")?;
         }
         server.abort();
+        writer.inspect(tokio::task::JoinHandle::abort);
         tracing::info!("reload agent stopped");
         Ok(())
     })

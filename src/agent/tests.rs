@@ -9,7 +9,10 @@ fn metrics_text() {
     let m = Metrics::default();
     m.record(What::Tls, true);
     m.record(What::Auth, false);
+    m.record_condition_write(false);
     let text = m.render();
+    assert!(text.contains("memcached_reload_agent_condition_writes_total{result=\"failure\"} 1\n"));
+    assert!(text.contains("memcached_reload_agent_condition_writes_total{result=\"success\"} 0\n"));
     assert!(
         text.contains("memcached_reload_agent_reloads_total{what=\"tls\",outcome=\"success\"} 1\n")
     );
@@ -39,6 +42,11 @@ fn nothing_watched(admin_addr: SocketAddr) -> Args {
         interval_seconds: 1,
         timeout_ms: 200,
         process_name: "memcached".into(),
+        pod_condition: false,
+        pod_name: None,
+        pod_namespace: None,
+        api_token_file: apiclient::TOKEN_FILE.into(),
+        api_ca_file: apiclient::CA_FILE.into(),
     }
 }
 
@@ -62,8 +70,16 @@ fn fake_memcached() -> (SocketAddr, Arc<AtomicU64>) {
     (addr, seen)
 }
 
+/// The desired Pod condition as one line.
+fn shown(rx: &tokio::sync::watch::Receiver<Option<Desired>>) -> Option<String> {
+    rx.borrow()
+        .as_ref()
+        .map(|d| format!("{} {}: {}", d.status, d.reason, d.message))
+}
+
 /// The first poll delivers what is mounted; a refused change is never sent and not retried
-/// until the content changes again.
+/// until the content changes again. The desired Pod condition follows: True after the first
+/// delivery, False with the error for the refused content, True again for the next good one.
 #[test]
 fn refused_material_is_never_sent_and_not_retried() {
     let (cert, key) = check::tests::pair("one");
@@ -80,9 +96,15 @@ fn refused_material_is_never_sent_and_not_retried() {
         ..nothing_watched(admin_addr)
     };
     let metrics = Arc::new(Metrics::default());
-    let mut agent = Agent::new(&args, Arc::clone(&metrics)).unwrap();
+    let (tx, condition) = tokio::sync::watch::channel(None);
+    let mut agent = Agent::new(&args, Arc::clone(&metrics), Some(tx)).unwrap();
+    assert_eq!(shown(&condition), None, "nothing delivered yet");
     agent.poll();
     assert_eq!(metrics.counts(What::Tls), (1, 0), "first delivery");
+    assert_eq!(
+        shown(&condition).unwrap(),
+        "True Reloaded: memcached took the mounted Secret (tls)"
+    );
     agent.poll();
     assert_eq!(
         sent.load(Ordering::SeqCst),
@@ -101,6 +123,8 @@ fn refused_material_is_never_sent_and_not_retried() {
         (1, 1),
         "refused once, not retried"
     );
+    let failed = shown(&condition).unwrap();
+    assert!(failed.starts_with("False ReloadFailed: tls: "), "{failed}");
     assert_eq!(
         sent.load(Ordering::SeqCst),
         1,
@@ -113,6 +137,7 @@ fn refused_material_is_never_sent_and_not_retried() {
     ]);
     agent.poll();
     assert_eq!(metrics.counts(What::Tls), (2, 1));
+    assert!(shown(&condition).unwrap().starts_with("True Reloaded"));
     assert_eq!(sent.load(Ordering::SeqCst), 2);
 }
 
@@ -129,7 +154,7 @@ fn before_the_first_delivery_an_absent_memcached_is_no_failure() {
         ..nothing_watched(DISCARD.parse().unwrap())
     };
     let metrics = Arc::new(Metrics::default());
-    let mut agent = Agent::new(&args, Arc::clone(&metrics)).unwrap();
+    let mut agent = Agent::new(&args, Arc::clone(&metrics), None).unwrap();
     agent.poll();
     agent.poll();
     assert_eq!(metrics.counts(What::Tls), (0, 0));
@@ -147,7 +172,7 @@ fn a_rotated_auth_file_is_written_normalised_for_memcached() {
         ..nothing_watched(DISCARD.parse().unwrap())
     };
     let metrics = Arc::new(Metrics::default());
-    let mut agent = Agent::new(&args, Arc::clone(&metrics)).unwrap();
+    let mut agent = Agent::new(&args, Arc::clone(&metrics), None).unwrap();
     agent.poll();
     assert_eq!(std::fs::read(&copy).unwrap(), b"app:first\n");
     volume.publish(&[("password-file", b"app:second\r\n")]);
@@ -162,4 +187,36 @@ fn a_rotated_auth_file_is_written_normalised_for_memcached() {
     );
     assert_eq!(metrics.counts(What::Auth), (0, 1));
     std::fs::remove_file(&copy).unwrap();
+}
+
+/// --pod-condition needs the Pod's name and namespace; empty ones are refused.
+#[test]
+fn pod_condition_flags_are_required_together() {
+    use clap::error::ErrorKind;
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+    let parse = |extra: &[&str]| {
+        let base = ["reload-agent", "--tls-cert", "c", "--tls-key", "k"];
+        <Cli as clap::Parser>::try_parse_from(base.iter().chain(extra))
+            .map(|c| c.args)
+            .map_err(|e| e.kind())
+    };
+    assert_eq!(
+        parse(&["--pod-condition"]).err(),
+        Some(ErrorKind::MissingRequiredArgument)
+    );
+    assert_eq!(
+        parse(&["--pod-condition", "--pod-name", "p"]).err(),
+        Some(ErrorKind::MissingRequiredArgument)
+    );
+    assert_eq!(
+        parse(&["--pod-condition", "--pod-name", "", "--pod-namespace", "n"]).err(),
+        Some(ErrorKind::InvalidValue)
+    );
+    let args = parse(&["--pod-condition", "--pod-name", "p", "--pod-namespace", "n"]).unwrap();
+    assert_eq!(args.api_token_file, PathBuf::from(apiclient::TOKEN_FILE));
+    assert!(!parse(&[]).unwrap().pod_condition);
 }

@@ -10,8 +10,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, anyhow, bail};
 use axum::http::Uri;
-use rustls::pki_types::pem::PemObject as _;
-use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::pki_types::ServerName;
 
 /// The most of an answer read to find its status line.
 const STATUS_LINE_LIMIT: usize = 8 * 1024;
@@ -80,25 +79,7 @@ impl Target {
 
 /// A client that trusts only the certificates in `ca`.
 fn client_config(ca: &Path) -> anyhow::Result<Arc<rustls::ClientConfig>> {
-    let mut roots = rustls::RootCertStore::empty();
-    let certificates = CertificateDer::pem_file_iter(ca)
-        .and_then(Iterator::collect::<Result<Vec<_>, _>>)
-        .map_err(|e| anyhow!("{}: {e}", ca.display()))?;
-    for certificate in certificates {
-        roots
-            .add(certificate)
-            .with_context(|| format!("{}: not a CA certificate", ca.display()))?;
-    }
-    if roots.is_empty() {
-        bail!("{}: no certificate in the file", ca.display());
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .context("TLS versions")?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(Arc::new(config))
+    memcached_hook::agent::apiclient::trusting(ca).map_err(|e| anyhow!("{}: {e}", ca.display()))
 }
 
 /// GETs the URL until it answers `200`, at most `--attempts` times.

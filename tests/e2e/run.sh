@@ -23,6 +23,11 @@
 #              StatefulSet, each with its Service and PDB, are
 #              created for real with server-side apply, applied again unchanged: no
 #              resourceVersion moves; then deleted
+#   reload condition  reload_condition.py: memcached with TLS and `memcached-hook reload-agent
+#              --pod-condition` on 127.0.0.1 set the condition memcached.c5c3.io/SecretReload on a Pod
+#              that never runs: True after the first delivery, False/ReloadFailed for a certificate
+#              with a foreign key, True again, the Pod's other conditions kept (memcached and
+#              openssl from apt when missing)
 #
 # Usage: tests/e2e/run.sh
 # Environment:
@@ -402,3 +407,32 @@ else
 fi
 done
 phase "stability"
+
+# ---- reload condition: the reload agent's Pod condition, real memcached + real API server ---------
+# tests/e2e/reload_condition.py: memcached with TLS and `memcached-hook reload-agent --pod-condition`
+# on 127.0.0.1, a Pod that never runs (no kubelet here) whose status the agent patches.
+need=()
+command -v memcached >/dev/null 2>&1 || need+=(memcached)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
+if ((${#need[@]})); then
+  log "installing ${need[*]} (apt)"
+  # shellcheck source=../lib/apt.sh
+  source "${ROOT}/tests/lib/apt.sh"
+  apt_install "${need[@]}" || bad "reload condition: apt-get install ${need[*]}"
+fi
+if command -v memcached >/dev/null 2>&1; then
+  rc_out="${WORK}/reload-condition.out"
+  timeout --kill-after=10 240 "${PY}" "${HERE}/reload_condition.py" --hook "${HOOK}" \
+    --kubectl "${E2E_KUBECTL}" --kubeconfig "${KUBECONFIG}" --apiserver-url "${E2E_APISERVER_URL}" \
+    --clusterrole "${ROOT}/deploy/hook/reload-agent-clusterrole.yaml" >"${rc_out}" 2>&1
+  rc=$?
+  while IFS= read -r line; do
+    case "${line}" in
+      "ok   "*) ok "reload condition: ${line#ok   }" ;;
+      "FAIL "*) bad "reload condition: ${line#FAIL }" ;;
+      *) printf '     %s\n' "${line}" ;;
+    esac
+  done <"${rc_out}"
+  grep -q '^FAIL ' "${rc_out}" || ((rc == 0)) || bad "reload condition: reload_condition.py exited ${rc}" "$(tail -n 15 "${rc_out}")"
+fi
+phase "reload condition"

@@ -25,6 +25,8 @@ HOOK_PATHS = {"sync": "/sync", "customize": "/customize"}
 PROBE_PATHS = {"livenessProbe": "/healthz", "readinessProbe": "/readyz"}
 HOOK_NAMESPACE = "memcached-system"
 HOOK_NAME = "memcached-hook"
+# The ClusterRole the reload agents of memcached pods are bound to (pods/status patch only).
+RELOAD_AGENT_ROLE = "memcached-hook-reload-agent"
 CONTROLLER_NAME = "memcached-controller"
 METACONTROLLER_NAMESPACE = "metacontroller"
 METACONTROLLER_SERVICE_ACCOUNT = "metacontroller"
@@ -338,13 +340,21 @@ def check_crd(deploy):
 
 def check_hook_install(deploy, dockerfile_uid):
     for obj in deploy:
-        if obj["kind"] not in ("CustomResourceDefinition", "Namespace"):
+        if obj["kind"] not in ("CustomResourceDefinition", "Namespace", "ClusterRole"):
             check(obj["metadata"].get("namespace") == HOOK_NAMESPACE,
                   f"deploy: {obj['kind']} {obj['metadata']['name']} is not in namespace {HOOK_NAMESPACE}")
     one(deploy, "Namespace", HOOK_NAMESPACE, "deploy")
+    # The hook itself needs no RBAC; the only RBAC object is the reload agents' ClusterRole, which
+    # allows exactly a patch of pods/status (the agent's Pod condition).
     rbac_kinds = {"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}
-    check(not [o for o in deploy if o["kind"] in rbac_kinds],
-          "deploy: the hook needs no RBAC, but deploy/ contains RBAC objects")
+    rbac = [(o["kind"], o["metadata"]["name"]) for o in deploy if o["kind"] in rbac_kinds]
+    check(rbac == [("ClusterRole", RELOAD_AGENT_ROLE)],
+          f"deploy: the only RBAC object must be ClusterRole {RELOAD_AGENT_ROLE}, found {rbac}")
+    role = one(deploy, "ClusterRole", RELOAD_AGENT_ROLE, "deploy")
+    if role:
+        want = [{"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch"]}]
+        check(role.get("rules") == want,
+              f"deploy: ClusterRole {RELOAD_AGENT_ROLE} must allow exactly {want}, has {role.get('rules')}")
 
     sa = one(deploy, "ServiceAccount", HOOK_NAME, "deploy")
     if sa:

@@ -39,16 +39,9 @@ command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 if [ ${#need[@]} -gt 0 ]; then
     echo "peers: installing ${need[*]}"
-    # keep the package's own service from starting (we start memcached ourselves, bounded)
-    policy=/usr/sbin/policy-rc.d
-    added_policy=0
-    if [ ! -e "$policy" ]; then
-        printf '#!/bin/sh\nexit 101\n' | as_root tee "$policy" >/dev/null && as_root chmod 755 "$policy" && added_policy=1
-    fi
-    as_root timeout 300 apt-get update -qq || die "apt-get update"
-    as_root env DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -qq --no-install-recommends "${need[@]}" \
-        >/dev/null || die "apt-get install ${need[*]}"
-    [ "$added_policy" = 1 ] && as_root rm -f "$policy"
+    # shellcheck source=tests/lib/apt.sh
+    source "$ROOT/tests/lib/apt.sh"
+    apt_install "${need[@]}" || die "apt-get install ${need[*]}"
 fi
 MEMCACHED=$(command -v memcached) || die "memcached not installed"
 

@@ -1,0 +1,315 @@
+//! A minimal client of the Kubernetes API server from inside a pod, for the one request the agent
+//! sends (a PATCH of its Pod's status): the standard in-cluster settings
+//! (`KUBERNETES_SERVICE_HOST`/`KUBERNETES_SERVICE_PORT`, the service account's token and CA),
+//! HTTPS with rustls (ring), HTTP/1.1 with hyper's client connection, one connection per request,
+//! every request bounded in time. Retrying is the caller's business.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use http_body_util::{BodyExt as _, Limited};
+use hyper::{StatusCode, header};
+use hyper_util::rt::TokioIo;
+use rustls::pki_types::pem::PemObject as _;
+use rustls::pki_types::{CertificateDer, ServerName};
+
+use super::condition::bounded;
+
+/// Where a pod's service account token is mounted.
+pub const TOKEN_FILE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
+/// Where the cluster's CA is mounted next to it.
+pub const CA_FILE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt";
+/// Largest answer read from the API server.
+const MAX_ANSWER: usize = 64 * 1024;
+/// Most bytes of the API server's message kept in an error.
+const MAX_ERROR_TEXT: usize = 256;
+
+/// Why the client cannot be built (the agent refuses to start).
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// An in-cluster variable is missing.
+    #[error("{0} is not set: the agent finds the API server the way a pod does")]
+    MissingEnv(&'static str),
+    /// `KUBERNETES_SERVICE_PORT` is not a port.
+    #[error("KUBERNETES_SERVICE_PORT={0:?} is not a port number")]
+    BadPort(String),
+    /// `KUBERNETES_SERVICE_HOST` is neither a DNS name nor an IP address.
+    #[error("KUBERNETES_SERVICE_HOST={0:?} is not a host name or an IP address")]
+    BadHost(String),
+    /// The CA file cannot be used.
+    #[error("the API server's CA {path}: {reason}")]
+    Ca {
+        /// The CA file.
+        path: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The token cannot be read.
+    #[error(transparent)]
+    Token(ApiError),
+}
+
+/// Why one request failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// The token file cannot be read (or is empty).
+    #[error("the service account token {path}: {reason}")]
+    Token {
+        /// The token file.
+        path: String,
+        /// The error.
+        reason: String,
+    },
+    /// The request could not be built (a token that is no header value).
+    #[error("building the request: {0}")]
+    Request(String),
+    /// No TCP connection.
+    #[error("connecting to the API server {authority}: {source}")]
+    Connect {
+        /// host:port.
+        authority: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The TLS handshake failed (e.g. a server certificate the CA did not sign).
+    #[error("TLS with the API server: {0}")]
+    Tls(std::io::Error),
+    /// HTTP failed midway.
+    #[error("HTTP with the API server: {0}")]
+    Http(String),
+    /// No complete answer in time.
+    #[error("no answer from the API server within {0:?}")]
+    Timeout(Duration),
+    /// The API server answered with an error.
+    #[error("the API server answered {code}: {message}")]
+    Status {
+        /// The HTTP status code.
+        code: u16,
+        /// The start of its message (the `Status` object's `message`, else the body).
+        message: String,
+    },
+}
+
+/// The API server of the cluster the pod runs in.
+#[derive(Clone)]
+pub struct ApiClient {
+    host: String,
+    port: u16,
+    authority: String,
+    server_name: ServerName<'static>,
+    tls: tokio_rustls::TlsConnector,
+    token_file: PathBuf,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for ApiClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiClient")
+            .field("authority", &self.authority)
+            .field("token_file", &self.token_file)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ApiClient {
+    /// The API server named by `KUBERNETES_SERVICE_HOST`/`KUBERNETES_SERVICE_PORT`.
+    ///
+    /// # Errors
+    /// A missing variable, an unusable CA file or an unreadable token.
+    pub fn in_cluster(token: &Path, ca: &Path, timeout: Duration) -> Result<Self, ConfigError> {
+        let var = |name| std::env::var(name).map_err(|_| ConfigError::MissingEnv(name));
+        let host = var("KUBERNETES_SERVICE_HOST")?;
+        let port = var("KUBERNETES_SERVICE_PORT")?;
+        Self::new(&host, &port, token, ca, timeout)
+    }
+
+    /// The API server at `host`:`port` (an IPv6 host without brackets, as the variable has it).
+    ///
+    /// # Errors
+    /// A bad host or port, an unusable CA file or an unreadable token.
+    pub fn new(
+        host: &str,
+        port: &str,
+        token: &Path,
+        ca: &Path,
+        timeout: Duration,
+    ) -> Result<Self, ConfigError> {
+        let port_number = port
+            .parse::<u16>()
+            .ok()
+            .filter(|p| *p != 0)
+            .ok_or_else(|| ConfigError::BadPort(port.to_owned()))?;
+        let server_name = ServerName::try_from(host.to_owned())
+            .map_err(|_| ConfigError::BadHost(host.to_owned()))?;
+        let authority = if host.contains(':') {
+            format!("[{host}]:{port_number}")
+        } else {
+            format!("{host}:{port_number}")
+        };
+        let tls = trusting(ca).map_err(|reason| ConfigError::Ca {
+            path: ca.display().to_string(),
+            reason,
+        })?;
+        read_token(token).map_err(ConfigError::Token)?;
+        Ok(Self {
+            host: host.to_owned(),
+            port: port_number,
+            authority,
+            server_name,
+            tls: tokio_rustls::TlsConnector::from(tls),
+            token_file: token.to_owned(),
+            timeout,
+        })
+    }
+
+    /// `PATCH path` with `body` of `content_type`; the token is read again for each request
+    /// (projected tokens rotate).
+    ///
+    /// # Errors
+    /// The token, the connection, the time limit, or an answer other than 2xx.
+    pub async fn patch(
+        &self,
+        path: &str,
+        content_type: &str,
+        body: String,
+    ) -> Result<(), ApiError> {
+        let token = read_token(&self.token_file)?;
+        let request = patch_request(&self.authority, path, &token, content_type, body)?;
+        let (status, answer) = tokio::time::timeout(self.timeout, self.exchange(request))
+            .await
+            .map_err(|_| ApiError::Timeout(self.timeout))??;
+        answered(status, &answer)
+    }
+
+    async fn exchange(
+        &self,
+        request: hyper::Request<String>,
+    ) -> Result<(StatusCode, hyper::body::Bytes), ApiError> {
+        let tcp = tokio::net::TcpStream::connect((self.host.as_str(), self.port))
+            .await
+            .map_err(|source| ApiError::Connect {
+                authority: self.authority.clone(),
+                source,
+            })?;
+        let stream = self
+            .tls
+            .connect(self.server_name.clone(), tcp)
+            .await
+            .map_err(ApiError::Tls)?;
+        let http = |e: hyper::Error| ApiError::Http(e.to_string());
+        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(http)?;
+        let exchange = async move {
+            let response = sender.send_request(request).await.map_err(http)?;
+            let status = response.status();
+            let body = Limited::new(response.into_body(), MAX_ANSWER)
+                .collect()
+                .await
+                .map_err(|e| ApiError::Http(format!("reading the answer: {e}")))?;
+            Ok((status, body.to_bytes()))
+        };
+        tokio::pin!(exchange, connection);
+        tokio::select! {
+            biased;
+            answer = &mut exchange => answer,
+            closed = &mut connection => {
+                closed.map_err(http)?;
+                exchange.await
+            }
+        }
+    }
+}
+
+/// The request line and headers of a PATCH to the API server.
+///
+/// # Errors
+/// A token that is not a valid header value.
+pub fn patch_request(
+    authority: &str,
+    path: &str,
+    token: &str,
+    content_type: &str,
+    body: String,
+) -> Result<hyper::Request<String>, ApiError> {
+    hyper::Request::builder()
+        .method(hyper::Method::PATCH)
+        .uri(path)
+        .header(header::HOST, authority)
+        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+        .header(header::CONTENT_TYPE, content_type)
+        .header(header::ACCEPT, "application/json")
+        .header(
+            header::USER_AGENT,
+            concat!("memcached-hook-reload-agent/", env!("CARGO_PKG_VERSION")),
+        )
+        .body(body)
+        .map_err(|e| ApiError::Request(e.to_string()))
+}
+
+/// `Ok` for a 2xx answer, else the status code and the start of the API server's message.
+///
+/// # Errors
+/// Any status other than 2xx.
+pub fn answered(status: StatusCode, body: &[u8]) -> Result<(), ApiError> {
+    #[derive(serde::Deserialize)]
+    struct Status {
+        message: Option<String>,
+    }
+    if status.is_success() {
+        return Ok(());
+    }
+    let text = serde_json::from_slice::<Status>(body)
+        .ok()
+        .and_then(|s| s.message)
+        .unwrap_or_else(|| String::from_utf8_lossy(body).into_owned());
+    Err(ApiError::Status {
+        code: status.as_u16(),
+        message: bounded(text.trim(), MAX_ERROR_TEXT).to_owned(),
+    })
+}
+
+/// The token in `path`, without surrounding white space.
+fn read_token(path: &Path) -> Result<String, ApiError> {
+    let error = |reason: String| ApiError::Token {
+        path: path.display().to_string(),
+        reason,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| error(e.to_string()))?;
+    let token = text.trim();
+    if token.is_empty() {
+        return Err(error("empty".into()));
+    }
+    Ok(token.to_owned())
+}
+
+/// A TLS client configuration that trusts only the certificates in the PEM file `ca`.
+///
+/// # Errors
+/// An unreadable file, no certificate in it, or one that is no usable trust anchor.
+pub fn trusting(ca: &Path) -> Result<Arc<rustls::ClientConfig>, String> {
+    let mut roots = rustls::RootCertStore::empty();
+    let certificates = CertificateDer::pem_file_iter(ca)
+        .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+        .map_err(|e| e.to_string())?;
+    for certificate in certificates {
+        roots
+            .add(certificate)
+            .map_err(|e| format!("not a CA certificate: {e}"))?;
+    }
+    if roots.is_empty() {
+        return Err("no certificate in the file".into());
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS versions: {e}"))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
+}
+
+#[cfg(test)]
+#[path = "apiclient_tests.rs"]
+pub(crate) mod tests;
