@@ -10,8 +10,8 @@ use super::warm_starts::Starts;
 use crate::api::Workload;
 use crate::api::effective::Effective;
 use crate::api::warm_restart::WarmRestart;
-use crate::children::layout::Layout;
-use crate::children::{ChildKind, args, warm_restart};
+use crate::children::running_layouts::Layouts;
+use crate::children::warm_restart;
 use crate::hook::{Observed, RelatedObject};
 use crate::workload::Plan;
 
@@ -50,13 +50,10 @@ pub fn condition(
             message: VOLUME_CHANGE.to_owned(),
         });
     }
-    let observed = plan
-        .current
-        .filter(|_| plan.kind == ChildKind::StatefulSet)
-        .and_then(|s| s.spec.template.as_ref())
-        .and_then(|t| t.args_of("memcached"));
-    let changes = observed
-        .map(|old| Layout::of(old).changes(&Layout::of(&args::memcached(e))))
+    let changes = plan
+        .layouts
+        .as_ref()
+        .map(Layouts::changes)
         .unwrap_or_default();
     if !changes.is_empty() {
         return Some(SpecCondition {

@@ -347,7 +347,8 @@ fn workload_child(
         reload_agent_image: &options.reload_agent_image,
     };
     if plan.kind == ChildKind::StatefulSet {
-        Child::StatefulSet(Box::new(statefulset::build(pods, plan.replicas)))
+        let layouts = plan.layouts.as_ref();
+        Child::StatefulSet(Box::new(statefulset::build(pods, plan.replicas, layouts)))
     } else {
         Child::Deployment(Box::new(deployment::build(pods, plan.replicas)))
     }
