@@ -18,6 +18,7 @@ mod no_secrets;
 mod properties;
 mod reference;
 mod rules;
+mod running_layouts;
 mod secure;
 mod service_monitor;
 mod status_matrix;
