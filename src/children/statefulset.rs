@@ -36,8 +36,10 @@ pub fn build(pods: Pods<'_>, replicas: Option<i32>, layouts: Option<&Layouts>) -
         warm_restart::apply(&mut spec, pods.e, w, pods.reload_agent_image);
     }
     let mut metadata = workload_metadata(pods.name, pods.e);
-    metadata.annotations =
-        layouts.map(|l| BTreeMap::from([(running_layouts::ANNOTATION.to_owned(), l.annotation())]));
+    if let Some(l) = layouts {
+        let annotations = metadata.annotations.get_or_insert_with(BTreeMap::new);
+        annotations.insert(running_layouts::ANNOTATION.to_owned(), l.annotation());
+    }
     StatefulSet {
         metadata,
         spec: Some(spec),
