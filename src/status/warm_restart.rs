@@ -1,5 +1,7 @@
-//! The `WarmRestart` condition: whether the pods keep their cache across restarts, and, before
-//! a rollout, whether the spec change will discard it (docs/warm-restart.md).
+//! The `WarmRestart` condition: whether the pods keep their cache across restarts, and, from the
+//! sync that starts a rollout until it is done, whether the rollout discards it: whether the
+//! pods may hold another memory layout than the spec's (`children::running_layouts`,
+//! docs/warm-restart.md).
 //!
 //! Whether each pod's last start restored its items is the termination message of the pod's
 //! `warm-restart-guard` init container (`warm_starts`); the condition reports it when
