@@ -8,6 +8,7 @@
 
 use crate::api::Workload;
 use crate::api::effective::Effective;
+use crate::children::running_layouts::Layouts;
 use crate::children::{ChildKind, warm_restart};
 use crate::hook::{Observed, ObservedChild};
 
@@ -28,11 +29,14 @@ pub struct Plan<'a> {
     /// one's, which cannot change in place: a Deployment takes over until the StatefulSet is
     /// gone, then the switch back creates it anew.
     pub bridge: bool,
+    /// For a valid spec whose StatefulSet keeps the cache (`kind` StatefulSet, `warmRestart`):
+    /// the spec's memory layout and those its pods may hold.
+    pub layouts: Option<Layouts>,
 }
 
 impl<'a> Plan<'a> {
     /// The plan for the Memcached `name` with effective spec `e`; only a `valid` spec starts
-    /// the replacement of a StatefulSet ([`Plan::bridge`]).
+    /// the replacement of a StatefulSet ([`Plan::bridge`]) and has [`Plan::layouts`].
     #[must_use]
     pub fn new(
         e: &Effective<'_>,
@@ -60,12 +64,15 @@ impl<'a> Plan<'a> {
         } else {
             e.replicas
         };
+        let layouts = (valid && kind == ChildKind::StatefulSet && e.warm_restart.is_some())
+            .then(|| Layouts::of(e, current));
         Self {
             kind,
             current,
             old,
             replicas,
             bridge,
+            layouts,
         }
     }
 
@@ -97,11 +104,8 @@ pub fn other(kind: ChildKind) -> ChildKind {
 #[must_use]
 pub fn settled(child: &ObservedChild, replicas: i32) -> bool {
     let s = &child.status;
-    let seen = child
-        .metadata
-        .generation
-        .is_some_and(|g| s.observed_generation.is_some_and(|o| o >= g));
-    seen && child.spec.replicas.unwrap_or(1) == replicas
+    child.seen()
+        && child.spec.replicas.unwrap_or(1) == replicas
         && [s.replicas, s.updated_replicas, s.ready_replicas]
             .iter()
             .all(|count| count.unwrap_or(0) == replicas)

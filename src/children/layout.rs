@@ -9,8 +9,9 @@
 use std::collections::BTreeMap;
 
 /// The layout settings found on a command line, by the flag that sets them (the last one
-/// wins, as in memcached); a setting left at its default is absent.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// wins, as in memcached); a setting left at its default is absent. Ordered by its settings,
+/// so that a list of layouts has one sorted form.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Layout(BTreeMap<&'static str, String>);
 
 /// Short flags with a value, and their long names.
@@ -55,6 +56,21 @@ impl Layout {
             }
         }
         Self(out)
+    }
+
+    /// The layout as memcached arguments, by flag (`-C`, `-I 1m`, `-m 64`, `-o slab_sizes=...`):
+    /// [`Layout::of`] reads them back to the same layout.
+    #[must_use]
+    pub fn args(&self) -> Vec<&str> {
+        let mut out = Vec::with_capacity(2 * self.0.len());
+        for (key, value) in &self.0 {
+            match *key {
+                "-C" => out.push("-C"),
+                flag if flag.starts_with('-') => out.extend([flag, value.as_str()]),
+                _ => out.extend(["-o", value.as_str()]),
+            }
+        }
+        out
     }
 
     /// The value of a short flag (`-m`, `-I`, `-n`, `-f`), when set.
@@ -161,6 +177,38 @@ mod tests {
                 "slab_sizes slab_sizes=100-200 -> default"
             ]
         );
+    }
+
+    #[test]
+    fn a_layout_reads_back_from_its_arguments() {
+        let all = layout(
+            "-m 64 -I 2m -n 48 -f 1.5 -C -o slab_chunk_max=262144,no_lru_crawler \
+             -o slab_sizes=100-200,no_slab_reassign -t 4",
+        );
+        assert_eq!(
+            all.args(),
+            [
+                "-C",
+                "-I",
+                "2m",
+                "-f",
+                "1.5",
+                "-m",
+                "64",
+                "-n",
+                "48",
+                "-o",
+                "no_slab_reassign",
+                "-o",
+                "slab_chunk_max=262144",
+                "-o",
+                "slab_sizes=100-200"
+            ]
+        );
+        for l in [all, layout(""), layout("-m -C"), layout("--memory-limit=")] {
+            let args: Vec<String> = l.args().into_iter().map(str::to_owned).collect();
+            assert_eq!(Layout::of(&args), l);
+        }
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod pdb;
 pub mod pod;
 pub mod ports;
 pub mod reload_agent;
+pub mod running_layouts;
 pub mod servers;
 pub mod service;
 pub mod service_monitor;

@@ -2,9 +2,12 @@
 //! stable pod names, `<name>-<i>.<name>.<namespace>.svc`, for clients that hash keys over a
 //! server list.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec, StatefulSetUpdateStrategy};
 
 use super::pod::{Pods, pod_template, workload_metadata};
+use super::running_layouts::{self, Layouts};
 use super::{labels, warm_restart};
 
 /// The desired StatefulSet of `pods`, governed by the headless Service of the parent's name.
@@ -13,9 +16,10 @@ use super::{labels, warm_restart};
 /// together (it only affects scaling; a rolling update still replaces one pod at a time).
 /// `updateStrategy` is `RollingUpdate` without `rollingUpdate`, which the API server stores as
 /// sent. `volumeClaimTemplates` only with `warmRestart` ([`warm_restart::apply`]): otherwise
-/// memcached keeps nothing on disk.
+/// memcached keeps nothing on disk. With `layouts` (warm restart), the StatefulSet records the
+/// layouts its pods may hold ([`running_layouts::ANNOTATION`]).
 #[must_use]
-pub fn build(pods: Pods<'_>, replicas: Option<i32>) -> StatefulSet {
+pub fn build(pods: Pods<'_>, replicas: Option<i32>, layouts: Option<&Layouts>) -> StatefulSet {
     let mut spec = StatefulSetSpec {
         replicas,
         selector: labels::selector(pods.name),
@@ -31,8 +35,13 @@ pub fn build(pods: Pods<'_>, replicas: Option<i32>) -> StatefulSet {
     if let Some(w) = &pods.e.warm_restart {
         warm_restart::apply(&mut spec, pods.e, w, pods.reload_agent_image);
     }
+    let mut metadata = workload_metadata(pods.name, pods.e);
+    if let Some(l) = layouts {
+        let annotations = metadata.annotations.get_or_insert_with(BTreeMap::new);
+        annotations.insert(running_layouts::ANNOTATION.to_owned(), l.annotation());
+    }
     StatefulSet {
-        metadata: workload_metadata(pods.name, pods.e),
+        metadata,
         spec: Some(spec),
         status: None,
     }

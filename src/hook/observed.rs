@@ -153,7 +153,7 @@ pub struct ObservedChild {
     pub api_version: String,
     /// e.g. `Deployment`.
     pub kind: String,
-    /// Name, namespace and the last-applied annotation.
+    /// Name, namespace and the annotations the hook reads.
     pub metadata: ChildMeta,
     /// `spec.replicas` of a workload.
     #[serde(default, deserialize_with = "super::null_as_default")]
@@ -185,6 +185,10 @@ pub struct ChildAnnotations {
     /// What this hook desired last time (Metacontroller's dynamic apply stores it).
     #[serde(rename = "metacontroller.k8s.io/last-applied-configuration", default)]
     pub last_applied: Option<RawString>,
+    /// The memory layouts a StatefulSet's pods may hold, as this hook recorded them
+    /// (`src/children/running_layouts.rs`).
+    #[serde(rename = "memcached.c5c3.io/running-layouts", default)]
+    pub running_layouts: Option<String>,
 }
 
 /// A JSON string kept as it came, quotes and escapes included: decoding checks that it is a
@@ -247,6 +251,15 @@ impl ObservedChild {
             .and_then(|a| a.last_applied.as_ref())
             .filter(|s| !s.is_empty())
             .and_then(RawString::text)
+    }
+
+    /// Whether the workload's controller has acted on its current generation.
+    #[must_use]
+    pub fn seen(&self) -> bool {
+        let observed = self.status.observed_generation;
+        self.metadata
+            .generation
+            .is_some_and(|g| observed.is_some_and(|o| o >= g))
     }
 }
 

@@ -14,8 +14,9 @@
 //! declared in the hook's own types, not those inside k8s-openapi's.
 //!
 //! Content the hook never reads is skipped as [`serde::de::IgnoredAny`] (`managedFields`, pod
-//! templates, unknown fields, annotations of children other than the last-applied one): its
-//! decoder is handed the unwrapped deserializer, so it stays unchecked and costs nothing more.
+//! templates, unknown fields, annotations of children other than the last-applied and
+//! running-layouts ones): its decoder is handed the unwrapped deserializer, so it stays
+//! unchecked and costs nothing more.
 //! The keys of an object the hook does read are all checked, known or not.
 //!
 //! The check is cheap: each key is compared against the keys seen before in the same object,

@@ -1,5 +1,7 @@
-//! The `WarmRestart` condition: whether the pods keep their cache across restarts, and, before
-//! a rollout, whether the spec change will discard it (docs/warm-restart.md).
+//! The `WarmRestart` condition: whether the pods keep their cache across restarts, and, from the
+//! sync that starts a rollout until it is done, whether the rollout discards it: whether the
+//! pods may hold another memory layout than the spec's (`children::running_layouts`,
+//! docs/warm-restart.md).
 //!
 //! Whether each pod's last start restored its items is the termination message of the pod's
 //! `warm-restart-guard` init container (`warm_starts`); the condition reports it when
@@ -10,8 +12,8 @@ use super::warm_starts::Starts;
 use crate::api::Workload;
 use crate::api::effective::Effective;
 use crate::api::warm_restart::WarmRestart;
-use crate::children::layout::Layout;
-use crate::children::{ChildKind, args, warm_restart};
+use crate::children::running_layouts::Layouts;
+use crate::children::warm_restart;
 use crate::hook::{Observed, RelatedObject};
 use crate::workload::Plan;
 
@@ -50,13 +52,10 @@ pub fn condition(
             message: VOLUME_CHANGE.to_owned(),
         });
     }
-    let observed = plan
-        .current
-        .filter(|_| plan.kind == ChildKind::StatefulSet)
-        .and_then(|s| s.spec.template.as_ref())
-        .and_then(|t| t.args_of("memcached"));
-    let changes = observed
-        .map(|old| Layout::of(old).changes(&Layout::of(&args::memcached(e))))
+    let changes = plan
+        .layouts
+        .as_ref()
+        .map(Layouts::changes)
         .unwrap_or_default();
     if !changes.is_empty() {
         return Some(SpecCondition {

@@ -379,7 +379,8 @@ fn kept_old_workload(
 /// The workload the plan builds from the spec.
 fn workload_child(plan: &Plan<'_>, pods: Pods<'_>) -> Child {
     if plan.kind == ChildKind::StatefulSet {
-        Child::StatefulSet(Box::new(statefulset::build(pods, plan.replicas)))
+        let layouts = plan.layouts.as_ref();
+        Child::StatefulSet(Box::new(statefulset::build(pods, plan.replicas, layouts)))
     } else {
         Child::Deployment(Box::new(deployment::build(pods, plan.replicas)))
     }

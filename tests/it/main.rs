@@ -19,6 +19,7 @@ mod properties;
 mod reference;
 mod reload_report;
 mod rules;
+mod running_layouts;
 mod secure;
 mod service_monitor;
 mod status_matrix;

@@ -10,7 +10,7 @@ use memcached_hook::Options;
 use crate::common::{condition, controller, sync_value, typed};
 use crate::workload::answered_kinds;
 
-fn request(spec: Value, children: Value) -> Value {
+pub(crate) fn request(spec: Value, children: Value) -> Value {
     let mut controller = controller();
     controller["spec"]["childResources"]
         .as_array_mut()
@@ -25,7 +25,7 @@ fn request(spec: Value, children: Value) -> Value {
     })
 }
 
-fn warm_spec(extra: Value) -> Value {
+pub(crate) fn warm_spec(extra: Value) -> Value {
     let mut spec = json!({"workload": "StatefulSet", "replicas": 3,
                           "warmRestart": {"enabled": true}});
     for (k, v) in extra.as_object().expect("object") {
@@ -35,7 +35,7 @@ fn warm_spec(extra: Value) -> Value {
 }
 
 /// An observed workload, settled with `replicas` ready pods, with `claims` and memcached `args`.
-fn observed(kind: &str, replicas: i64, claims: Value, args: &[&str]) -> Value {
+pub(crate) fn observed(kind: &str, replicas: i64, claims: Value, args: &[&str]) -> Value {
     json!({"apiVersion": "apps/v1", "kind": kind,
            "metadata": {"name": "cache", "namespace": "shop", "generation": 1},
            "spec": {"replicas": replicas, "volumeClaimTemplates": claims,
@@ -44,7 +44,7 @@ fn observed(kind: &str, replicas: i64, claims: Value, args: &[&str]) -> Value {
                       "updatedReplicas": replicas, "currentRevision": "r1", "updateRevision": "r1"}})
 }
 
-fn warm_claim(size: &str) -> Value {
+pub(crate) fn warm_claim(size: &str) -> Value {
     json!([{"metadata": {"name": "warm-restart"},
             "spec": {"accessModes": ["ReadWriteOnce"], "volumeMode": "Filesystem",
                      "resources": {"requests": {"storage": size}}},

@@ -6,8 +6,8 @@ then the same rolling restart (a pod annotation, which keeps memcached's memory 
 `warmRestart` the keys are still there, without it they are gone. Then, with the node cordoned so
 the new pods wait, a corrupt and an empty `.meta` are written into two volumes after a graceful
 stop: both pods start Ready with an empty cache and no restart. Last, a new `maxItemSize` is
-announced in the WarmRestart condition by the sync that starts its rollout, and the pods start
-cold as announced. Then warmRestart is turned off: the StatefulSet, whose claim template cannot
+announced in the WarmRestart condition from the sync that starts its rollout until the rollout
+is done, and the pods start cold as announced. Then warmRestart is turned off: the StatefulSet, whose claim template cannot
 change, is replaced through a Deployment while some pod stays Ready.
 """
 import json
@@ -220,22 +220,69 @@ def corrupt_and_empty(t, ns, mc, volumes):
             all(restarts(p) == 0 for p in pods.values()), {n: restarts(p) for n, p in pods.items()})
 
 
+RUNNING_LAYOUTS = "memcached.c5c3.io/running-layouts"
+LAYOUT_1M, LAYOUT_2M = ["-I", "1m", "-m", "64"], ["-I", "2m", "-m", "64"]
+
+
+def running_layouts(sts):
+    """The StatefulSet's running-layouts annotation, decoded (None when absent)."""
+    text = (sts["metadata"].get("annotations") or {}).get(RUNNING_LAYOUTS)
+    return json.loads(text) if text is not None else None
+
+
+def memcached_args(sts):
+    return next(c.get("args", []) for c in sts["spec"]["template"]["spec"]["containers"] if c["name"] == "memcached")
+
+
 def layout_change(t, ns, mc, spec):
-    """A new maxItemSize: announced by the sync that starts the rollout; the pods start cold."""
+    """A new maxItemSize: announced by the sync that starts the rollout and by every sync until
+    the StatefulSet has rolled out (Metacontroller applies the new template at once, so the
+    syncs after the first one observe it already: the StatefulSet's running-layouts annotation
+    keeps the old layout meanwhile); the pods start cold; then Enabled again."""
     fill(ns, mc)
+    t.check("before the change the StatefulSet records the running layout (-I 1m)",
+            running_layouts(get("statefulset", mc.name, ns=ns.name)) == [LAYOUT_1M],
+            get("statefulset", mc.name, ns=ns.name)["metadata"].get("annotations"))
     spec["memcached"]["maxItemSize"] = "2m"
-    status = roll(t, mc, ns, spec, "rolling update to a new maxItemSize")
-    c = warm_condition(status)
+    mc.update(spec)
+    start = time.monotonic()
+    c = warm_condition(mc.sync())
     t.check("the sync that starts the rollout announces it discards the cache (WarmRestart LayoutChange)",
             c.get("reason") == "LayoutChange" and "-I 1m -> 2m" in c.get("message", ""), c)
+    during = []  # each status read while the rollout ran after the new template was applied
+
+    def sample():
+        reason = warm_condition(mc.sync()).get("reason")  # the status first: written before what follows
+        sts = get("statefulset", mc.name, ns=ns.name)
+        if rolled(mc, ns):
+            return True
+        if "2m" in memcached_args(sts):
+            during.append((reason, running_layouts(sts), sts["status"].get("updatedReplicas"),
+                           sts["status"].get("updateRevision") == sts["status"].get("currentRevision")))
+        return False
+    wait_until(f"{mc.name}: the rolling update to finish", sample, timeout=300, interval=1)
+    t.time(f"{mc.name}: rolling update to a new maxItemSize, 3 pods", time.monotonic() - start)
+    both = [d for d in during if d[1] == [LAYOUT_1M, LAYOUT_2M]]
+    t.check(f"while the new template rolls out, every status says LayoutChange ({len(during)} read, "
+            f"{len(both)} after a sync that observed the new template)",
+            len(both) >= 3 and all(d[0] == "LayoutChange" for d in during), during)
+    t.check("meanwhile the StatefulSet records both layouts (running-layouts [-I 1m, -I 2m])",
+            all(d[1] in ([LAYOUT_1M], [LAYOUT_1M, LAYOUT_2M]) for d in during), during)
     results = guard_results(mc)
     t.check("every guard started cold for the new layout", len(results) == 3 and all(
         r == "cold: memory layout changed: item_size_max 1048576 -> 2097152" for r in results.values()), results)
     counts = counted(ns, mc)
     t.check("the cache is empty after the rollout, as announced", sum(counts.values()) == 0, counts)
-    status = mc.sync()
+    try:
+        status = mc.sync_until("WarmRestart Enabled once rolled out",
+                               lambda s: warm_condition(s).get("reason") == "Enabled", timeout=60)
+    except Failed:
+        status = mc.obj.get("status", {})
     t.check("once rolled out, the condition is back to Enabled", warm_condition(status).get("reason") == "Enabled",
             warm_condition(status))
+    t.check("and the StatefulSet records the new layout only",
+            running_layouts(get("statefulset", mc.name, ns=ns.name)) == [LAYOUT_2M],
+            get("statefulset", mc.name, ns=ns.name)["metadata"].get("annotations"))
 
 
 def switch_off(t, ns, mc, spec):
