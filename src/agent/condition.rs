@@ -10,7 +10,7 @@ use tokio::sync::watch;
 use super::{Metrics, What};
 
 /// The condition's `type` on the agent's Pod.
-pub use crate::hook::RELOAD_CONDITION as CONDITION_TYPE;
+pub const CONDITION_TYPE: &str = "memcached.c5c3.io/SecretReload";
 /// Longest condition message, in bytes.
 pub const MAX_MESSAGE: usize = 1024;
 

@@ -43,13 +43,11 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/memcached-hook-pods.XXXXXX")"
 export E2E_STATE_DIR="${WORK}/cluster"
 # shellcheck source=../e2e/versions.sh
 source "${E2E}/versions.sh"
-# The ClusterRole the reload agents' RoleBindings name (installed with the hook, deploy/hook/).
-AGENT_ROLE="${ROOT}/deploy/hook/reload-agent-clusterrole.yaml"
 if metacontroller_supplied; then
-  export E2E_METACONTROLLER=1 E2E_PRELOAD_MANIFESTS="${ROOT}/deploy/crd.yaml:${AGENT_ROLE}"
+  export E2E_METACONTROLLER=1 E2E_PRELOAD_MANIFESTS="${ROOT}/deploy/crd.yaml"
   read -r -a MC_SCENARIOS <<<"${PODS_MC_SCENARIOS:-$*}"
 else
-  export E2E_METACONTROLLER=0 E2E_PRELOAD_MANIFESTS="${AGENT_ROLE}"
+  export E2E_METACONTROLLER=0
 fi
 export PODS_WORK="${WORK}" PODS_TIMES="${WORK}/times.tsv"
 : >"${PODS_TIMES}"
