@@ -34,6 +34,7 @@ raises stops there with one FAIL naming the exception. The last line is
 `def scenario_x(t: Test)` with the helpers of harness.py and add it to SCENARIOS.
 """
 import json
+import os
 import signal
 import sys
 import time
@@ -41,6 +42,7 @@ import traceback
 
 from harness import (
     MEMCACHED_IMAGE,
+    ROOT,
     Failed,
     kubectl,
     get,
@@ -746,6 +748,8 @@ def main(argv):
         return 2
     t = Test()
     hook = None
+    # Installed with the hook (deploy/hook/): what the reload agents' RoleBindings grant.
+    kubectl("apply", "-f", os.path.join(ROOT, "deploy", "hook", "reload-agent-clusterrole.yaml"))
     if METACONTROLLER:
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that `finally` stops the hook
         t.scenario = "metacontroller"
