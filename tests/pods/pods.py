@@ -70,6 +70,7 @@ from harness import (
     cgroup_value,
     FILL,
 )
+from incluster import scenario_in_cluster_api
 from warm import scenario_warm_restart
 
 
@@ -733,6 +734,7 @@ SCENARIOS = {
     "rotation": scenario_rotation,
     "limits": scenario_limits,
     "warm-restart": scenario_warm_restart,
+    "in-cluster-api": scenario_in_cluster_api,
 }
 
 
