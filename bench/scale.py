@@ -58,7 +58,7 @@ class Api:
     def __init__(self):
         self.url = os.environ["E2E_APISERVER_URL"]
         self.token = os.environ["E2E_TOKEN"]
-        ca = os.path.join(os.environ["E2E_STATE_DIR"], "certs/apiserver/apiserver.crt")
+        ca = os.path.join(os.environ["E2E_STATE_DIR"], "certs/ca.crt")
         self.ctx = ssl.create_default_context(cafile=ca)
 
     def call(self, method, path, body=None, content_type="application/json"):

@@ -3,16 +3,19 @@
 # on 127.0.0.1 only: etcd, kube-apiserver, kube-controller-manager (namespace,
 # garbage-collector and serviceaccount controllers: enough for ownerRef
 # cascades; there is no scheduler, kubelet or Deployment controller), then
-# Metacontroller with its CRDs.
+# Metacontroller with its CRDs. The cluster has a CA of its own (certs/ca.crt: the kubeconfig's and
+# the controller manager's --root-ca-file) that signs the API server's certificate, and the API
+# server authorizes with Node,RBAC; every client but the kubelet uses the admin token.
 #
 # With E2E_NODE=1 the cluster also gets a node that runs real pods (tests/e2e/node.sh):
 # containerd (Debian's package, its own root/state/socket under the state dir), a CNI bridge
 # on a private /24 with no default route in the pods, CoreDNS serving cluster.local on the
-# bridge address (Service and per-pod names resolve in pods as in any cluster), kube-scheduler,
+# bridge address (Service and per-pod names resolve in pods as in any cluster), the `kubernetes`
+# Service's ClusterIP routed to the API server (one DNAT rule), kube-scheduler,
 # a kubelet, and kube-controller-manager with all its controllers; the images are built here
 # (node-images.sh) and imported. It needs root, takes ~10 s more when its binaries and images
-# are cached, changes the host (sysctls, iptables chains, mounts, a bridge, cgroups) and undoes
-# every change in `down`. It is opt-in so that the e2e phase, which needs no pods, stays fast;
+# are cached, changes the host (sysctls, iptables chains, a DNAT rule, mounts, a bridge, cgroups)
+# and undoes every change in `down`. It is opt-in so that the e2e phase, which needs no pods, stays fast;
 # the pods phase (tests/pods/run.sh) sets it.
 #
 # With E2E_KWOK_NODES=N the cluster gets N simulated nodes instead (tests/e2e/kwok.sh): KWOK's
@@ -84,6 +87,10 @@ else
 fi
 WAIT="${E2E_WAIT_SECONDS:-120}"
 HOST=127.0.0.1
+# The Service range and the `kubernetes` Service's ClusterIP (its first address), which the API
+# server's certificate names; the node routes it to the API server (node.sh).
+SERVICE_CIDR=10.0.0.0/24
+KUBERNETES_SERVICE_IP=10.0.0.1
 case "${APPLY_STRATEGY}" in
   dynamic-apply | server-side-apply) ;;
   *) echo "E2E_APPLY_STRATEGY must be dynamic-apply or server-side-apply, not ${APPLY_STRATEGY}" >&2; exit 2 ;;
@@ -218,24 +225,53 @@ start_metacontroller() {
   set_var METRICS_URL "http://${HOST}:${mport}/metrics"
 }
 
+# The cluster's CA (certs/ca.crt: the kubeconfig's, and every pod's kube-root-ca.crt through the
+# controller manager's --root-ca-file) and the API server's serving certificate signed by it, for
+# the names and addresses clients use: loopback from the host, the `kubernetes` Service's ClusterIP
+# and DNS names from pods. EC P-256, valid for 2 days (a throw-away cluster).
+make_certs() {
+  local c="${S}/certs" l="${S}/logs/certs.log" san
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+    -keyout "${c}/ca.key" -out "${c}/ca.crt" -subj "/CN=memcached-hook-e2e-ca" \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+    2>>"${l}" || die "openssl: the cluster's CA (${l})"
+  san="DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc"
+  san+=",DNS:kubernetes.default.svc.cluster.local,IP:${HOST},IP:${KUBERNETES_SERVICE_IP}"
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=kube-apiserver" \
+    -keyout "${c}/apiserver.key" -out "${c}/apiserver.csr" 2>>"${l}" || die "openssl: the API server's key (${l})"
+  printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature\n' "${san}" \
+    >"${c}/apiserver.ext"
+  openssl x509 -req -in "${c}/apiserver.csr" -CA "${c}/ca.crt" -CAkey "${c}/ca.key" -CAcreateserial \
+    -days 2 -extfile "${c}/apiserver.ext" -out "${c}/apiserver.crt" 2>>"${l}" \
+    || die "openssl: the API server's certificate (${l})"
+  rm -f "${c}/apiserver.csr" "${c}/apiserver.ext"
+  openssl genrsa -out "${c}/sa.key" 2048 2>>"${l}" || die "openssl: the ServiceAccount signing key (${l})"
+  openssl rsa -in "${c}/sa.key" -pubout -out "${c}/sa.pub" 2>>"${l}" || die "openssl: sa.pub (${l})"
+}
+
+# Authorization as in a kubeadm cluster: Node (the kubelet, as system:node:<name>) and RBAC. The
+# control plane, CoreDNS, Metacontroller and the tests use the admin token (system:masters); a
+# pod's ServiceAccount gets only what a Role grants it.
 start_apiserver() {
   local etcd_port="$1" api_port="$2" token="$3"
   spawn kube-apiserver "${KUBE_APISERVER_BIN}" \
     --etcd-servers="http://${HOST}:${etcd_port}" \
     --bind-address="${HOST}" --advertise-address="${HOST}" \
-    --secure-port="${api_port}" --cert-dir="${S}/certs/apiserver" \
+    --secure-port="${api_port}" \
+    --tls-cert-file="${S}/certs/apiserver.crt" --tls-private-key-file="${S}/certs/apiserver.key" \
     --external-hostname=localhost \
     --token-auth-file="${S}/tokens.csv" \
-    --authorization-mode=AlwaysAllow \
+    --authorization-mode=Node,RBAC \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-account-key-file="${S}/certs/sa.pub" \
     --service-account-signing-key-file="${S}/certs/sa.key" \
-    --service-cluster-ip-range=10.0.0.0/24 \
+    --service-cluster-ip-range="${SERVICE_CIDR}" \
     --endpoint-reconciler-type=none \
     --allow-privileged=true \
     --kubelet-preferred-address-types=Hostname,InternalIP
   wait_for kube-apiserver "ready on https://${HOST}:${api_port}" \
-    curl -sfk --max-time 2 -H "Authorization: Bearer ${token}" "https://${HOST}:${api_port}/readyz"
+    curl -sf --cacert "${S}/certs/ca.crt" --max-time 2 -H "Authorization: Bearer ${token}" \
+      "https://${HOST}:${api_port}/readyz"
 }
 
 cmd_up() {
@@ -297,14 +333,12 @@ cmd_up() {
     printf '%s,system:node:%s,kubelet,system:nodes\n' "${ktoken}" "${NODE_NAME}" >>"${S}/tokens.csv"
     set_var KUBELET_TOKEN "${ktoken}"
   fi
-  openssl genrsa -out "${S}/certs/sa.key" 2048 2>/dev/null
-  openssl rsa -in "${S}/certs/sa.key" -pubout -out "${S}/certs/sa.pub" 2>/dev/null
+  make_certs
   set_var ETCD_PORT "${etcd_port}"
   set_var API_PORT "${api_port}"
   start_apiserver "${etcd_port}" "${api_port}" "${token}"
 
-  # Kubeconfig: the apiserver's self-signed serving chain is the CA.
-  local ca="${S}/certs/apiserver/apiserver.crt"
+  local ca="${S}/certs/ca.crt"
   cat >"${S}/kubeconfig" <<EOF
 apiVersion: v1
 kind: Config
@@ -358,7 +392,7 @@ EOF
     --bind-address="${HOST}" --secure-port="${kcm_port}" \
     --cert-dir="${S}/certs/kcm" \
     --leader-elect=false \
-    --root-ca-file="${S}/certs/apiserver/apiserver.crt" \
+    --root-ca-file="${S}/certs/ca.crt" \
     --service-account-private-key-file="${S}/certs/sa.key" \
     --controllers="${KCM_CONTROLLERS}" "${kcm_extra[@]}"
   wait_for kube-controller-manager "healthy on ${HOST}:${kcm_port}" \

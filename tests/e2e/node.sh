@@ -2,13 +2,14 @@
 # The node of tests/e2e/cluster.sh (E2E_NODE=1): containerd (Debian's package) with its own
 # root, state and socket under the state dir, a CNI bridge with no default route in the pods,
 # CoreDNS serving the cluster domain on the bridge address, kube-scheduler and a kubelet. Sourced
-# by cluster.sh, which provides S, HOST, WAIT, log, die, spawn, alive, stop, wait_for,
-# free_ports, get_var, set_var and kubectl_bin.
+# by cluster.sh, which provides S, HOST, SERVICE_CIDR, KUBERNETES_SERVICE_IP, WAIT, log, die, spawn,
+# alive, stop, wait_for, free_ports, get_var, set_var and kubectl_bin.
 #
 # Every change to the host is recorded before it is made and undone by node_cleanup: the sysctls
 # the kubelet sets (saved values written back), its iptables chains (only those chains and the
-# rules that jump to them), mounts under the state dir, the bridge and its veths, the cgroups
-# containerd creates, /var/log/containers and /var/log/pods when they did not exist.
+# rules that jump to them), the DNAT rule of the kubernetes Service, mounts under the state dir,
+# the bridge and its veths, the cgroups containerd creates, /var/log/containers and /var/log/pods
+# when they did not exist.
 # `cluster.sh host-state` prints what is compared before `up` and after `down`.
 
 NODE_NAME=localhost # resolves to 127.0.0.1: the API server reaches the kubelet over loopback
@@ -202,6 +203,7 @@ node_network() {
       "ipam": {
         "type": "host-local",
         "ranges": [[{"subnet": "${NODE_CIDR}", "gateway": "${NODE_GW}"}]],
+        "routes": [{"dst": "${SERVICE_CIDR}", "gw": "${NODE_GW}"}],
         "dataDir": "${S}/node/ipam"
       }
     },
@@ -210,6 +212,25 @@ node_network() {
 }
 EOF
   log "pod network ${NODE_CIDR} on bridge ${NODE_BRIDGE} (${NODE_GW}), no default route"
+  node_api_route
+}
+
+# The `kubernetes` Service as pods reach it in any cluster (KUBERNETES_SERVICE_HOST/PORT from the
+# kubelet, the ServiceAccount token, kube-root-ca.crt), without kube-proxy: the pods route the
+# Service range to the bridge address (the CNI config above), and one DNAT rule sends what comes in
+# on the bridge for the ClusterIP's port 443, and only that, to the API server on loopback.
+# `route_localnet` on the bridge alone lets the kernel deliver those packets to 127.0.0.1 and
+# route the replies back; the kubelet's KUBE-FIREWALL chain drops any other packet from outside
+# to 127.0.0.0/8 (not DNATed). The rule is recorded before it is added; the sysctl goes with the
+# bridge.
+node_api_route() {
+  local -a rule=(-i "${NODE_BRIDGE}" -d "${KUBERNETES_SERVICE_IP}/32" -p tcp --dport 443
+    -m comment --comment "memcached-hook e2e: the kubernetes Service"
+    -j DNAT --to-destination "${HOST}:$(get_var API_PORT)")
+  printf '%s\n' "${rule[@]}" >"${S}/node/nat-rule"
+  sysctl -q -w "net.ipv4.conf.${NODE_BRIDGE}.route_localnet=1" || die "route_localnet on ${NODE_BRIDGE}"
+  iptables -w -t nat -A PREROUTING "${rule[@]}" || die "iptables: the DNAT rule of the kubernetes Service"
+  log "kubernetes Service ${KUBERNETES_SERVICE_IP}:443 from the pods: DNAT to ${HOST}:$(get_var API_PORT)"
 }
 
 node_coredns() {
@@ -359,6 +380,15 @@ node_cleanup() {
     done
     ip link delete "${br}" 2>/dev/null || true
     rm -f "${S}/node/bridge"
+  fi
+  # The DNAT rule of the kubernetes Service.
+  if [[ -f "${S}/node/nat-rule" ]]; then
+    local -a rule
+    mapfile -t rule <"${S}/node/nat-rule"
+    while iptables -w -t nat -C PREROUTING "${rule[@]}" 2>/dev/null; do
+      iptables -w -t nat -D PREROUTING "${rule[@]}" || { log "cannot delete the DNAT rule ${rule[*]}"; break; }
+    done
+    rm -f "${S}/node/nat-rule"
   fi
   # The kubelet's iptables chains that were not there before: jumps to them first.
   for t in iptables ip6tables; do

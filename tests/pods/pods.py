@@ -72,6 +72,7 @@ from harness import (
     cgroup_value,
     FILL,
 )
+from incluster import scenario_in_cluster_api
 from warm import scenario_warm_restart
 from reload import scenario_reload_report
 
@@ -736,6 +737,7 @@ SCENARIOS = {
     "rotation": scenario_rotation,
     "limits": scenario_limits,
     "warm-restart": scenario_warm_restart,
+    "in-cluster-api": scenario_in_cluster_api,
     "reload-report": scenario_reload_report,
 }
 
