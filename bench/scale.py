@@ -21,7 +21,7 @@ under E2E_STATE_DIR), creates N Memcacheds (R replicas, a PodDisruptionBudget wi
 - steady: S seconds with nothing changing; the writes that only the controller makes (to
   memcacheds, their status, deployments, services, poddisruptionbudgets, and the HPAs,
   NetworkPolicies and ServiceMonitors the reference deletes when disabled), those that succeeded,
-  per minute must be 0;
+  per minute must be 0; the sync counter is sampled every 3 s to tell when the last sync came;
 - drain: the nodes of zone Z (or of every zone of a comma-separated list) cordoned, their pods
   evicted through the eviction API, 16 at a time (a
   429, the budget refusing, is retried after 5 s, as kubectl drain does); time until the zone is empty and
@@ -321,6 +321,20 @@ def drain(api, args, deadline):
     return len(nodes), evicted, refused, other
 
 
+def quiet(args, converged):
+    """Waits out the steady state, sampling the sync counter; returns how long after its start
+    the counter last moved (-1: never)."""
+    name, label = args.syncs_metric.split(":")
+    last, seen = -1.0, sum(converged.syncs.values())
+    end = converged.at + args.steady
+    while time.monotonic() < end:
+        time.sleep(min(POLL, max(end - time.monotonic(), 0)))
+        now = sum(counter(scrape(args.syncs_metrics), name, label).values())
+        if now != seen:
+            last, seen = time.monotonic() - converged.at, now
+    return last
+
+
 def run(args):
     api = Api()
     workdir = os.environ.get("SCALE_WORKDIR", "/tmp")
@@ -340,12 +354,15 @@ def run(args):
     if ready < args.n:
         sys.exit(f"not converged within {args.timeout} s")
 
-    time.sleep(args.steady)
+    last_sync = quiet(args, converged)
     steady = Snapshot(api, args, workdir, "steady")
     writes = mc_writes(converged.metrics_file, steady.metrics_file)
     summary["steady"] = report(f"steady state ({args.steady} s): the controller's writes "
                                f"{writes * 60 / max(args.steady, 1):.2f} per minute", args.n,
                                converged, steady)
+    summary["steady"]["last_sync"] = last_sync
+    print(f"   the last sync came {last_sync:.0f} s into the steady state (sampled every "
+          f"{POLL:.0f} s)" if last_sync >= 0 else "   no sync in the steady state")
     save()
 
     if args.zone == "none":
@@ -394,7 +411,8 @@ def measures(phase):
             ("syncs per parent", phase["syncs"], "{:.2f}"),
             ("controller's requests per parent", phase["client"], "{:.2f}"),
             ("API requests per parent (all clients)", phase["api"], "{:.2f}")]
-    for key, label, fmt in (("emptied", "zone empty after, s", "{:.1f}"),
+    for key, label, fmt in (("last_sync", "last sync after, s (-1: none)", "{:.0f}"),
+                            ("emptied", "zone empty after, s", "{:.1f}"),
                             ("refused", "evictions refused (429)", "{:.0f}"),
                             ("lag", "longest status lag, s", "{:.1f}")):
         if key in phase:
