@@ -435,7 +435,7 @@ def compare(summaries):
         table = [measures(s[phase]) for s in summaries]
         for i, (label, _, fmt) in enumerate(table[0]):
             values = [t[i][1] for t in table]
-            ratio = f"{values[-1] / values[0]:.2f}" if values[0] else "-"
+            ratio = f"{values[-1] / values[0]:.2f}" if min(values) > 0 else "-"
             print(f"   {label:<40}" + "".join(f"{fmt.format(v):>12}" for v in values)
                   + f"{ratio:>9}")
 
