@@ -19,7 +19,8 @@ LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 WRITES = {"POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION"}
 
 
-def counts(path):
+def counts(path, succeeded_only=False):
+    """(verb, resource[/subresource]) -> requests; with succeeded_only, those answered 2xx/3xx."""
     out = Counter()
     with open(path, encoding="utf-8") as f:
         for line in f:
@@ -27,6 +28,8 @@ def counts(path):
             if not m:
                 continue
             labels = dict(LABEL.findall(m.group("labels")))
+            if succeeded_only and labels.get("code", "0")[:1] in "45":
+                continue
             resource = labels.get("resource", "")
             if labels.get("subresource"):
                 resource += "/" + labels["subresource"]

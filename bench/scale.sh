@@ -4,20 +4,30 @@
 #
 #   METACONTROLLER_BIN=... METACONTROLLER_CRDS_DIR=... bash bench/scale.sh
 #   N=200 STEADY=120 VARIANT=qps100:--client-go-qps=100,--client-go-burst=200,--workers=20 bash bench/scale.sh
+#   SYSTEMS="hook reference" REFERENCE_OPERATOR_BIN=... REFERENCE_CRDS_DIR=... N=200 bash bench/scale.sh
 #
 # The e2e control plane (tests/e2e/cluster.sh, loopback only) with NODES simulated nodes over
 # ZONES zones (KWOK, built by tests/e2e/build-bins.sh kwok; pods turn Ready 1-3 s after they are
-# bound), Metacontroller with the CompositeController of metacontroller/ pointed at the hook's
-# release binary running locally. bench/scale.py then creates N Memcacheds (REPLICAS pods each,
-# a PodDisruptionBudget each) and reports, phase by phase (create, STEADY seconds of steady state,
-# a drain of zone DRAIN_ZONE through the eviction API): the time, CPU and peak RSS of
-# Metacontroller, the hook, the API server and the other processes, syncs per parent and the API
+# bound), and the controller under test: Metacontroller with the CompositeController of
+# metacontroller/ pointed at the hook's release binary running locally, or the reference operator.
+# bench/scale.py then creates N Memcacheds (REPLICAS pods each, a PodDisruptionBudget each) and
+# reports, phase by phase (create, STEADY seconds of steady state, a drain of zone DRAIN_ZONE
+# through the eviction API): the time, CPU and peak RSS of the controller processes, the API
+# server and the other processes, syncs per parent, the controller's own requests and the API
 # server's requests by verb and resource per parent. The load average is printed with each phase:
 # the numbers are only comparable on an otherwise idle machine.
 #
+# SYSTEMS names the controllers measured, one fresh cluster each, back to back, on the same fleet:
+# hook (Metacontroller and the hook) and reference (the operator the CRD comes from, group
+# memcached.c5c3.io, as a local process with its own CRDs: webhooks off, leader election off,
+# metrics and health on loopback; see BENCHMARKS.md for what that changes). With more than one,
+# a table of each measure side by side with its ratio follows (bench/scale.py compare).
+#
 # Environment (defaults in brackets):
+#   SYSTEMS    hook, reference or both, in the order run [hook]
 #   N [1000] REPLICAS [3] NODES [100] ZONES [3] STEADY [600]
-#   DRAIN_ZONE the zone drained at the end [zone-a]; none: no drain
+#   DRAIN_ZONE the zone drained at the end [zone-a]; none: no drain; zone-a,zone-b: both at once
+#              (each parent then has two pods to evict and its budget refuses the second, 429)
 #   VARIANT    Metacontroller's flags: install [default: metacontroller/components/tuning], stock
 #              (its own defaults), or NAME:FLAG,FLAG,... (the install's flags plus these)
 #   WATCH_PODS 1: answer Metacontroller's customize calls from a stub that asks for related Pods
@@ -25,9 +35,13 @@
 #   BENCH_TIMEOUT  bound of each wait for convergence, seconds [1800]
 #   STATUS_BOUND   longest a parent's status may lag its Deployment during the drain [30]
 #   MEMCACHED_HOOK_BIN  the hook [$CARGO_TARGET_DIR/release/memcached-hook]
-# Needs Metacontroller, built by hand outside the repository and supplied as METACONTROLLER_BIN +
-# METACONTROLLER_CRDS_DIR; without it it says so and exits 0. Starts a cluster: run it under the
-# host's cluster lock if others may start one too.
+#   REFERENCE_ARGS      more flags for the reference operator, split on spaces []
+#   RESULTS_DIR         where each system's summary (SYSTEM.json) is kept [a temporary dir]
+# The hook needs Metacontroller, built by hand outside the repository and supplied as
+# METACONTROLLER_BIN + METACONTROLLER_CRDS_DIR; the reference needs its manager binary and CRD
+# manifests (its own and the ServiceMonitor CRD it watches), built and extracted by hand outside
+# the repository, as REFERENCE_OPERATOR_BIN + REFERENCE_CRDS_DIR. A system not supplied is skipped
+# in one line. Starts a cluster: run it under the host's cluster lock if others may start one too.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -42,17 +56,48 @@ DRAIN_ZONE=${DRAIN_ZONE:-zone-a}
 VARIANT=${VARIANT:-install}
 WATCH_PODS=${WATCH_PODS:-0}
 TIMEOUT=${BENCH_TIMEOUT:-1800}
-# shellcheck source=needs-metacontroller.sh
-source "$ROOT/bench/needs-metacontroller.sh"
 for v in N REPLICAS NODES STEADY TIMEOUT; do
     [[ "${!v}" =~ ^[0-9]+$ ]] || { echo "$v must be a whole number, not ${!v}" >&2; exit 2; }
 done
-case "$VARIANT" in
-    stock) tuning=stock; extra="" ;;
-    install) tuning=install; extra="" ;;
-    *:*) tuning=install; extra=$(tr , ' ' <<<"${VARIANT#*:}") ;;
-    *) echo "VARIANT must be stock, install or NAME:FLAG,..., not $VARIANT" >&2; exit 2 ;;
-esac
+[[ "$DRAIN_ZONE" =~ ^[a-z0-9,-]+$ ]] || { echo "DRAIN_ZONE must be zone names separated by commas, or none" >&2; exit 2; }
+
+# More than one system: each in its own run of this script, then the comparison.
+read -r -a systems <<<"${SYSTEMS:-hook}"
+for s in "${systems[@]}"; do
+    [[ "$s" == hook || "$s" == reference ]] || { echo "SYSTEMS must name hook and/or reference, not $s" >&2; exit 2; }
+done
+if [[ -z "${SCALE_SYSTEM:-}" ]]; then
+    results=${RESULTS_DIR:-$(mktemp -d)}
+    mkdir -p "$results"
+    summaries=()
+    for s in "${systems[@]}"; do
+        echo "=== $s"
+        rm -f "$results/$s.json"
+        SCALE_SYSTEM=$s SCALE_SUMMARY="$results/$s.json" bash "${BASH_SOURCE[0]}" || echo "=== $s failed (exit $?)"
+        [[ -f "$results/$s.json" ]] && summaries+=("$results/$s.json")
+    done
+    if ((${#summaries[@]} > 1)); then
+        echo
+        python3 "$ROOT/bench/scale.py" compare "${summaries[@]}"
+    fi
+    [[ -n "${RESULTS_DIR:-}" ]] || rm -rf "$results"
+    exit 0
+fi
+
+SYSTEM=$SCALE_SYSTEM
+if [[ "$SYSTEM" == hook ]]; then
+    # shellcheck source=needs-metacontroller.sh
+    source "$ROOT/bench/needs-metacontroller.sh"
+    case "$VARIANT" in
+        stock) tuning=stock; extra="" ;;
+        install) tuning=install; extra="" ;;
+        *:*) tuning=install; extra=$(tr , ' ' <<<"${VARIANT#*:}") ;;
+        *) echo "VARIANT must be stock, install or NAME:FLAG,..., not $VARIANT" >&2; exit 2 ;;
+    esac
+else
+    # shellcheck source=needs-reference.sh
+    source "$ROOT/bench/needs-reference.sh"
+fi
 bash "$ROOT/tests/e2e/build-bins.sh" kwok >/dev/null
 
 WORK=$(mktemp -d)
@@ -66,42 +111,71 @@ cleanup() {
 }
 trap cleanup EXIT
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-
-port=$(free_port)
-RUST_LOG=warn "$HOOK_BIN" serve --addr "127.0.0.1:$port" >"$WORK/hook.log" 2>&1 &
-hook_pid=$!
-pids+=("$hook_pid")
-customize_url="http://127.0.0.1:$port/customize"
-if [[ "$WATCH_PODS" == 1 ]]; then
-    stub_port=$(free_port)
-    python3 "$ROOT/bench/scale.py" customize-stub --port "$stub_port" >"$WORK/stub.log" 2>&1 &
-    pids+=("$!")
-    customize_url="http://127.0.0.1:$stub_port/customize"
-fi
-
-E2E_METACONTROLLER=1 E2E_MC_TUNING=$tuning E2E_MC_ARGS="$extra" E2E_KWOK_NODES=$NODES \
-    E2E_KWOK_ZONES=$ZONES E2E_PRELOAD_MANIFESTS="$ROOT/deploy/crd.yaml" \
-    bash "$ROOT/tests/e2e/cluster.sh" up >"$WORK/env.sh" 2>"$WORK/up.log" || { tail -n 20 "$WORK/up.log"; exit 1; }
-# shellcheck source=/dev/null
-source "$WORK/env.sh"
+cluster_up() {
+    E2E_KWOK_NODES=$NODES E2E_KWOK_ZONES=$ZONES bash "$ROOT/tests/e2e/cluster.sh" up >"$WORK/env.sh" 2>"$WORK/up.log" \
+        || { tail -n 20 "$WORK/up.log"; exit 1; }
+    # shellcheck source=/dev/null
+    source "$WORK/env.sh"
+}
+pid_of() { awk '{print $1}' "$E2E_STATE_DIR/pids/$1"; }
 kc() { "$E2E_KUBECTL" "$@"; }
-# The CompositeController of metacontroller/, calling the local hook (or the stub for customize).
-kc kustomize "$ROOT/metacontroller" \
-    | sed -e "s#http://memcached-hook.memcached-system.svc:8080/customize#$customize_url#" \
-        -e "s#http://memcached-hook.memcached-system.svc:8080#http://127.0.0.1:$port#" >"$WORK/cc.yaml"
-kc apply -f "$WORK/cc.yaml" >/dev/null
+
+if [[ "$SYSTEM" == hook ]]; then
+    port=$(free_port)
+    RUST_LOG=warn "$HOOK_BIN" serve --addr "127.0.0.1:$port" >"$WORK/hook.log" 2>&1 &
+    hook_pid=$!
+    pids+=("$hook_pid")
+    customize_url="http://127.0.0.1:$port/customize"
+    if [[ "$WATCH_PODS" == 1 ]]; then
+        stub_port=$(free_port)
+        python3 "$ROOT/bench/scale.py" customize-stub --port "$stub_port" >"$WORK/stub.log" 2>&1 &
+        pids+=("$!")
+        customize_url="http://127.0.0.1:$stub_port/customize"
+    fi
+    E2E_METACONTROLLER=1 E2E_MC_TUNING=$tuning E2E_MC_ARGS="$extra" \
+        E2E_PRELOAD_MANIFESTS="$ROOT/deploy/crd.yaml" cluster_up
+    # The CompositeController of metacontroller/, calling the local hook (or the stub for customize).
+    kc kustomize "$ROOT/metacontroller" \
+        | sed -e "s#http://memcached-hook.memcached-system.svc:8080/customize#$customize_url#" \
+            -e "s#http://memcached-hook.memcached-system.svc:8080#http://127.0.0.1:$port#" >"$WORK/cc.yaml"
+    kc apply -f "$WORK/cc.yaml" >/dev/null
+    flags=$(tr '\0' ' ' <"/proc/$(pid_of metacontroller)/cmdline" | { grep -o -- '--\(client-go-qps\|client-go-burst\|workers\)=[^ ]*' || echo '(Metacontroller defaults)'; } | tr '\n' ' ')
+    echo "hook $("$HOOK_BIN" --version 2>/dev/null || echo "$HOOK_BIN"), Metacontroller $VARIANT: $flags; pods watched by Metacontroller: $([[ $WATCH_PODS == 1 ]] && echo yes || echo no)"
+    controllers="metacontroller=$(pid_of metacontroller),hook=$hook_pid"
+    measure=(--syncs-metrics "http://127.0.0.1:$port/metrics" --syncs-metric memcached_hook_sync_outcomes_total:outcome
+        --client-metrics "$E2E_METACONTROLLER_METRICS_URL")
+else
+    E2E_METACONTROLLER=0 E2E_PRELOAD_MANIFESTS="$REFERENCE_CRDS_DIR" cluster_up
+    mport=$(free_port)
+    hport=$(free_port)
+    read -r -a ref_extra <<<"${REFERENCE_ARGS:-}"
+    # Its defaults otherwise (one worker; no client-side rate limit, which its controller-runtime
+    # leaves to the API server's priority and fairness; development logging).
+    KUBECONFIG="$E2E_STATE_DIR/kubeconfig" "$REFERENCE_OPERATOR_BIN" --leader-elect=false --enable-webhooks=false \
+        --metrics-bind-address="127.0.0.1:$mport" --metrics-secure=false \
+        --health-probe-bind-address="127.0.0.1:$hport" "${ref_extra[@]}" >"$WORK/reference.log" 2>&1 &
+    ref_pid=$!
+    pids+=("$ref_pid")
+    for _ in $(seq 1 200); do
+        curl -sf --max-time 2 "http://127.0.0.1:$hport/readyz" >/dev/null 2>&1 && break
+        kill -0 "$ref_pid" 2>/dev/null || { tail -n 20 "$WORK/reference.log"; exit 1; }
+        sleep 0.3
+    done
+    curl -sf --max-time 2 "http://127.0.0.1:$hport/readyz" >/dev/null || { echo "the reference operator is not ready" >&2; tail -n 20 "$WORK/reference.log"; exit 1; }
+    echo "reference operator $REFERENCE_OPERATOR_BIN --enable-webhooks=false --leader-elect=false ${REFERENCE_ARGS:-}"
+    controllers="reference=$ref_pid"
+    measure=(--syncs-metrics "http://127.0.0.1:$mport/metrics" --syncs-metric controller_runtime_reconcile_total:result
+        --client-metrics "http://127.0.0.1:$mport/metrics")
+fi
 ns=scale
 kc create namespace "$ns" >/dev/null
 # The namespace's default ServiceAccount, which every pod needs, before the first Deployment.
 for _ in $(seq 1 100); do kc -n "$ns" get serviceaccount default >/dev/null 2>&1 && break; sleep 0.3; done
 
-pid_of() { awk '{print $1}' "$E2E_STATE_DIR/pids/$1"; }
-flags=$(tr '\0' ' ' <"/proc/$(pid_of metacontroller)/cmdline" | { grep -o -- '--\(client-go-qps\|client-go-burst\|workers\)=[^ ]*' || echo '(Metacontroller defaults)'; } | tr '\n' ' ')
-echo "hook $("$HOOK_BIN" --version 2>/dev/null || echo "$HOOK_BIN"), Metacontroller $VARIANT: $flags; pods watched by Metacontroller: $([[ $WATCH_PODS == 1 ]] && echo yes || echo no)"
 echo "$NODES simulated nodes over $ZONES zones (KWOK $KWOK_VERSION), Kubernetes $K8S_VERSION; load average $(cut -d' ' -f1-3 /proc/loadavg)"
-proc_list="metacontroller=$(pid_of metacontroller),hook=$hook_pid,kube-apiserver=$(pid_of kube-apiserver)"
+proc_list="$controllers,kube-apiserver=$(pid_of kube-apiserver)"
 proc_list+=",etcd=$(pid_of etcd),kube-controller-manager=$(pid_of kube-controller-manager)"
 proc_list+=",kube-scheduler=$(pid_of kube-scheduler),kwok=$(pid_of kwok)"
-python3 "$ROOT/bench/scale.py" run --ns "$ns" --n "$N" --replicas "$REPLICAS" --steady "$STEADY" \
+python3 "$ROOT/bench/scale.py" run --system "$SYSTEM" --ns "$ns" --n "$N" --replicas "$REPLICAS" --steady "$STEADY" \
     --zone "$DRAIN_ZONE" --timeout "$TIMEOUT" --bound "${STATUS_BOUND:-30}" \
-    --hook-metrics "http://127.0.0.1:$port/metrics" --pids "$proc_list"
+    "${measure[@]}" --pids "$proc_list" --summary "${SCALE_SUMMARY:-$WORK/summary.json}"
