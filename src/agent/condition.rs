@@ -106,18 +106,7 @@ impl Outcomes {
     }
 }
 
-/// `text` cut to at most `max` bytes, on a char boundary.
-#[must_use]
-pub fn bounded(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
-}
+pub use crate::api::bounds::cut as bounded;
 
 /// Where each reload outcome goes: the counters, and with `--pod-condition` the condition the
 /// writer puts on the Pod. Publishing never waits: the writer takes the latest value when it can.

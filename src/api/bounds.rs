@@ -62,3 +62,17 @@ pub fn labels_schema(_: &mut SchemaGenerator) -> Schema {
 pub fn annotations_schema(_: &mut SchemaGenerator) -> Schema {
     string_map(ANNOTATION_VALUE_LENGTH, &[])
 }
+
+/// At most `max` bytes of `text`, cut on a character boundary: a message quoted into a
+/// condition (the reload agent's on its Pod, the Memcached's from its pods).
+#[must_use]
+pub fn cut(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}

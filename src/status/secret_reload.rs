@@ -5,6 +5,7 @@
 
 use super::SpecCondition;
 use super::pods::{self, named};
+use crate::api::bounds::cut;
 use crate::api::effective::Effective;
 use crate::api::security::Rotation;
 use crate::hook::{Observed, RelatedObject};
@@ -82,7 +83,7 @@ fn failed(related: &Observed<RelatedObject>, namespace: &str) -> Option<SpecCond
     let count = failed.len();
     let items = failed
         .into_iter()
-        .map(|(p, why)| format!("{p}: {}", bounded(why.trim())));
+        .map(|(p, why)| format!("{p}: {}", cut(why.trim(), POD_MESSAGE)));
     Some(SpecCondition {
         status: false,
         reason: "ReloadFailed",
@@ -92,18 +93,6 @@ fn failed(related: &Observed<RelatedObject>, namespace: &str) -> Option<SpecCond
             named(items)
         ),
     })
-}
-
-/// At most [`POD_MESSAGE`] bytes of `text`, cut on a character boundary.
-fn bounded(text: &str) -> &str {
-    if text.len() <= POD_MESSAGE {
-        return text;
-    }
-    let mut end = POD_MESSAGE;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 #[cfg(test)]
@@ -165,10 +154,10 @@ mod tests {
     #[test]
     fn a_long_message_is_cut_on_a_character_boundary() {
         let long = "é".repeat(200);
-        let cut = bounded(&long);
-        assert_eq!(cut.len(), POD_MESSAGE);
-        assert!(long.starts_with(cut));
+        let short = cut(&long, POD_MESSAGE);
+        assert_eq!(short.len(), POD_MESSAGE);
+        assert!(long.starts_with(short));
         let odd = format!("x{long}");
-        assert_eq!(bounded(&odd).len(), POD_MESSAGE - 1);
+        assert_eq!(cut(&odd, POD_MESSAGE).len(), POD_MESSAGE - 1);
     }
 }
