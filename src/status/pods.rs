@@ -35,3 +35,19 @@ pub(super) fn named(items: impl ExactSizeIterator<Item = String>) -> String {
         format!(" ({} and {more} more)", shown.join(", "))
     }
 }
+
+/// A related Pod `name` of `ns` with nothing in its status (for tests).
+#[cfg(test)]
+pub(super) fn test_pod(name: &str, ns: &str) -> RelatedObject {
+    RelatedObject {
+        api_version: "v1".into(),
+        kind: "Pod".into(),
+        metadata: crate::hook::RelatedMeta {
+            name: name.into(),
+            namespace: Some(ns.into()),
+        },
+        data: None,
+        init_containers: Vec::new(),
+        reload: None,
+    }
+}

@@ -98,22 +98,15 @@ fn failed(related: &Observed<RelatedObject>, namespace: &str) -> Option<SpecCond
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hook::{RelatedMeta, ReloadReport};
+    use crate::hook::ReloadReport;
 
     fn pod(name: &str, ns: &str, reload: Option<(bool, &str)>) -> RelatedObject {
         RelatedObject {
-            api_version: "v1".into(),
-            kind: "Pod".into(),
-            metadata: RelatedMeta {
-                name: name.into(),
-                namespace: Some(ns.into()),
-            },
-            data: None,
-            init_containers: Vec::new(),
             reload: reload.map(|(ok, m)| ReloadReport {
                 ok,
                 message: Some(m.into()),
             }),
+            ..pods::test_pod(name, ns)
         }
     }
 

@@ -72,17 +72,10 @@ impl<'a> Starts<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hook::{EndedContainer, RelatedMeta};
+    use crate::hook::EndedContainer;
 
     fn pod(name: &str, ns: &str, guard: Option<&str>) -> RelatedObject {
         RelatedObject {
-            api_version: "v1".into(),
-            kind: "Pod".into(),
-            metadata: RelatedMeta {
-                name: name.into(),
-                namespace: Some(ns.into()),
-            },
-            data: None,
             init_containers: guard
                 .map(|m| EndedContainer {
                     name: GUARD.into(),
@@ -90,7 +83,7 @@ mod tests {
                 })
                 .into_iter()
                 .collect(),
-            reload: None,
+            ..pods::test_pod(name, ns)
         }
     }
 
