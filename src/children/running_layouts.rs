@@ -81,7 +81,7 @@ fn running(sts: &ObservedChild) -> Vec<Layout> {
         .as_ref()
         .and_then(|t| t.args_of("memcached"));
     let template = Layout::of(args.unwrap_or_default());
-    if rolled_out(sts) {
+    if sts.rolled_out() {
         return vec![template];
     }
     let mut all = sts
@@ -101,16 +101,6 @@ fn running(sts: &ObservedChild) -> Vec<Layout> {
 fn read(text: &str) -> Option<Vec<Layout>> {
     let lists: Vec<Vec<String>> = serde_json::from_str(text).ok()?;
     Some(lists.iter().map(|args| Layout::of(args)).collect())
-}
-
-/// Whether every pod of the StatefulSet runs its template: its controller has seen the current
-/// generation, no other revision is left and every replica of its spec is updated (zero
-/// replicas roll out at once; their claims are deleted with them, docs/warm-restart.md).
-fn rolled_out(sts: &ObservedChild) -> bool {
-    let s = &sts.status;
-    sts.seen()
-        && s.current_revision == s.update_revision
-        && s.updated_replicas.unwrap_or(0) == sts.spec.replicas.unwrap_or(1)
 }
 
 #[cfg(test)]

@@ -261,6 +261,19 @@ impl ObservedChild {
             .generation
             .is_some_and(|g| observed.is_some_and(|o| o >= g))
     }
+
+    /// Whether every pod of the workload runs its current template: its controller has seen
+    /// the current generation, every replica of its spec is updated, no pod of another
+    /// template is left, and (a StatefulSet) the update revision is the current one.
+    #[must_use]
+    pub fn rolled_out(&self) -> bool {
+        let s = &self.status;
+        let updated = s.updated_replicas.unwrap_or(0);
+        self.seen()
+            && updated == self.spec.replicas.unwrap_or(1)
+            && s.replicas.unwrap_or(0) <= updated
+            && s.current_revision == s.update_revision
+    }
 }
 
 /// The part of a child's spec the hook reads: a workload's `spec.replicas`, memcached's

@@ -17,12 +17,14 @@ use crate::secrets;
 use crate::status::{self, Inputs, Migration, PdbState, ServerList};
 use crate::workload::{self, Plan};
 
+mod agent_account;
 mod customize;
 mod error;
 mod invalid;
 mod members;
 
 pub use crate::children::pod::RESTART_TRIGGER;
+use agent_account::Access;
 pub use customize::customize;
 pub use error::SyncError;
 use invalid::keep_observed;
@@ -114,11 +116,12 @@ pub fn sync(
     check_namespace(parent)?;
     let name = parent.metadata.name.as_str();
     let e = Effective::of(&parent.spec);
-    let needed = needed_kinds(&e, options);
     let declared = |kind: &ChildKind| req.controller.declares(kind.api_version(), kind.resource());
     let mut violations = validation::validate_effective(name, &parent.spec, &e);
     let statefulsets = declared(&ChildKind::StatefulSet);
     let plan = Plan::new(&e, &req.children, name, statefulsets, violations.is_empty());
+    let access = agent_account::access(&e, options, req, &plan);
+    let needed = needed_kinds(&e, access);
     let missing_kinds = needed
         .iter()
         .filter(|k| !declared(k))
@@ -131,7 +134,7 @@ pub fn sync(
             .filter(|k| declared(k))
             .collect();
         agent_access_whole(&mut declared);
-        let (children, outcome) = desired(received, &e, &plan, &declared, options)?;
+        let (children, outcome) = desired(received, &e, &plan, &declared, (options, access))?;
         // A child the cluster would refuse makes the spec invalid: a 200 means children the
         // API server and Metacontroller accept.
         violations = accept::check(&children);
@@ -219,7 +222,7 @@ fn desired(
     e: &Effective<'_>,
     plan: &Plan<'_>,
     kinds: &[ChildKind],
-    options: &Options,
+    (options, access): (&Options, Access),
 ) -> Result<(Vec<Child>, Outcome), SyncError> {
     let req = received.request();
     let parent = &req.parent;
@@ -241,7 +244,7 @@ fn desired(
         },
         reload_agent_image: &options.reload_agent_image,
         // Emitted together or not at all (`agent_access_whole`).
-        agent_reports: kinds.contains(&ChildKind::RoleBinding),
+        agent_reports: access == Access::Report && kinds.contains(&ChildKind::RoleBinding),
     };
     let mut children = Vec::with_capacity(kinds.len());
     for kind in kinds {
@@ -310,8 +313,8 @@ fn optional_child(
     })
 }
 
-/// The child kinds the effective spec (and the hook's `options`) ask for, in emission order.
-fn needed_kinds(e: &Effective<'_>, options: &Options) -> Vec<ChildKind> {
+/// The child kinds the effective spec (and the agent's `access`) ask for, in emission order.
+fn needed_kinds(e: &Effective<'_>, access: Access) -> Vec<ChildKind> {
     ChildKind::ALL
         .into_iter()
         .filter(|kind| match kind {
@@ -326,9 +329,7 @@ fn needed_kinds(e: &Effective<'_>, options: &Options) -> Vec<ChildKind> {
                 .is_some_and(|m| m.service_monitor.is_some()),
             ChildKind::NetworkPolicy => e.security.network_policy.is_some(),
             ChildKind::ConfigMap => e.discovery.config_map,
-            ChildKind::ServiceAccount | ChildKind::RoleBinding => {
-                options.relate_pods && e.security.reloads()
-            }
+            ChildKind::ServiceAccount | ChildKind::RoleBinding => access != Access::None,
         })
         .collect()
 }

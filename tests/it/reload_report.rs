@@ -230,3 +230,63 @@ fn customize_asks_for_the_pods_when_secrets_are_reloaded() {
             .expect("json");
     assert!(!answer.to_string().contains("pods"), "{answer}");
 }
+
+/// The observed Deployment `my-cache` with 2 replicas, `updated` of them on the current
+/// template, and the agent's ServiceAccount and RoleBinding as observed children.
+fn with_observed_account(spec: Value, updated: i64) -> Value {
+    let mut r = request(spec, &BOTH);
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "my-cache", "namespace": "default", "generation": 2},
+        "spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "memcached"}]}}},
+        "status": {"observedGeneration": 2, "replicas": 2 + (2 - updated), "readyReplicas": 2,
+                   "updatedReplicas": updated}});
+    let meta = |kind: &str, api: &str| {
+        json!({"apiVersion": api, "kind": kind,
+        "metadata": {"name": "my-cache-reload-agent", "namespace": "default"}})
+    };
+    r["children"] = json!({
+        "Deployment.apps/v1": {"my-cache": deployment},
+        "ServiceAccount.v1": {"my-cache-reload-agent": meta("ServiceAccount", "v1")},
+        "RoleBinding.rbac.authorization.k8s.io/v1": {"my-cache-reload-agent":
+            meta("RoleBinding", "rbac.authorization.k8s.io/v1")},
+    });
+    r
+}
+
+#[test]
+fn the_account_stays_until_no_pod_can_need_it() {
+    let rolling = json!({"replicas": 2, "security": {"secretRotation": "RollingRestart",
+        "tls": {"enabled": true, "certificateSecretRef": {"name": "certs"}}}});
+    // Reporting ended (RollingRestart) while pods of the template that named the account are
+    // still being replaced: a ReplicaSet could not create one of them without it.
+    let r = sync_with(&with_observed_account(rolling.clone(), 1), &relate());
+    assert!(
+        child(&r, "ServiceAccount").is_some(),
+        "kept during the rollout"
+    );
+    assert!(
+        child(&r, "RoleBinding").is_some(),
+        "kept during the rollout"
+    );
+    assert_eq!(
+        pod_spec(&r).service_account_name,
+        None,
+        "the pods no longer use it"
+    );
+    // Rolled out: every pod runs a template without it.
+    let r = sync_with(&with_observed_account(rolling, 2), &relate());
+    assert!(
+        child(&r, "ServiceAccount").is_none(),
+        "dropped once rolled out"
+    );
+    assert!(
+        child(&r, "RoleBinding").is_none(),
+        "dropped once rolled out"
+    );
+    // The hook restarted without --relate-pods: the same.
+    let r = sync_with(&with_observed_account(tls_spec(), 1), &Options::default());
+    assert!(child(&r, "ServiceAccount").is_some());
+    assert_eq!(pod_spec(&r).service_account_name, None);
+    let r = sync_with(&with_observed_account(tls_spec(), 2), &Options::default());
+    assert!(child(&r, "ServiceAccount").is_none());
+}
