@@ -12,12 +12,16 @@ pub struct ObservedTemplate {
     pub spec: Option<ObservedPodSpec>,
 }
 
-/// The containers of an observed pod template.
+/// The containers of an observed pod template, and the ServiceAccount its pods run as.
 #[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ObservedPodSpec {
     /// Name and arguments of each container.
     #[serde(default)]
     pub containers: Vec<ObservedContainer>,
+    /// `serviceAccountName` (the reload agent's, while it reports).
+    #[serde(default)]
+    pub service_account_name: Option<String>,
 }
 
 /// A container's name and arguments.

@@ -8,7 +8,7 @@
 use super::Options;
 use crate::api::effective::Effective;
 use crate::children::agent_access;
-use crate::hook::SyncRequest;
+use crate::hook::{ObservedChild, SyncRequest};
 use crate::workload::Plan;
 
 /// What the agent's access is this sync.
@@ -37,8 +37,14 @@ pub(super) fn access(
         .children
         .find("v1", "ServiceAccount", &account)
         .is_some();
-    let rolling = plan.current.is_none_or(|w| !w.rolled_out()) || plan.migrating_from().is_some();
-    if observed && rolling {
+    let names_it = |w: &ObservedChild| {
+        let spec = w.spec.template.as_ref().and_then(|t| t.spec.as_ref());
+        spec.and_then(|s| s.service_account_name.as_deref()) == Some(account.as_str())
+    };
+    // This sync's template drops it, or pods of a template that named it may still be made.
+    let needed = plan.current.is_some_and(|w| names_it(w) || !w.rolled_out())
+        || plan.migrating_from().is_some();
+    if observed && needed {
         Access::Linger
     } else {
         Access::None

@@ -232,12 +232,17 @@ fn customize_asks_for_the_pods_when_secrets_are_reloaded() {
 }
 
 /// The observed Deployment `my-cache` with 2 replicas, `updated` of them on the current
-/// template, and the agent's ServiceAccount and RoleBinding as observed children.
-fn with_observed_account(spec: Value, updated: i64) -> Value {
+/// template (which names the agent's ServiceAccount when `named`), and the agent's
+/// ServiceAccount and RoleBinding as observed children.
+fn with_observed_account(spec: Value, updated: i64, named: bool) -> Value {
     let mut r = request(spec, &BOTH);
+    let mut pod = json!({"containers": [{"name": "memcached"}]});
+    if named {
+        pod["serviceAccountName"] = json!("my-cache-reload-agent");
+    }
     let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "my-cache", "namespace": "default", "generation": 2},
-        "spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "memcached"}]}}},
+        "spec": {"replicas": 2, "template": {"spec": pod}},
         "status": {"observedGeneration": 2, "replicas": 2 + (2 - updated), "readyReplicas": 2,
                    "updatedReplicas": updated}});
     let meta = |kind: &str, api: &str| {
@@ -257,9 +262,21 @@ fn with_observed_account(spec: Value, updated: i64) -> Value {
 fn the_account_stays_until_no_pod_can_need_it() {
     let rolling = json!({"replicas": 2, "security": {"secretRotation": "RollingRestart",
         "tls": {"enabled": true, "certificateSecretRef": {"name": "certs"}}}});
-    // Reporting ended (RollingRestart) while pods of the template that named the account are
-    // still being replaced: a ReplicaSet could not create one of them without it.
-    let r = sync_with(&with_observed_account(rolling.clone(), 1), &relate());
+    // The sync that ends reporting (RollingRestart): the observed template, all rolled out,
+    // still names the account; its pods are about to be replaced.
+    let r = sync_with(&with_observed_account(rolling.clone(), 2, true), &relate());
+    assert!(
+        child(&r, "ServiceAccount").is_some(),
+        "kept while the template names it"
+    );
+    assert_eq!(
+        pod_spec(&r).service_account_name,
+        None,
+        "the new template does not"
+    );
+    // Pods of the template that named the account are still being replaced: a ReplicaSet could
+    // not create one of them without it.
+    let r = sync_with(&with_observed_account(rolling.clone(), 1, false), &relate());
     assert!(
         child(&r, "ServiceAccount").is_some(),
         "kept during the rollout"
@@ -274,7 +291,7 @@ fn the_account_stays_until_no_pod_can_need_it() {
         "the pods no longer use it"
     );
     // Rolled out: every pod runs a template without it.
-    let r = sync_with(&with_observed_account(rolling, 2), &relate());
+    let r = sync_with(&with_observed_account(rolling, 2, false), &relate());
     assert!(
         child(&r, "ServiceAccount").is_none(),
         "dropped once rolled out"
@@ -284,9 +301,15 @@ fn the_account_stays_until_no_pod_can_need_it() {
         "dropped once rolled out"
     );
     // The hook restarted without --relate-pods: the same.
-    let r = sync_with(&with_observed_account(tls_spec(), 1), &Options::default());
+    let r = sync_with(
+        &with_observed_account(tls_spec(), 2, true),
+        &Options::default(),
+    );
     assert!(child(&r, "ServiceAccount").is_some());
     assert_eq!(pod_spec(&r).service_account_name, None);
-    let r = sync_with(&with_observed_account(tls_spec(), 2), &Options::default());
+    let r = sync_with(
+        &with_observed_account(tls_spec(), 2, false),
+        &Options::default(),
+    );
     assert!(child(&r, "ServiceAccount").is_none());
 }
