@@ -22,14 +22,14 @@ pub(super) enum Access {
     Linger,
 }
 
-/// The agent's access for the Memcached `name` of `req`.
+/// The agent's access for the Memcached of `req`.
 pub(super) fn access(
     e: &Effective<'_>,
     options: &Options,
     req: &SyncRequest,
     plan: &Plan<'_>,
 ) -> Access {
-    if options.relate_pods && e.security.reloads() {
+    if options.agent_reports(e) {
         return Access::Report;
     }
     let account = agent_access::account_name(&req.parent.metadata.name);

@@ -39,7 +39,7 @@ pub fn customize(
         });
     }
     let warm_starts = e.warm_restart.is_some() && e.workload == Workload::StatefulSet;
-    if options.relate_pods && (warm_starts || e.security.reloads()) {
+    if (options.relate_pods && warm_starts) || options.agent_reports(&e) {
         related_resources.push(ResourceRule {
             api_version: Pod::API_VERSION,
             resource: Pod::URL_PATH_SEGMENT,

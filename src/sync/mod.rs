@@ -87,6 +87,14 @@ pub struct Options {
     pub relate_pods: bool,
 }
 
+impl Options {
+    /// Whether the reload agent of `e`'s pods writes its outcome on its Pod (and `/customize`
+    /// relates the pods for it): with `--relate-pods` and Secrets reloaded in place.
+    fn agent_reports(&self, e: &Effective<'_>) -> bool {
+        self.relate_pods && e.security.reloads()
+    }
+}
+
 impl Default for Options {
     fn default() -> Self {
         Self {
