@@ -60,7 +60,7 @@
 #                       before kube-controller-manager starts, e.g. the parent
 #                       CRD, so that the garbage collector watches it at once
 #   E2E_MC_LOG_LEVEL    Metacontroller --zap-log-level (default 4; 5 diffs, 6 bodies)
-#   E2E_MC_TUNING       install (default: the flags of metacontroller/components/tuning) | stock
+#   E2E_MC_TUNING       install (default: the flags and environment of metacontroller/components/tuning) | stock
 #   E2E_MC_ARGS         extra Metacontroller flags, e.g. --discovery-interval=1s
 #   E2E_MC_EXTRA_ARGS   more Metacontroller flags after E2E_MC_ARGS, split on spaces
 #   E2E_WAIT_SECONDS    bound of each readiness wait (default 120)
@@ -205,13 +205,24 @@ mc_settings() {
     | grep -v '^--zap-log-level='
 }
 
+# The environment the install gives Metacontroller (metacontroller/components/tuning/env.yaml), as
+# NAME=VALUE lines; none with E2E_MC_TUNING=stock.
+mc_env() {
+  [[ "${E2E_MC_TUNING:-install}" == stock ]] && return 0
+  awk '/^  - name: / { name = $3; next }
+       /^    value: / && name != "" { v = $2; gsub(/"/, "", v); print name "=" v; name = "" }' \
+    "${here}/../../metacontroller/components/tuning/env.yaml"
+}
+
 start_metacontroller() {
   local mport hport
-  local -a settings extra
+  local -a settings extra environment
   read -r mport hport <<<"$(free_ports 2)"
   mapfile -t settings < <(mc_settings)
+  mapfile -t environment < <(mc_env)
   read -r -a extra <<<"${E2E_MC_ARGS:-} ${E2E_MC_EXTRA_ARGS:-}"
-  spawn metacontroller "${METACONTROLLER_BIN}" \
+  # env execs Metacontroller in place: the recorded pid stays Metacontroller's.
+  spawn metacontroller /usr/bin/env "${environment[@]}" "${METACONTROLLER_BIN}" \
     --kubeconfig="${S}/kubeconfig" \
     "${settings[@]}" "${extra[@]}" \
     --metrics-address="${HOST}:${mport}" \
