@@ -39,4 +39,7 @@ fn main() {
     println!("cargo:rerun-if-changed=src");
     println!("cargo:rerun-if-changed=Cargo.lock");
     println!("cargo:rerun-if-changed=Cargo.toml");
+    // Set by .cargo/config.toml: a build from another checkout of the same sources, into the
+    // same target directory, rebuilds this crate instead of passing for fresh.
+    println!("cargo:rerun-if-env-changed=MEMCACHED_HOOK_CHECKOUT");
 }

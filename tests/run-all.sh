@@ -2,7 +2,9 @@
 # The whole test suite, as CI runs it: bash tests/run-all.sh
 #
 # Phases (each timed; the run fails if any phase fails):
-#   rust       cargo fmt --check, cargo clippy -D warnings, cargo test --locked (unit, golden, HTTP, CLI)
+#   rust       cargo fmt --check, cargo clippy -D warnings, cargo test --locked (unit, golden, HTTP, CLI);
+#              tests/cargo/checkouts.sh (clones sharing the target dir), tests/ci/check.sh (this script's
+#              skips, .ci/run's Metacontroller check)
 #   deny       tests/deny/check.sh (cargo-deny: licences, bans, sources; advisories when the database
 #              can be fetched)
 #   manifests  tests/manifests/check.sh (Dockerfile lint, kustomize build, schema validation, consistency)
@@ -22,25 +24,36 @@
 #              structure, dashboard series; kube-state-metrics when KUBE_STATE_METRICS_BIN is set)
 #   metacontroller  tests/e2e/metacontroller.sh (the hook under a real Metacontroller, both apply
 #              strategies, faults, 200 Memcacheds); only when a Metacontroller is supplied
-#              (METACONTROLLER_BIN + METACONTROLLER_CRDS_DIR of a Metacontroller built by hand outside
-#              the repository, or KUBECONFIG + E2E_HOOK_HOST), else one line says it was skipped and why
+#              (METACONTROLLER_BIN + METACONTROLLER_CRDS_DIR: .ci/run unpacks the one in
+#              ../shared/metacontroller; or KUBECONFIG + E2E_HOOK_HOST), else skipped
+#   fleet      tests/fleet/smoke.sh (bench/scale.sh: 100 Memcacheds on KWOK nodes under
+#              Metacontroller; bounds on syncs per parent and steady-state writes); only with a
+#              Metacontroller, else skipped
 #   load       tests/load/run.sh (sustained load, SIGTERM mid-load, slow clients; loopback only)
 #   fuzz       tests/fuzz/smoke.sh (cargo-fuzz on stable, decode + sync, 200k executions or 60 s)
 # Select phases with PHASES="rust peers". Heavy caches live outside the clone, under
-# $HOME/.cache/memcached-hook (cargo's target dir, venvs, Go-built binaries), keyed by version.
+# $HOME/.cache/memcached-hook (cargo's target dir, venvs, Go-built binaries), keyed by version;
+# the target dir is shared by every clone, and .cargo/config.toml + build.rs make a clone rebuild
+# rather than run another clone's binaries (tests/cargo/checkouts.sh proves it).
+#
+# A phase that exits 77 did not run: the table says `skipped` with its SKIPPED line, and the closing
+# line counts it apart. Each phase's three slowest checks (result lines, timed from the one before)
+# follow its time.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/memcached-hook/target}
 export PATH="$HOME/.cargo/bin:/usr/local/go/bin:$PATH"
-PHASES=${PHASES:-rust deny manifests image schema peers e2e pods helm monitoring metacontroller load fuzz}
+PHASES=${PHASES:-rust deny manifests image schema peers e2e pods helm monitoring metacontroller fleet load fuzz}
 HOOK_BIN="$CARGO_TARGET_DIR/debug/memcached-hook"
 
 phase_rust() {
-    cargo fmt --all -- --check &&
-        cargo clippy --locked --all-targets -- -D warnings &&
-        cargo test --locked
+    cargo fmt --all -- --check && echo "ok   cargo fmt" &&
+        cargo clippy --locked --all-targets -- -D warnings && echo "ok   cargo clippy" &&
+        cargo test --locked && echo "ok   cargo test" &&
+        bash tests/cargo/checkouts.sh &&
+        bash tests/ci/check.sh
 }
 phase_deny() { bash tests/deny/check.sh; }
 # The later phases use the debug binary the rust phase built (they build it themselves if needed).
@@ -54,6 +67,15 @@ phase_image() { bash tests/image/build.sh; }
 phase_helm() { bash tests/helm/check.sh; }
 phase_monitoring() { bash tests/monitoring/check.sh; }
 phase_metacontroller() { MEMCACHED_HOOK_BIN="$HOOK_BIN" bash tests/e2e/metacontroller.sh; }
+# The optimised binary, as a fleet runs it (the manifests phase built it).
+phase_fleet() {
+    metacontroller_supplied || {
+        echo "SKIPPED fleet: no Metacontroller (METACONTROLLER_BIN + METACONTROLLER_CRDS_DIR)"
+        return 77
+    }
+    bash tests/manifests/static-build.sh >/dev/null || return 1
+    MEMCACHED_HOOK_BIN="$STATIC_BIN" bash tests/fleet/smoke.sh
+}
 # The load phase drives the optimised binary: the image's static release build (a no-op of
 # cargo after the manifests phase) instead of a second LTO build.
 STATIC_BIN="$HOME/.cache/memcached-hook/target-static/x86_64-unknown-linux-gnu/release/memcached-hook"
@@ -64,29 +86,48 @@ phase_load() {
 
 phase_fuzz() { RUNS=200000 FUZZ_SECONDS=60 bash tests/fuzz/smoke.sh; }
 
+# shellcheck source=e2e/versions.sh
+source tests/e2e/versions.sh
+export PYTHONUNBUFFERED=1
+CLOCK=$(mktemp -d "${TMPDIR:-/tmp}/memcached-hook-phases.XXXXXX")
+trap 'rm -rf "$CLOCK"' EXIT
+
 passed=0
 failed=0
+skipped=0
 failed_names=()
 summary=()
 for phase in $PHASES; do
     echo "=== phase $phase ==="
     start=$(date +%s)
-    if "phase_$phase"; then
+    "phase_$phase" 2>&1 | python3 tests/lib/phase-clock.py "$CLOCK/$phase"
+    rc=${PIPESTATUS[0]}
+    took=$(($(date +%s) - start))
+    note=""
+    if ((rc == 0)); then
         passed=$((passed + 1))
         result=ok
+        parts=$(grep -c '^skipped' "$CLOCK/$phase" 2>/dev/null)
+        ((parts > 0)) && note="($parts part(s) skipped: $(grep -m1 '^skipped' "$CLOCK/$phase" | cut -f2 | cut -c1-120))"
+    elif ((rc == 77)); then
+        skipped=$((skipped + 1))
+        result=skipped
+        note=$(grep -m1 '^skipped' "$CLOCK/$phase" 2>/dev/null | cut -f2 | cut -c1-160)
     else
         failed=$((failed + 1))
         failed_names+=("$phase")
         result=FAILED
     fi
-    took=$(($(date +%s) - start))
-    summary+=("$(printf '%-14s %-7s %5ds' "$phase" "$result" "$took")")
+    summary+=("$(printf '%-14s %-7s %5ds  %s' "$phase" "$result" "$took" "$note")")
+    while IFS=$'\t' read -r secs line; do
+        [[ "$secs" =~ ^[0-9]+$ ]] && summary+=("$(printf '%34s%5ds  %s' "" "$secs" "$line")")
+    done <"$CLOCK/$phase"
     echo "=== phase $phase: $result in ${took}s ==="
 done
 
 echo
-echo "phase          result   time"
+echo "phase          result   time  (then its slowest checks)"
 printf '%s\n' "${summary[@]}"
 [ "$failed" -eq 0 ] || echo "failed phases: ${failed_names[*]}"
-echo "phases: $passed passed, $failed failed"
+echo "phases: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -13,7 +13,7 @@
 #                       only E2E_APPLY_STRATEGY (what that Metacontroller runs) is tested, and
 #                       the API server / Metacontroller restarts and the scale run are skipped
 # Otherwise it prints one line saying the Metacontroller scenarios were skipped and why, and
-# exits 0.
+# exits 77 (tests/run-all.sh's "skipped").
 #
 # Environment:
 #   MEMCACHED_HOOK_BIN    the hook binary (default: cargo build into CARGO_TARGET_DIR)
@@ -46,12 +46,12 @@ if metacontroller_supplied; then
   mode=local
 elif [[ -n "${METACONTROLLER_BIN}${METACONTROLLER_CRDS_DIR}" ]]; then
   echo "SKIPPED Metacontroller scenarios: METACONTROLLER_BIN=${METACONTROLLER_BIN:-<unset>} / METACONTROLLER_CRDS_DIR=${METACONTROLLER_CRDS_DIR:-<unset>} is not an executable plus a directory of *.yaml"
-  exit 0
+  exit 77
 elif [[ -n "${KUBECONFIG:-}" && -n "${E2E_HOOK_HOST:-}" ]]; then
   mode=existing
 else
-  echo "SKIPPED Metacontroller scenarios: no Metacontroller supplied (set METACONTROLLER_BIN and METACONTROLLER_CRDS_DIR, or KUBECONFIG and E2E_HOOK_HOST for a cluster running it); build Metacontroller ${METACONTROLLER_VERSION} by hand outside the repository (docs/testing.md)"
-  exit 0
+  echo "SKIPPED Metacontroller scenarios: no Metacontroller supplied (set METACONTROLLER_BIN and METACONTROLLER_CRDS_DIR, or KUBECONFIG and E2E_HOOK_HOST for a cluster running it); a Metacontroller ${METACONTROLLER_VERSION} build: docs/testing.md says how"
+  exit 77
 fi
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/memcached-hook-e2e-mc.XXXXXX")"
