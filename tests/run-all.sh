@@ -42,7 +42,7 @@
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$ROOT"
+cd "$ROOT" || exit 1
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/memcached-hook/target}
 export PATH="$HOME/.cargo/bin:/usr/local/go/bin:$PATH"
 PHASES=${PHASES:-rust deny manifests image schema peers e2e pods helm monitoring metacontroller fleet load fuzz}
@@ -86,7 +86,7 @@ phase_load() {
 
 phase_fuzz() { RUNS=200000 FUZZ_SECONDS=60 bash tests/fuzz/smoke.sh; }
 
-# shellcheck source=e2e/versions.sh
+# shellcheck source=tests/e2e/versions.sh
 source tests/e2e/versions.sh
 export PYTHONUNBUFFERED=1
 CLOCK=$(mktemp -d "${TMPDIR:-/tmp}/memcached-hook-phases.XXXXXX")

@@ -37,9 +37,11 @@ printf '#!/bin/sh\necho fake\n' >"$WORK/prog"
 xz -c "$WORK/prog" >"$shared/metacontroller-v0.0.0-linux-amd64.xz"
 echo 'kind: CustomResourceDefinition' >"$shared/crds/crd.yaml"
 sum=$(sha256sum "$WORK/prog" | cut -d' ' -f1)
+# shellcheck disable=SC2016 # backquotes, literally
 readme() { printf '# a build\n\nsha256 of the unpacked binary: `%s`\n' "$1" >"$shared/README.md"; }
 
 use() { # use DIR [METACONTROLLER_BIN]: runs shared_metacontroller in a clean environment, prints the result
+    # shellcheck disable=SC2016 # expanded by the inner shell
     env -i PATH="$PATH" HOME="$HOME" TMPDIR="$WORK" METACONTROLLER_BIN="${2:-}" bash -c '
         [[ -n "$METACONTROLLER_BIN" ]] || unset METACONTROLLER_BIN
         source "$0/tests/lib/shared-metacontroller.sh"

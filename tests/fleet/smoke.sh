@@ -13,7 +13,7 @@
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-# shellcheck source=../e2e/versions.sh
+# shellcheck source=tests/e2e/versions.sh
 source "$ROOT/tests/e2e/versions.sh"
 
 # ---- bounds --------------------------------------------------------------------------------------

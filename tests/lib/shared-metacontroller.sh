@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # The prebuilt Metacontroller of a folder beside the clone, checked and handed to the suite.
 #
 #   source tests/lib/shared-metacontroller.sh
@@ -28,6 +29,7 @@ shared_metacontroller() {
         echo "FAIL Metacontroller: $dir lacks metacontroller-*-linux-amd64.xz, README.md or crds/*.yaml" >&2
         return 1
     fi
+    # shellcheck disable=SC2016 # backquotes, literally
     want=$(sed -n 's/^sha256 of the unpacked binary: `\([0-9a-f]\{64\}\)`.*/\1/p' "$dir/README.md" | head -n 1)
     if [[ -z "$want" ]]; then
         echo "FAIL Metacontroller: $dir/README.md names no 'sha256 of the unpacked binary: \`HEX\`'" >&2
@@ -46,6 +48,6 @@ shared_metacontroller() {
     fi
     chmod +x "$out/metacontroller"
     export METACONTROLLER_BIN="$out/metacontroller" METACONTROLLER_CRDS_DIR="$dir/crds"
-    SHARED_METACONTROLLER_DIR=$out
+    export SHARED_METACONTROLLER_DIR=$out
     echo "Metacontroller: $(basename "$archive") unpacked to $METACONTROLLER_BIN, sha256 $got as $dir/README.md says"
 }

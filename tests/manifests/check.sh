@@ -14,7 +14,8 @@
 #                requirements.txt) and kustomize (Go module proxy) under
 #                $HOME/.cache/memcached-hook, once per pin set
 #   hadolint     lint the Dockerfile; any finding, down to style level, fails
-#   shell-lint   lint this directory's shell scripts with shellcheck
+#   shell-lint   lint this directory's shell scripts and the CI entry's (.ci/run, tests/run-all.sh,
+#                tests/ci, tests/cargo, tests/fleet) with shellcheck
 #   kustomize    build every kustomization
 #   validate     every built object against the Kubernetes $K8S_VERSION OpenAPI schemas
 #                (kubernetes-validate --strict); kinds without a built-in schema are listed and
@@ -109,10 +110,12 @@ lint_dockerfile() {
         && echo "Dockerfile: no findings"
 }
 
+# This directory's own scripts and the CI entry's, at shellcheck's default severity (style and up).
+LINTED_SCRIPTS=(tests/manifests/*.sh .ci/run tests/run-all.sh tests/lib/shared-metacontroller.sh
+    tests/ci/*.sh tests/cargo/*.sh tests/fleet/*.sh)
 lint_scripts() {
-    # This directory's own scripts, at shellcheck's default severity (style and up).
-    (cd "$ROOT" && timeout 60 "$VENV/bin/shellcheck" -x tests/manifests/*.sh) \
-        && echo "tests/manifests/*.sh: no findings"
+    (cd "$ROOT" && timeout 60 "$VENV/bin/shellcheck" -x -P SCRIPTDIR -P . "${LINTED_SCRIPTS[@]}") \
+        && echo "${LINTED_SCRIPTS[*]}: no findings"
 }
 
 # name:directory pairs; the names are used by validate.py and consistency.py.
