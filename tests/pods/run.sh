@@ -21,6 +21,10 @@
 # Environment:
 #   METACONTROLLER_BIN, METACONTROLLER_CRDS_DIR  see `metacontroller` above
 #   PODS_MC_SCENARIOS   the scenarios run under Metacontroller (default: the same as without)
+#   PODS_DIRECT_SCENARIOS  with a Metacontroller, the scenarios also run without it, driven by
+#                       `render` and `replay` (default: deployment statefulset, the two that cover
+#                       that path; "all" for every one); without a Metacontroller every scenario
+#                       runs that way. Scenarios named as arguments run both ways.
 #   MEMCACHED_HOOK_BIN  the hook binary for render/replay (default: cargo build, debug)
 #   PODS_RUN_TIMEOUT    bound of the whole run in seconds (default 3600)
 #   PODS_KEEP=1         keep the work dir (cluster logs, sync requests) even when all pass
@@ -46,6 +50,13 @@ source "${E2E}/versions.sh"
 if metacontroller_supplied; then
   export E2E_METACONTROLLER=1 E2E_PRELOAD_MANIFESTS="${ROOT}/deploy/crd.yaml"
   read -r -a MC_SCENARIOS <<<"${PODS_MC_SCENARIOS:-$*}"
+  # Under Metacontroller every scenario runs for real; without it, what only `render` and
+  # `replay` do, once.
+  if (($# == 0)); then
+    direct="${PODS_DIRECT_SCENARIOS:-deployment statefulset}"
+    [[ "${direct}" == all ]] && direct=""
+    read -r -a DIRECT_SCENARIOS <<<"${direct}"
+  fi
 else
   export E2E_METACONTROLLER=0
 fi
@@ -167,7 +178,12 @@ scenarios() {
   if [[ -z "${n}" ]]; then bad "pods.py ended without a summary (${out##*/})"; else failed=$((failed + n)); fi
   while read -r f; do failures+=("${f}"); done < <(sed -n '/^failures:$/,/^scenarios:/{s/^  //p}' "${out}")
 }
-scenarios direct "$@"
+if [[ -n "${DIRECT_SCENARIOS+set}" ]]; then
+  log "the scenarios without Metacontroller (render + replay): ${DIRECT_SCENARIOS[*]:-all}"
+  scenarios direct "${DIRECT_SCENARIOS[@]}"
+else
+  scenarios direct "$@"
+fi
 timed scenarios
 
 # ---- the same scenarios under Metacontroller ---------------------------------------------------
@@ -176,5 +192,5 @@ if [[ "${E2E_METACONTROLLER}" == running ]]; then
   PODS_METACONTROLLER=1 scenarios metacontroller "${MC_SCENARIOS[@]}"
   timed "scenarios under Metacontroller"
 else
-  echo "SKIPPED pods scenarios under Metacontroller: METACONTROLLER_BIN=${METACONTROLLER_BIN:-<unset>} / METACONTROLLER_CRDS_DIR=${METACONTROLLER_CRDS_DIR:-<unset>} is not a Metacontroller built by hand outside the repository plus a directory of its CRD *.yaml (docs/testing.md)"
+  echo "SKIPPED pods scenarios under Metacontroller: METACONTROLLER_BIN=${METACONTROLLER_BIN:-<unset>} / METACONTROLLER_CRDS_DIR=${METACONTROLLER_CRDS_DIR:-<unset>} is not a Metacontroller plus a directory of its CRD *.yaml (docs/testing.md says how to supply one)"
 fi
