@@ -21,7 +21,7 @@ source "$ROOT/tests/e2e/versions.sh"
 # syncs a parent once when it appears and again on every change it sees to one of its children:
 # the Deployment's status (created, then 1, 2 and 3 ready pods: KWOK turns each pod Ready 1-3 s
 # after it is bound, so these come apart) and the PodDisruptionBudget's (created, then 1, 2 and 3
-# healthy pods), so 1 + 4 + 4 = 9 at most, less what its work queue folds together. Measured at
+# healthy pods), about 1 + 4 + 4 = 9, less what its work queue folds together. Measured at
 # N=100: 6.95 (2026-11-28, BENCHMARKS.md). 12 leaves room for a slow machine; a hook whose answer
 # changes from one sync to the next loops on its own writes and passes it at once (and writes in
 # the steady state, the second bound).
