@@ -26,6 +26,7 @@ pub mod service;
 pub mod service_monitor;
 pub mod statefulset;
 pub mod warm_restart;
+pub mod zone;
 pub mod zone_budgets;
 
 /// Where the SASL Secret is mounted.

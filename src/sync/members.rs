@@ -26,7 +26,10 @@ pub(super) fn server_list(plan: &Plan<'_>, migrating_from: Option<&ObservedChild
 /// mode the pods the StatefulSet will have before it exists (their names are known).
 fn members(plan: &Plan<'_>) -> Members {
     match server_list(plan, plan.migrating_from()) {
-        ServerList::ServiceWhenReady | ServerList::ServiceWhileServing => Members::Service,
+        // One plan's list is never `Zones` (only the zones' together are).
+        ServerList::ServiceWhenReady | ServerList::ServiceWhileServing | ServerList::Zones => {
+            Members::Service
+        }
         ServerList::Pods(n) => Members::Pods(n),
         ServerList::Nothing => Members::Pods(plan.replicas.unwrap_or(1)),
     }
