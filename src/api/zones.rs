@@ -15,6 +15,8 @@ pub const MIN_ZONES: usize = 2;
 pub const MAX_ZONES: usize = 16;
 /// The node label that names a node's zone, unless `topologyKey` says otherwise.
 pub const DEFAULT_TOPOLOGY_KEY: &str = "topology.kubernetes.io/zone";
+/// Pod label naming the zone a pod runs in, set by the hook on the pods of each zone.
+pub const ZONE_LABEL: &str = "memcached.c5c3.io/zone";
 /// Longest `topologyKey` (a qualified name: a 253-character prefix, `/`, 63 characters).
 pub const TOPOLOGY_KEY_LENGTH: usize = 317;
 
@@ -119,7 +121,7 @@ pub(super) fn validate(out: &mut Out, name: &str, spec: &MemcachedSpec) {
 }
 
 /// The fields `spec.zones` does not combine with: one HorizontalPodAutoscaler, one warm restart
-/// layout and one server-list ConfigMap per Memcached.
+/// layout and one server-list ConfigMap per Memcached, and a pod label of the zone's.
 pub(super) fn validate_rules(out: &mut Out, spec: &MemcachedSpec) {
     if spec.zones.is_none() {
         return;
@@ -133,6 +135,17 @@ pub(super) fn validate_rules(out: &mut Out, spec: &MemcachedSpec) {
             "spec.autoscaling.enabled",
             "true",
             "autoscaling does not combine with spec.zones",
+        ));
+    }
+    if spec
+        .pod_labels
+        .as_ref()
+        .is_some_and(|l| l.contains_key(ZONE_LABEL))
+    {
+        out.push(Violation::invalid(
+            format!("spec.podLabels[{ZONE_LABEL}]"),
+            quoted(ZONE_LABEL),
+            "with spec.zones the hook sets this label to the pod's zone",
         ));
     }
     let config_map = spec.discovery.as_ref().and_then(|d| d.config_map.as_ref());
@@ -244,6 +257,9 @@ mod tests {
             got[0].ends_with("<name>-<zone> must be at most 52 characters"),
             "{got:?}"
         );
+        let mut s = spec(&["a", "b"]);
+        s.pod_labels = Some([(ZONE_LABEL.to_owned(), "x".to_owned())].into());
+        assert!(violations("cache", &s)[0].starts_with("spec.podLabels[memcached.c5c3.io/zone]"));
         let mut s = spec(&["a", "b"]);
         s.zones.as_mut().expect("zones").topology_key = Some("not a key".to_owned());
         assert_eq!(

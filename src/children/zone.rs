@@ -11,7 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use super::labels;
 
 /// Pod label naming the zone a pod runs in (and its workload's and budget's selector).
-pub const LABEL: &str = "memcached.c5c3.io/zone";
+pub const LABEL: &str = crate::api::zones::ZONE_LABEL;
 
 /// A zone: its name and the node label that names a node's zone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
