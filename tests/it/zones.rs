@@ -1,0 +1,162 @@
+//! `spec.zones` through `sync`: each zone's workload and budget, and the budgets over a run of
+//! syncs whose observed children are the previous answers (docs/behaviour.md, "Zones").
+
+use serde_json::{Value, json};
+
+use crate::common::{condition, status, sync_value};
+
+const ZONES: [&str; 3] = ["zone-a", "zone-b", "zone-c"];
+
+fn spec() -> Value {
+    json!({
+        "replicas": 2,
+        "zones": {"names": ZONES},
+        "highAvailability": {"podDisruptionBudget": {"enabled": true, "maxUnavailable": 1}}
+    })
+}
+
+/// A request whose observed children are `previous` (an answer's children), each zone's workload
+/// with `ready[zone]` ready pods of 2.
+fn request(previous: &[Value], ready: [i32; 3]) -> Value {
+    let mut children = json!({"Deployment.apps/v1": {}, "Service.v1": {},
+                              "PodDisruptionBudget.policy/v1": {}});
+    for child in previous {
+        let mut obj = child.clone();
+        let name = obj["metadata"]["name"].as_str().expect("named").to_owned();
+        let zone = ZONES.iter().position(|z| name.ends_with(z));
+        let n = zone.map_or(2, |z| ready[z]);
+        obj["metadata"]["namespace"] = json!("shop");
+        obj["metadata"]["generation"] = json!(1);
+        match obj["kind"].as_str() {
+            Some("Deployment") => {
+                obj["status"] = json!({"observedGeneration": 1, "replicas": 2,
+                                       "updatedReplicas": 2, "readyReplicas": n});
+            }
+            Some("PodDisruptionBudget") => {
+                obj["status"] = json!({"currentHealthy": n, "expectedPods": 2});
+            }
+            _ => {}
+        }
+        let key = format!(
+            "{}.{}",
+            obj["kind"].as_str().unwrap(),
+            obj["apiVersion"].as_str().unwrap()
+        );
+        children[key][name] = obj;
+    }
+    json!({
+        "controller": crate::common::controller(),
+        "parent": {"apiVersion": "memcached.c5c3.io/v1beta1", "kind": "Memcached",
+                   "metadata": {"name": "cache", "namespace": "shop", "generation": 1}, "spec": spec()},
+        "children": children,
+        "related": {}
+    })
+}
+
+fn children(answer: &Value) -> Vec<Value> {
+    answer["children"].as_array().expect("children").clone()
+}
+
+/// Each zone's budget in `answer`: `o` (the user's, maxUnavailable 1) or `c` (maxUnavailable 0).
+fn budgets(answer: &Value) -> String {
+    ZONES
+        .iter()
+        .map(|zone| {
+            let name = format!("cache-{zone}");
+            let pdb = children(answer)
+                .into_iter()
+                .find(|c| c["kind"] == "PodDisruptionBudget" && c["metadata"]["name"] == name)
+                .expect("a budget per zone");
+            match pdb["spec"]["maxUnavailable"].as_i64() {
+                Some(0) => "c",
+                Some(1) => "o",
+                other => panic!("{name}: {other:?}"),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn zones_each_get_a_workload_selecting_only_their_pods_pinned_to_the_zone() {
+    let answer = sync_value(&request(&[], [0, 0, 0]));
+    let workloads: Vec<Value> = children(&answer)
+        .into_iter()
+        .filter(|c| c["kind"] == "Deployment")
+        .collect();
+    assert_eq!(workloads.len(), 3);
+    for (w, zone) in workloads.iter().zip(ZONES) {
+        assert_eq!(w["metadata"]["name"], format!("cache-{zone}"));
+        assert_eq!(w["spec"]["replicas"], 2, "replicas are per zone");
+        let selector = w["spec"]["selector"]["matchLabels"].as_object().unwrap();
+        assert_eq!(selector["memcached.c5c3.io/zone"], zone);
+        for other in &workloads {
+            let labels = other["spec"]["template"]["metadata"]["labels"]
+                .as_object()
+                .unwrap();
+            let selects = selector.iter().all(|(k, v)| labels.get(k) == Some(v));
+            assert_eq!(selects, other["metadata"]["name"] == w["metadata"]["name"]);
+        }
+        let terms = &w["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            ["nodeSelectorTerms"];
+        assert_eq!(
+            terms,
+            &json!([{"matchExpressions": [{"key": "topology.kubernetes.io/zone",
+                                           "operator": "In", "values": [zone]}]}])
+        );
+    }
+    let s = status(&answer);
+    assert_eq!(s.desired_replicas, Some(6));
+    assert_eq!(s.zones_ready.as_deref(), Some("0/3"));
+}
+
+#[test]
+fn a_drain_of_one_zone_over_syncs_never_opens_two_zones() {
+    // Each step: the zones' ready pods, then the budgets the answer must hold.
+    let steps = [
+        ([0, 0, 0], "c c c", "ZoneOutage"),    // created: every zone short
+        ([2, 2, 2], "o o o", "AllZonesWhole"), // every zone ready
+        ([2, 1, 2], "c o c", "ZoneDisrupted"), // a drain takes a pod of zone-b
+        ([2, 1, 2], "c o c", "ZoneDisrupted"),
+        ([2, 2, 2], "c c c", "Settling"), // zone-b whole again: all block first
+        ([2, 2, 1], "c c o", "ZoneDisrupted"), // zone-c drained while all block: it may go on
+        ([2, 2, 2], "c c c", "Settling"),
+        ([2, 2, 2], "o o o", "AllZonesWhole"), // a later sync reopens every budget
+        ([1, 2, 2], "o c c", "ZoneDisrupted"),
+        ([1, 1, 2], "c c c", "ZoneOutage"), // a second zone short: every budget blocks
+        ([2, 1, 2], "c o c", "ZoneDisrupted"), // every budget blocked: zone-b may go on
+        ([2, 1, 2], "c o c", "ZoneDisrupted"),
+    ];
+    let mut previous = Vec::new();
+    for (i, (ready, want, reason)) in steps.into_iter().enumerate() {
+        let answer = sync_value(&request(&previous, ready));
+        assert_eq!(budgets(&answer), want, "step {i}: {ready:?}");
+        assert_eq!(
+            condition(&answer, "ZoneDisruption").reason,
+            reason,
+            "step {i}"
+        );
+        let allowed: Vec<bool> = status(&answer)
+            .zones
+            .unwrap()
+            .iter()
+            .map(|z| z.disruption_allowed == Some(true))
+            .collect();
+        let open: Vec<bool> = want.split(' ').map(|b| b == "o").collect();
+        assert_eq!(allowed, open, "step {i}");
+        previous = children(&answer);
+    }
+}
+
+#[test]
+fn a_drain_moving_to_another_zone_waits_for_every_budget_to_block() {
+    let whole = sync_value(&request(&[], [2, 2, 2]));
+    let b_drained = sync_value(&request(&children(&whole), [2, 1, 2]));
+    assert_eq!(budgets(&b_drained), "c o c");
+    // zone-b is back while zone-a is drained: zone-a's budget does not open in this sync.
+    let moving = sync_value(&request(&children(&b_drained), [1, 2, 2]));
+    assert_eq!(budgets(&moving), "c c c");
+    assert_eq!(condition(&moving, "ZoneDisruption").reason, "HandingOver");
+    let next = sync_value(&request(&children(&moving), [1, 2, 2]));
+    assert_eq!(budgets(&next), "o c c");
+}
