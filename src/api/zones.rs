@@ -120,8 +120,8 @@ pub(super) fn validate(out: &mut Out, name: &str, spec: &MemcachedSpec) {
     }
 }
 
-/// The fields `spec.zones` does not combine with: one HorizontalPodAutoscaler, one warm restart
-/// layout and one server-list ConfigMap per Memcached, and a pod label of the zone's.
+/// The fields `spec.zones` does not combine with: one HorizontalPodAutoscaler and one warm
+/// restart layout per Memcached, and a pod label of the zone's.
 pub(super) fn validate_rules(out: &mut Out, spec: &MemcachedSpec) {
     if spec.zones.is_none() {
         return;
@@ -146,14 +146,6 @@ pub(super) fn validate_rules(out: &mut Out, spec: &MemcachedSpec) {
             format!("spec.podLabels[{ZONE_LABEL}]"),
             quoted(ZONE_LABEL),
             "with spec.zones the hook sets this label to the pod's zone",
-        ));
-    }
-    let config_map = spec.discovery.as_ref().and_then(|d| d.config_map.as_ref());
-    if config_map.is_some_and(|c| c.enabled == Some(true)) {
-        out.push(Violation::invalid(
-            "spec.discovery.configMap.enabled",
-            "true",
-            "the server-list ConfigMap does not combine with spec.zones",
         ));
     }
     if spec

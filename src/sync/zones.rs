@@ -11,7 +11,7 @@ use crate::hook::{ChildStatus, Observed};
 use crate::status::{Migration, ServerList};
 use crate::workload::Plan;
 
-use super::members::server_list;
+use super::members::{server_list, zones_config_map};
 use super::{Outcome, SyncError, kept_old_workload, pdb_state, workload_child};
 use crate::children::pdb;
 use crate::children::pod::Pods;
@@ -187,7 +187,8 @@ impl<'a> Zoned<'a> {
 }
 
 /// The children of `kind` the zones of `z` answer (each zone's workload, old workload during a
-/// switch, or budget), pushed on `children`; `false` when `kind` is not one of them.
+/// switch, or budget; the server-list ConfigMap of every zone), pushed on `children`; `false`
+/// when `kind` is not one of them.
 pub(super) fn zone_children(
     kind: ChildKind,
     z: &Zoned<'_>,
@@ -221,6 +222,11 @@ pub(super) fn zone_children(
             }
             outcome.pdb = Some(pdb_state(&format!("{name}-<zone>"), &wanted.budget, e));
             outcome.zone_budgets = Some(budgets.clone());
+        }
+        ChildKind::ConfigMap => {
+            let namespace = received.request().parent.metadata.namespace.as_deref();
+            let namespace = namespace.unwrap_or_default();
+            children.push(zones_config_map(name, namespace, e, z));
         }
         _ => return Ok(false),
     }
