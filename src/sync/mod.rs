@@ -245,7 +245,8 @@ fn inputs<'a>(
     }
 }
 
-/// `inputs` of a Memcached with `spec.zones`: its zones counted together, and each zone.
+/// `inputs` of a Memcached with `spec.zones`: its zones counted together (the desired count is
+/// `replicas` times the zones), and each zone; `budgets` as emitted.
 fn zoned_inputs<'a>(
     inputs: Inputs<'a>,
     z: &Zoned<'a>,
@@ -255,6 +256,8 @@ fn zoned_inputs<'a>(
     let zone_disruption = budgets.map(|b| status::zones::condition(&z.names(), b));
     let workload = z.workload();
     let migration = z.migration();
+    // `inputs` (for the workload `<name>`, which zones never build) read as creating exactly when
+    // the parent has no conditions yet; the zones are created when none of theirs is observed.
     let creating = workload.is_none() && migration.is_none() && inputs.workload.is_some();
     let at = (inputs.name, inputs.namespace, port);
     Inputs {
