@@ -18,17 +18,26 @@ fn spec() -> Value {
 /// A request whose observed children are `previous` (an answer's children), each zone's workload
 /// with `ready[zone]` ready pods of 2.
 fn request(previous: &[Value], ready: [i32; 3]) -> Value {
-    let mut children = json!({"Deployment.apps/v1": {}, "Service.v1": {},
+    request_with(spec(), previous, ready)
+}
+
+/// [`request`] for the Memcached with `spec`, under a CompositeController that also declares
+/// StatefulSets.
+fn request_with(spec: Value, previous: &[Value], ready: [i32; 3]) -> Value {
+    let mut children = json!({"Deployment.apps/v1": {}, "StatefulSet.apps/v1": {}, "Service.v1": {},
                               "PodDisruptionBudget.policy/v1": {}});
     for child in previous {
         let mut obj = child.clone();
+        let applied = serde_json::to_string(child).unwrap();
+        obj["metadata"]["annotations"] =
+            json!({"metacontroller.k8s.io/last-applied-configuration": applied});
         let name = obj["metadata"]["name"].as_str().expect("named").to_owned();
         let zone = ZONES.iter().position(|z| name.ends_with(z));
         let n = zone.map_or(2, |z| ready[z]);
         obj["metadata"]["namespace"] = json!("shop");
         obj["metadata"]["generation"] = json!(1);
         match obj["kind"].as_str() {
-            Some("Deployment") => {
+            Some("Deployment" | "StatefulSet") => {
                 obj["status"] = json!({"observedGeneration": 1, "replicas": 2,
                                        "updatedReplicas": 2, "readyReplicas": n});
             }
@@ -44,10 +53,15 @@ fn request(previous: &[Value], ready: [i32; 3]) -> Value {
         );
         children[key][name] = obj;
     }
+    let mut controller = crate::common::controller();
+    controller["spec"]["childResources"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"apiVersion": "apps/v1", "resource": "statefulsets"}));
     json!({
-        "controller": crate::common::controller(),
+        "controller": controller,
         "parent": {"apiVersion": "memcached.c5c3.io/v1beta1", "kind": "Memcached",
-                   "metadata": {"name": "cache", "namespace": "shop", "generation": 1}, "spec": spec()},
+                   "metadata": {"name": "cache", "namespace": "shop", "generation": 1}, "spec": spec},
         "children": children,
         "related": {}
     })
@@ -159,4 +173,77 @@ fn a_drain_moving_to_another_zone_waits_for_every_budget_to_block() {
     assert_eq!(condition(&moving, "ZoneDisruption").reason, "HandingOver");
     let next = sync_value(&request(&children(&moving), [1, 2, 2]));
     assert_eq!(budgets(&next), "o c c");
+}
+
+#[test]
+fn a_switch_to_statefulsets_keeps_each_zones_deployment_until_that_zones_statefulset_is_ready() {
+    let deployments = sync_value(&request(&[], [2, 2, 2]));
+    let mut sts = spec();
+    sts["workload"] = json!("StatefulSet");
+    let kinds = |answer: &Value| {
+        children(answer)
+            .iter()
+            .filter(|c| c["kind"] == "Deployment" || c["kind"] == "StatefulSet")
+            .map(|c| {
+                format!(
+                    "{} {}",
+                    c["kind"].as_str().unwrap(),
+                    c["metadata"]["name"].as_str().unwrap()
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let started = sync_value(&request_with(
+        sts.clone(),
+        &children(&deployments),
+        [2, 2, 2],
+    ));
+    assert_eq!(
+        kinds(&started),
+        [
+            "Deployment cache-zone-a",
+            "Deployment cache-zone-b",
+            "Deployment cache-zone-c",
+            "StatefulSet cache-zone-a",
+            "StatefulSet cache-zone-b",
+            "StatefulSet cache-zone-c",
+        ]
+    );
+    assert_eq!(
+        condition(&started, "Progressing").reason,
+        "WorkloadMigration"
+    );
+    // Observed again with zone-b's StatefulSet one pod short: only zone-b keeps its Deployment.
+    let observe = |ready| {
+        let mut observed = request_with(sts.clone(), &children(&started), ready);
+        for (_, obj) in observed["children"]["StatefulSet.apps/v1"]
+            .as_object_mut()
+            .unwrap()
+        {
+            obj["status"]["currentRevision"] = json!("r1");
+            obj["status"]["updateRevision"] = json!("r1");
+        }
+        sync_value(&observed)
+    };
+    assert_eq!(
+        kinds(&observe([2, 1, 2])),
+        [
+            "Deployment cache-zone-b",
+            "StatefulSet cache-zone-a",
+            "StatefulSet cache-zone-b",
+            "StatefulSet cache-zone-c",
+        ]
+    );
+    let done = observe([2, 2, 2]);
+    assert_eq!(
+        kinds(&done),
+        [
+            "StatefulSet cache-zone-a",
+            "StatefulSet cache-zone-b",
+            "StatefulSet cache-zone-c",
+        ]
+    );
+    let list = status(&done).server_list.unwrap();
+    assert_eq!(list.len(), 6);
+    assert_eq!(list[0], "cache-zone-a-0.cache.shop.svc:11211");
 }
