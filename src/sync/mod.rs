@@ -132,12 +132,11 @@ pub fn sync(
     let mut violations = validation::validate_effective(name, &parent.spec, &e);
     let statefulsets = declared(&ChildKind::StatefulSet);
     let plan = Plan::new(&e, &req.children, name, statefulsets, violations.is_empty());
-    let zoned = Zoned::of(
-        &e,
-        &req.children,
-        name,
-        (statefulsets, violations.is_empty()),
-    );
+    // Only a valid spec has zones to plan (an invalid one keeps what is observed).
+    let zoned = violations
+        .is_empty()
+        .then(|| Zoned::of(&e, &req.children, name, statefulsets))
+        .flatten();
     let access = agent_account::access(&e, options, req, &plan);
     let needed = needed_kinds(&e, access);
     let missing_kinds = needed

@@ -36,13 +36,13 @@ pub(super) struct Zoned<'a> {
 }
 
 impl<'a> Zoned<'a> {
-    /// The zones of `e` for the Memcached `name` with the observed `children`; `None` without
-    /// `spec.zones`. `statefulsets` and `valid` as for [`Plan::new`].
+    /// The zones of the valid spec `e` for the Memcached `name` with the observed `children`;
+    /// `None` without `spec.zones`. `statefulsets` as for [`Plan::new`].
     pub(super) fn of(
         e: &'a Effective<'a>,
         children: &'a Observed,
         name: &str,
-        (statefulsets, valid): (bool, bool),
+        statefulsets: bool,
     ) -> Option<Self> {
         let Zones {
             names,
@@ -56,7 +56,7 @@ impl<'a> Zoned<'a> {
                     name: zone,
                     topology_key,
                 };
-                let plan = Plan::new(e, children, &zone.child_name(name), statefulsets, valid);
+                let plan = Plan::new(e, children, &zone.child_name(name), statefulsets, true);
                 ZonePlan { zone, plan }
             })
             .collect();
