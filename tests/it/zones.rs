@@ -247,3 +247,83 @@ fn a_switch_to_statefulsets_keeps_each_zones_deployment_until_that_zones_statefu
     assert_eq!(list.len(), 6);
     assert_eq!(list[0], "cache-zone-a-0.cache.shop.svc:11211");
 }
+
+/// The workloads of `answer`, as `Kind name`.
+fn workloads(answer: &Value) -> Vec<String> {
+    children(answer)
+        .iter()
+        .filter(|c| c["kind"] == "Deployment" || c["kind"] == "StatefulSet")
+        .map(|c| {
+            format!(
+                "{} {}",
+                c["kind"].as_str().unwrap(),
+                c["metadata"]["name"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+/// `answer` refuses the layout: every observed child kept, Degraded/InvalidSpec naming `field`.
+fn refused(answer: &Value, previous: &[Value], field: &str, says: &str) {
+    assert_eq!(workloads(answer), workloads(&json!({"children": previous})));
+    assert_eq!(children(answer).len(), previous.len());
+    let degraded = condition(answer, "Degraded");
+    assert_eq!(degraded.reason, "InvalidSpec");
+    assert!(degraded.message.contains(field), "{}", degraded.message);
+    assert!(degraded.message.contains(says), "{}", degraded.message);
+}
+
+#[test]
+fn turning_zones_on_for_a_running_cache_keeps_its_workload_and_says_why() {
+    let mut plain = spec();
+    plain.as_object_mut().unwrap().remove("zones");
+    let running = children(&sync_value(&request_with(plain, &[], [2, 2, 2])));
+    assert_eq!(
+        workloads(&json!({"children": running})),
+        ["Deployment cache"]
+    );
+    let answer = sync_value(&request(&running, [2, 2, 2]));
+    refused(&answer, &running, "spec.zones", "create a new Memcached");
+}
+
+#[test]
+fn turning_zones_off_keeps_the_zone_workloads_and_says_why() {
+    let running = children(&sync_value(&request(&[], [2, 2, 2])));
+    let mut plain = spec();
+    plain.as_object_mut().unwrap().remove("zones");
+    let answer = sync_value(&request_with(plain, &running, [2, 2, 2]));
+    refused(&answer, &running, "spec.zones", "restore spec.zones");
+}
+
+#[test]
+fn removing_a_zone_keeps_its_workload_and_says_why() {
+    let running = children(&sync_value(&request(&[], [2, 2, 2])));
+    let mut fewer = spec();
+    fewer["zones"]["names"] = json!(["zone-a", "zone-b"]);
+    let answer = sync_value(&request_with(fewer, &running, [2, 2, 2]));
+    refused(&answer, &running, "spec.zones.names", "re-add the zone");
+    assert!(
+        condition(&answer, "Degraded")
+            .message
+            .contains("cache-zone-c"),
+        "names the running workload"
+    );
+}
+
+#[test]
+fn adding_a_zone_to_a_zoned_cache_adds_its_workload() {
+    let mut two = spec();
+    two["zones"]["names"] = json!(["zone-a", "zone-b"]);
+    let running = children(&sync_value(&request_with(two, &[], [2, 2, 2])));
+    let answer = sync_value(&request(&running, [2, 2, 2]));
+    assert_eq!(
+        workloads(&answer),
+        [
+            "Deployment cache-zone-a",
+            "Deployment cache-zone-b",
+            "Deployment cache-zone-c",
+        ]
+    );
+    let degraded = condition(&answer, "Degraded");
+    assert_ne!(degraded.reason, "InvalidSpec");
+}
