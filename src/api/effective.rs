@@ -19,6 +19,7 @@ use super::security::Security;
 use super::service::Service;
 use super::spec::{DEFAULT_IMAGE, DEFAULT_REPLICAS};
 use super::warm_restart::WarmRestart;
+use super::zones::Zones;
 use super::{MemcachedSpec, Workload};
 
 /// A Memcached spec with every default resolved.
@@ -53,6 +54,8 @@ pub struct Effective<'a> {
     pub pod: Pod<'a>,
     /// `spec.warmRestart`, when enabled.
     pub warm_restart: Option<WarmRestart<'a>>,
+    /// The zones, each running a full copy of the cache (`spec.zones`).
+    pub zones: Option<Zones<'a>>,
 }
 
 impl<'a> Effective<'a> {
@@ -87,6 +90,7 @@ impl<'a> Effective<'a> {
             discovery: Discovery::of(spec.discovery.as_ref()),
             pod: Pod::of(spec),
             warm_restart: WarmRestart::of(spec.warm_restart.as_ref(), memcached.max_memory_mb),
+            zones: Zones::of(spec.zones.as_ref()),
         }
     }
 }

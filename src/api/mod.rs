@@ -1,5 +1,5 @@
 //! The Memcached custom resource, one module per spec block (`memcached`, `high_availability`,
-//! `monitoring`, `security`, `autoscaling`, `service`, `discovery`, `pod`; the other top-level fields in `spec`). Each
+//! `monitoring`, `security`, `autoscaling`, `service`, `discovery`, `pod`, `zones`; the other top-level fields in `spec`). Each
 //! block holds its types, its bounds and defaults as constants used by both the schema and the
 //! checks, its effective view and its rules; `effective` and `validation` put them together.
 
@@ -23,6 +23,7 @@ mod spec;
 mod status;
 pub mod validation;
 pub mod warm_restart;
+pub mod zones;
 
 pub use autoscaling::AutoscalingSpec;
 pub use crd::{crd, crd_yaml};
@@ -37,8 +38,9 @@ pub use monitoring::{MonitoringSpec, ServiceMonitorSpec};
 pub use security::{NetworkPolicySpec, SaslSpec, SecretRef, SecuritySpec, TlsSpec, TlsVersion};
 pub use service::ServiceSpec;
 pub use spec::*;
-pub use status::{Condition, MemcachedStatus};
+pub use status::{Condition, MemcachedStatus, ZoneStatus};
 pub use warm_restart::WarmRestartSpec;
+pub use zones::ZonesSpec;
 
 /// API group of the Memcached resource.
 pub const GROUP: &str = "memcached.c5c3.io";

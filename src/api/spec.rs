@@ -30,6 +30,7 @@ use super::security::SecuritySpec;
 use super::service::ServiceSpec;
 use super::status::MemcachedStatus;
 use super::warm_restart::{self, WarmRestartSpec};
+use super::zones::ZonesSpec;
 
 /// Bounds of `replicas`.
 pub const REPLICAS: (i32, i32) = (0, 64);
@@ -73,6 +74,7 @@ const MIB: u32 = 1 << 20;
     doc = "Memcached is a memcached cache managed by the memcached-hook Metacontroller sync hook.",
     printcolumn = r#"{"name":"Replicas","type":"integer","jsonPath":".status.desiredReplicas","description":"Number of desired Memcached pods (spec.replicas, 1 when unset, or the autoscaler's count)"}"#,
     printcolumn = r#"{"name":"Ready","type":"integer","jsonPath":".status.readyReplicas","description":"Number of ready Memcached pods"}"#,
+    printcolumn = r#"{"name":"Zones","type":"string","jsonPath":".status.zonesReady","description":"With spec.zones: zones whose pods are all ready, over all zones","priority":1}"#,
     printcolumn = r#"{"name":"Status","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status","description":"Whether all desired Memcached pods are ready"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
@@ -105,7 +107,8 @@ const MIB: u32 = 1 << 20;
 #[serde(rename_all = "camelCase")]
 pub struct MemcachedSpec {
     /// Number of memcached pods (0 scales to zero). Defaults to 1 unless autoscaling is enabled;
-    /// must not be set when autoscaling is enabled.
+    /// must not be set when autoscaling is enabled. With `zones`, the number of pods per zone:
+    /// each zone runs a full copy of the cache.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = REPLICAS.0, max = REPLICAS.1))]
     pub replicas: Option<i32>,
@@ -209,6 +212,13 @@ pub struct MemcachedSpec {
     /// gets a volume holding memcached's item memory, and a rollout restores the items.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warm_restart: Option<WarmRestartSpec>,
+
+    /// Run one full copy of the cache in each of these zones: a workload `<name>-<zone>` of
+    /// `replicas` pods per zone, pinned to its zone by a required node affinity, and with
+    /// `highAvailability.podDisruptionBudget` one budget per zone that lets only one zone be
+    /// disrupted at a time (condition `ZoneDisruption`). Not with autoscaling or warmRestart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zones: Option<ZonesSpec>,
 }
 
 /// The workload kind that runs the memcached pods.

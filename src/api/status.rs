@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "camelCase", default)]
 pub struct MemcachedStatus {
     /// Available, Progressing, Degraded, Ready, DisruptionBudgetBlocking, ChildResourcesMissing,
-    /// SecretReload, WarmRestart; condition types written by others are kept.
+    /// SecretReload, WarmRestart, ZoneDisruption; condition types written by others are kept.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(
         with = "Option<Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>>",
@@ -43,6 +43,34 @@ pub struct MemcachedStatus {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(extend("x-kubernetes-list-type" = "atomic"))]
     pub tls_server_names: Option<Vec<String>>,
+    /// With `spec.zones`: each zone's pods, in the order of `spec.zones.names`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
+    pub zones: Option<Vec<ZoneStatus>>,
+    /// With `spec.zones`: the zones whose pods are all ready, over all zones (`2/3`). Shown as
+    /// the ZONES column.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zones_ready: Option<String>,
+}
+
+/// One zone of a Memcached with `spec.zones`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ZoneStatus {
+    /// The zone.
+    pub name: String,
+    /// Ready pods of the zone's workload.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ready_replicas: Option<i32>,
+    /// StatefulSet mode: the zone's pods, `<name>-<zone>-<i>.<name>.<namespace>.svc:11211`, in
+    /// ordinal order, once its StatefulSet exists (Deployment pods have no stable names).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-list-type" = "atomic"))]
+    pub server_list: Option<Vec<String>>,
+    /// With a disruption budget: whether the zone's budget allows voluntary disruptions now
+    /// (at most one zone holds it while any zone is short of ready pods).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disruption_allowed: Option<bool>,
 }
 
 /// A `metav1.Condition`. `lastTransitionTime` is kept as the RFC 3339 text it was read as, so

@@ -11,7 +11,7 @@
 
 use super::effective::Effective;
 use super::{MemcachedSpec, autoscaling, high_availability, memcached, monitoring, security};
-use super::{pod, service, spec, warm_restart};
+use super::{pod, service, spec, warm_restart, zones};
 
 pub(crate) use super::check::quoted;
 pub use super::check::{Reason, Violation, is_too_long};
@@ -71,11 +71,13 @@ pub fn validate_effective(name: &str, spec: &MemcachedSpec, e: &Effective<'_>) -
     if let Some(w) = &spec.warm_restart {
         warm_restart::validate(&mut out, w);
     }
+    zones::validate(&mut out, name, spec);
     pod::validate(&mut out, spec);
     spec::validate_rules(&mut out, spec, e.memcached.max_memory_mb);
     high_availability::validate_rules(&mut out, &e.high_availability);
     security::validate_rules(&mut out, &e.security);
     warm_restart::validate_rules(&mut out, spec);
+    zones::validate_rules(&mut out, spec);
     if let Some(a) = &e.autoscaling {
         autoscaling::validate_rules(&mut out, a, spec);
     }

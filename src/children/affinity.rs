@@ -7,6 +7,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use super::labels;
+use super::zone::Zone;
 use crate::api::AntiAffinityPreset;
 
 /// The node label that spreads pods one per node.
@@ -52,21 +53,29 @@ macro_rules! without_empty_terms {
     }};
 }
 
-/// The pod's affinity: the user's node and pod affinity as given, and the user's pod
-/// anti-affinity when there is one (even `{}`, which means none), else the preset's.
+/// The pod's affinity: the user's node and pod affinity as given (pinned to the pods' `zone`,
+/// if any), and the user's pod anti-affinity when there is one (even `{}`, which means none),
+/// else the preset's.
 pub(super) fn affinity(
     name: &str,
     preset: Option<AntiAffinityPreset>,
     user: Option<&Affinity>,
+    zone: Option<Zone<'_>>,
 ) -> Option<Affinity> {
     let anti = match user.and_then(|a| a.pod_anti_affinity.as_ref()) {
         Some(own) => without_empty_terms!(PodAntiAffinity, own),
         None => preset_anti_affinity(name, preset),
     };
     let out = Affinity {
-        node_affinity: user
-            .and_then(|a| a.node_affinity.as_ref())
-            .and_then(node_affinity),
+        node_affinity: {
+            let own = user
+                .and_then(|a| a.node_affinity.as_ref())
+                .and_then(node_affinity);
+            match zone {
+                Some(zone) => Some(zone.pin(own)),
+                None => own,
+            }
+        },
         pod_affinity: user
             .and_then(|a| a.pod_affinity.as_ref())
             .and_then(|own| without_empty_terms!(PodAffinity, own)),

@@ -6,18 +6,18 @@ use k8s_openapi::api::apps::v1::{
 };
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use super::labels;
 use super::pod::{Pods, pod_template, workload_metadata};
 
-/// The desired Deployment of `pods`, named after the parent, with the hook's labels and selector
-/// (the pods' labels and annotations are the template's, [`pod_template`]).
+/// The desired Deployment of `pods`, named after the parent (or `<name>-<zone>` for a zone's),
+/// with the hook's labels and selector (the pods' labels and annotations are the template's,
+/// [`pod_template`]).
 #[must_use]
 pub fn build(pods: Pods<'_>, replicas: Option<i32>) -> Deployment {
     Deployment {
-        metadata: workload_metadata(pods.name, pods.e),
+        metadata: workload_metadata(pods),
         spec: Some(DeploymentSpec {
             replicas,
-            selector: labels::selector(pods.name),
+            selector: pods.selector(),
             strategy: Some(DeploymentStrategy {
                 type_: Some("RollingUpdate".to_owned()),
                 rolling_update: Some(RollingUpdateDeployment {

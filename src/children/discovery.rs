@@ -23,7 +23,15 @@ pub fn service_host(name: &str, namespace: &str) -> String {
 /// The stable name of a StatefulSet's pod `ordinal`: `<name>-<i>.<name>.<namespace>.svc`.
 #[must_use]
 pub fn pod_host(name: &str, namespace: &str, ordinal: i32) -> String {
-    format!("{name}-{ordinal}.{name}.{namespace}.svc")
+    workload_pod_host(name, name, namespace, ordinal)
+}
+
+/// The host of the pod `ordinal` of the StatefulSet `workload` governed by the headless Service
+/// `name`: `<workload>-<ordinal>.<name>.<namespace>.svc` (a zone's StatefulSet is
+/// `<name>-<zone>`).
+#[must_use]
+pub fn workload_pod_host(workload: &str, name: &str, namespace: &str, ordinal: i32) -> String {
+    format!("{workload}-{ordinal}.{name}.{namespace}.svc")
 }
 
 /// `_<port name>._tcp.<name>.<namespace>.svc`: the SRV records of a headless Service's named

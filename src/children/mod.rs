@@ -26,6 +26,8 @@ pub mod service;
 pub mod service_monitor;
 pub mod statefulset;
 pub mod warm_restart;
+pub mod zone;
+pub mod zone_budgets;
 
 /// Where the SASL Secret is mounted.
 pub const SASL_MOUNT_PATH: &str = "/etc/memcached/sasl";

@@ -5,6 +5,7 @@ use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec}
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::labels;
+use super::zone::Zone;
 use crate::api::high_availability::{Budget, Pdb, parse_percent};
 
 /// The desired PodDisruptionBudget named `name` with its one budget (int or percent kept) and
@@ -27,6 +28,26 @@ pub fn build(name: &str, pdb: &Pdb<'_>) -> PodDisruptionBudget {
         }),
         status: None,
     }
+}
+
+/// The desired budget of `zone` of the Memcached `name`, `<name>-<zone>`, selecting that zone's
+/// pods only: the user's budget while the zone may be disrupted (`open`,
+/// [`super::zone_budgets`]), else `maxUnavailable: 0`.
+#[must_use]
+pub fn build_zone(name: &str, zone: Zone<'_>, pdb: &Pdb<'_>, open: bool) -> PodDisruptionBudget {
+    let blocked = IntOrString::Int(0);
+    let budget = if open {
+        pdb.budget.clone()
+    } else {
+        Budget::MaxUnavailable(&blocked)
+    };
+    let mut out = build(name, &Pdb { budget, ..*pdb });
+    out.metadata.name = Some(zone.child_name(name));
+    out.metadata.labels = Some(zone.labelled(labels::base(name)));
+    if let Some(spec) = &mut out.spec {
+        spec.selector = Some(zone.selector(name));
+    }
+    out
 }
 
 /// Pods a budget value stands for at `replicas`; percentages round up, as Kubernetes'

@@ -9,10 +9,11 @@ use k8s_openapi::api::core::v1::{
     ResourceRequirements, SecretVolumeSource, TCPSocketAction, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::ports::{self, Port, Server, container_ports};
+use super::zone::Zone;
 use super::{
     AUTH_COPY_MOUNT_PATH, SASL_MOUNT_PATH, TLS_MOUNT_PATH, affinity, agent_access, args, auth_file,
     exporter, labels, reload_agent,
@@ -48,6 +49,32 @@ pub struct Pods<'a> {
     /// Whether the reload agent writes each reload's outcome on its own Pod
     /// ([`agent_access`]): the pods then run as its ServiceAccount.
     pub agent_reports: bool,
+    /// With `spec.zones`: the zone these pods run in.
+    pub zone: Option<Zone<'a>>,
+}
+
+impl Pods<'_> {
+    /// The workload's name: the parent's, or `<name>-<zone>` for a zone's.
+    #[must_use]
+    pub fn workload_name(&self) -> String {
+        self.zone
+            .map_or_else(|| self.name.to_owned(), |z| z.child_name(self.name))
+    }
+
+    /// The workload's selector: the base labels, and the zone's label for a zone's workload.
+    #[must_use]
+    pub fn selector(&self) -> LabelSelector {
+        self.zone
+            .map_or_else(|| labels::selector(self.name), |z| z.selector(self.name))
+    }
+
+    /// `labels` with the zone's label for a zone's pods.
+    fn zoned(&self, labels: BTreeMap<String, String>) -> BTreeMap<String, String> {
+        match self.zone {
+            Some(zone) => zone.labelled(labels),
+            None => labels,
+        }
+    }
 }
 
 /// What rolls the pods besides the spec: the pod-template annotations.
@@ -223,13 +250,14 @@ fn merged(
     }
 }
 
-/// The metadata of the workload named `name` (Deployment or StatefulSet): its name and the
-/// hook's labels with the version of the image; the pods' own labels are the template's.
+/// The metadata of the workload of `pods` (Deployment or StatefulSet): its name and the
+/// hook's labels with the version of the image (and the zone's label); the pods' own labels are
+/// the template's.
 #[must_use]
-pub fn workload_metadata(name: &str, e: &Effective<'_>) -> ObjectMeta {
+pub fn workload_metadata(pods: Pods<'_>) -> ObjectMeta {
     ObjectMeta {
-        name: Some(name.to_owned()),
-        labels: Some(labels::with_version(name, e.image)),
+        name: Some(pods.workload_name()),
+        labels: Some(pods.zoned(labels::with_version(pods.name, pods.e.image))),
         ..ObjectMeta::default()
     }
 }
@@ -243,7 +271,10 @@ pub fn pod_template(pods: Pods<'_>) -> PodTemplateSpec {
     let Pods {
         name, e, rollers, ..
     } = pods;
-    let pod_labels = merged(e.pod.labels, labels::with_version(name, e.image));
+    let pod_labels = merged(
+        e.pod.labels,
+        pods.zoned(labels::with_version(name, e.image)),
+    );
     let annotations = match (e.pod.annotations, rollers.annotations()) {
         (None, own) => own,
         (Some(user), own) => Some(merged(Some(user), own.unwrap_or_default())),
@@ -261,7 +292,12 @@ pub fn pod_template(pods: Pods<'_>) -> PodTemplateSpec {
             ..ObjectMeta::default()
         }),
         spec: Some(PodSpec {
-            affinity: affinity::affinity(name, e.high_availability.anti_affinity, e.pod.affinity),
+            affinity: affinity::affinity(
+                name,
+                e.high_availability.anti_affinity,
+                e.pod.affinity,
+                pods.zone,
+            ),
             node_selector: e.pod.node_selector.cloned(),
             tolerations: e.pod.tolerations.map(<[_]>::to_vec),
             priority_class_name: e.pod.priority_class_name.map(str::to_owned),

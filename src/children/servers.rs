@@ -16,7 +16,8 @@ use super::{discovery, labels};
 
 /// The ConfigMap's name is the parent's with this suffix.
 pub const SUFFIX: &str = "-servers";
-/// Key: `host:port` entries separated by commas.
+/// Key: `host:port` entries separated by commas; with zones also `servers.<zone>`, that zone's
+/// pods.
 pub const PLAIN: &str = "servers";
 /// Key: the value of oslo.cache's `[cache] memcache_servers`.
 pub const OSLO_CACHE: &str = "oslo-cache-memcache-servers";
@@ -32,12 +33,15 @@ pub const TLS_SERVER_NAMES: &str = "tls-server-names";
 
 /// Who the list names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Members {
+pub enum Members<'a> {
     /// The headless Service, by its name: Deployment pods have no stable names.
     Service,
     /// The StatefulSet's pods `<name>-0` to `<name>-<n-1>`, by their stable names, in ordinal
     /// order.
     Pods(i32),
+    /// With `spec.zones` and StatefulSets: each zone's pods `<name>-<zone>-0` to
+    /// `<name>-<zone>-<n-1>`, zone by zone in the order given, each zone in ordinal order.
+    Zones(&'a [&'a str], i32),
 }
 
 /// What the ConfigMap is built from.
@@ -48,7 +52,7 @@ pub struct Servers<'a> {
     /// The parent's namespace.
     pub namespace: &'a str,
     /// Who the list names.
-    pub members: Members,
+    pub members: Members<'a>,
     /// The port clients connect to.
     pub port: i32,
     /// TLS is on: the port speaks TLS.
@@ -75,7 +79,20 @@ impl Servers<'_> {
                     label: format!("{name}-{i}"),
                 })
                 .collect(),
+            Members::Zones(zones, n) => zones.iter().flat_map(|z| self.zone(z, n)).collect(),
         }
+    }
+
+    /// The pods `<name>-<zone>-0` to `<name>-<zone>-<n-1>` of `zone`.
+    fn zone(&self, zone: &str, n: i32) -> Vec<Entry> {
+        let (name, namespace) = (self.name, self.namespace);
+        let workload = crate::api::zones::child_name(name, zone);
+        (0..n)
+            .map(|i| Entry {
+                host: discovery::workload_pod_host(&workload, name, namespace, i),
+                label: format!("{workload}-{i}"),
+            })
+            .collect()
     }
 }
 
@@ -144,8 +161,13 @@ pub fn build(s: &Servers<'_>) -> ConfigMap {
         ),
         (SRV_NAME.to_owned(), srv),
     ]);
+    if let Members::Zones(zones, n) = s.members {
+        for zone in zones {
+            data.insert(format!("{PLAIN}.{zone}"), plain(&s.zone(zone, n), port));
+        }
+    }
     if s.tls {
-        let per_pod = matches!(s.members, Members::Pods(_));
+        let per_pod = matches!(s.members, Members::Pods(_) | Members::Zones(..));
         let names = discovery::tls_server_names(name, namespace, per_pod);
         data.insert(TLS_SERVER_NAMES.to_owned(), names.join(","));
     } else {

@@ -8,9 +8,10 @@ use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec, StatefulSetUpdate
 
 use super::pod::{Pods, pod_template, workload_metadata};
 use super::running_layouts::{self, Layouts};
-use super::{labels, warm_restart};
+use super::warm_restart;
 
-/// The desired StatefulSet of `pods`, governed by the headless Service of the parent's name.
+/// The desired StatefulSet of `pods`, governed by the headless Service of the parent's name (a
+/// zone's StatefulSet, `<name>-<zone>`, too: its pods are `<name>-<zone>-<i>.<name>...`).
 ///
 /// `podManagementPolicy: Parallel`: a cache has no start-up order, so pods start and stop
 /// together (it only affects scaling; a rolling update still replaces one pod at a time).
@@ -22,7 +23,7 @@ use super::{labels, warm_restart};
 pub fn build(pods: Pods<'_>, replicas: Option<i32>, layouts: Option<&Layouts>) -> StatefulSet {
     let mut spec = StatefulSetSpec {
         replicas,
-        selector: labels::selector(pods.name),
+        selector: pods.selector(),
         service_name: Some(pods.name.to_owned()),
         pod_management_policy: Some("Parallel".to_owned()),
         update_strategy: Some(StatefulSetUpdateStrategy {
@@ -35,7 +36,7 @@ pub fn build(pods: Pods<'_>, replicas: Option<i32>, layouts: Option<&Layouts>) -
     if let Some(w) = &pods.e.warm_restart {
         warm_restart::apply(&mut spec, pods.e, w, pods.reload_agent_image);
     }
-    let mut metadata = workload_metadata(pods.name, pods.e);
+    let mut metadata = workload_metadata(pods);
     if let Some(l) = layouts {
         let annotations = metadata.annotations.get_or_insert_with(BTreeMap::new);
         annotations.insert(running_layouts::ANNOTATION.to_owned(), l.annotation());
@@ -53,6 +54,24 @@ pub fn build(pods: Pods<'_>, replicas: Option<i32>, layouts: Option<&Layouts>) -
 pub fn server_list(name: &str, namespace: &str, replicas: i32, port: i32) -> Vec<String> {
     (0..replicas)
         .map(|i| format!("{}:{port}", super::discovery::pod_host(name, namespace, i)))
+        .collect()
+}
+
+/// [`server_list`] of the StatefulSet `workload` governed by the Service `name`:
+/// `<workload>-<i>.<name>.<namespace>.svc:<port>`.
+#[must_use]
+pub fn zone_server_list(
+    workload: &str,
+    name: &str,
+    namespace: &str,
+    replicas: i32,
+    port: i32,
+) -> Vec<String> {
+    (0..replicas)
+        .map(|i| {
+            let host = super::discovery::workload_pod_host(workload, name, namespace, i);
+            format!("{host}:{port}")
+        })
         .collect()
 }
 

@@ -291,10 +291,13 @@ pub struct ChildSpec {
     /// A StatefulSet's `volumeClaimTemplates`.
     #[serde(default, rename = "volumeClaimTemplates")]
     pub volume_claim_templates: Option<Vec<super::pods::ObservedClaim>>,
+    /// A PodDisruptionBudget's `maxUnavailable`.
+    #[serde(default, rename = "maxUnavailable")]
+    pub max_unavailable: Option<k8s_openapi::apimachinery::pkg::util::intstr::IntOrString>,
 }
 
 /// The parts of a child's status the hook reads (rollout counters of a Deployment or a
-/// StatefulSet).
+/// StatefulSet, the health counts of a PodDisruptionBudget).
 #[derive(Debug, Default, Deserialize, Clone, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ChildStatus {
@@ -310,4 +313,48 @@ pub struct ChildStatus {
     pub current_revision: Option<String>,
     /// StatefulSet: the revision being rolled out.
     pub update_revision: Option<String>,
+    /// PodDisruptionBudget: how many pods it let go that have not gone yet
+    /// (`status.disruptedPods`, a map of pod names).
+    #[serde(deserialize_with = "count_entries")]
+    pub disrupted_pods: usize,
+    /// PodDisruptionBudget: its healthy pods.
+    pub current_healthy: Option<i32>,
+    /// PodDisruptionBudget: the pods it covers.
+    pub expected_pods: Option<i32>,
+}
+
+/// The number of entries of a map (`null` or absent: none); the entries are skipped.
+fn count_entries<'de, D: Deserializer<'de>>(deserializer: D) -> Result<usize, D::Error> {
+    deserializer.deserialize_option(CountEntries)
+}
+
+/// Counts a map's entries without keeping them.
+struct CountEntries;
+
+impl<'de> Visitor<'de> for CountEntries {
+    type Value = usize;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a map")
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<usize, E> {
+        Ok(0)
+    }
+
+    fn visit_none<E: serde::de::Error>(self) -> Result<usize, E> {
+        Ok(0)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<usize, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<usize, A::Error> {
+        let mut count = 0;
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {
+            count += 1;
+        }
+        Ok(count)
+    }
 }

@@ -3,7 +3,7 @@
 
 use super::{
     AVAILABLE, CHILD_RESOURCES_MISSING, DEGRADED, DISRUPTION_BUDGET_BLOCKING, Inputs, Migration,
-    PROGRESSING, PdbState, READY, SECRET_RELOAD, WARM_RESTART, WORKLOAD_MIGRATION,
+    PROGRESSING, PdbState, READY, SECRET_RELOAD, WARM_RESTART, WORKLOAD_MIGRATION, ZONE_DISRUPTION,
 };
 use crate::children::ChildKind;
 use crate::hook::ChildStatus;
@@ -212,6 +212,7 @@ pub(super) fn computed(inputs: &Inputs<'_>) -> Vec<Computed> {
     let spec_conditions = [
         (SECRET_RELOAD, &inputs.secret_rotation),
         (WARM_RESTART, &inputs.warm_restart),
+        (ZONE_DISRUPTION, &inputs.zone_disruption),
     ];
     for (type_, c) in spec_conditions {
         out.extend(

@@ -5,7 +5,7 @@
 //! does not change, so the status is a deterministic function of the request and Metacontroller
 //! does not sync again and again.
 
-use crate::api::{Condition, MemcachedStatus};
+use crate::api::{Condition, MemcachedStatus, ZoneStatus};
 use crate::children::{ChildKind, discovery, ports, statefulset};
 use crate::hook::ChildStatus;
 
@@ -14,6 +14,7 @@ mod pods;
 pub mod secret_reload;
 pub mod warm_restart;
 pub mod warm_starts;
+pub mod zones;
 
 pub use conditions::desired;
 use conditions::{Computed, computed};
@@ -35,6 +36,9 @@ pub const SECRET_RELOAD: &str = "SecretReload";
 
 /// Condition type: whether the pods keep their cache across restarts, and what discards it.
 pub const WARM_RESTART: &str = "WarmRestart";
+
+/// Condition type: with `spec.zones`, which zone's disruption budget lets pods go.
+pub const ZONE_DISRUPTION: &str = "ZoneDisruption";
 
 /// A condition the sync computes from the spec (`SecretReload`, `WarmRestart`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -104,6 +108,13 @@ pub struct Inputs<'a> {
     pub secret_rotation: Option<SpecCondition>,
     /// `WarmRestart`, with a StatefulSet (`None` for a kept invalid spec).
     pub warm_restart: Option<SpecCondition>,
+    /// With `spec.zones`: each zone, in spec order (empty without zones or for a kept invalid
+    /// spec).
+    pub zones: Vec<ZoneStatus>,
+    /// With `spec.zones`: the pods each zone should have ready.
+    pub zone_replicas: i32,
+    /// With `spec.zones` and a disruption budget: `ZoneDisruption`.
+    pub zone_disruption: Option<SpecCondition>,
 }
 
 /// A switch between workloads under way: the old workload still serves.
@@ -127,6 +138,8 @@ pub enum ServerList {
     Pods(i32),
     /// StatefulSet mode before the StatefulSet exists.
     Nothing,
+    /// With `spec.zones` and StatefulSets: every zone's list (`Inputs::zones`), in zone order.
+    Zones,
 }
 
 /// Upserts `computed` into `previous` by type; removes managed types that are not computed.
@@ -145,6 +158,7 @@ fn merge(
         DISRUPTION_BUDGET_BLOCKING,
         SECRET_RELOAD,
         WARM_RESTART,
+        ZONE_DISRUPTION,
         CHILD_RESOURCES_MISSING,
     ];
     let mut out: Vec<Condition> = previous
@@ -205,10 +219,18 @@ pub fn build(inputs: &Inputs<'_>, previous: &[Condition], now: &str) -> Memcache
             Some(statefulset::server_list(name, namespace, n, port)).filter(|list| !list.is_empty())
         }
         ServerList::Nothing => None,
+        ServerList::Zones => Some(
+            inputs
+                .zones
+                .iter()
+                .flat_map(|z| z.server_list.iter().flatten().cloned())
+                .collect::<Vec<_>>(),
+        )
+        .filter(|list| !list.is_empty()),
     };
     let per_pod = matches!(
         inputs.server_list,
-        ServerList::Pods(_) | ServerList::Nothing
+        ServerList::Pods(_) | ServerList::Nothing | ServerList::Zones
     );
     let tls_server_names = inputs
         .tls
@@ -225,5 +247,18 @@ pub fn build(inputs: &Inputs<'_>, previous: &[Condition], now: &str) -> Memcache
             &discovery::client_port(port),
         )),
         tls_server_names,
+        zones_ready: (!inputs.zones.is_empty()).then(|| zones_ready(inputs)),
+        zones: (!inputs.zones.is_empty()).then(|| inputs.zones.clone()),
     }
+}
+
+/// `<zones with every pod ready>/<zones>`: a zone is ready when its ready pods reach the
+/// count per zone.
+fn zones_ready(inputs: &Inputs<'_>) -> String {
+    let ready = inputs
+        .zones
+        .iter()
+        .filter(|z| z.ready_replicas.unwrap_or(0) >= inputs.zone_replicas)
+        .count();
+    format!("{ready}/{}", inputs.zones.len())
 }

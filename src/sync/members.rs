@@ -7,6 +7,8 @@ use crate::hook::{Child, ObservedChild};
 use crate::status::ServerList;
 use crate::workload::Plan;
 
+use super::zones::Zoned;
+
 /// What `status.serverList` publishes: during a switch what the old mode publishes for the old
 /// workload; in StatefulSet mode every pod by its stable name once the StatefulSet exists.
 pub(super) fn server_list(plan: &Plan<'_>, migrating_from: Option<&ObservedChild>) -> ServerList {
@@ -24,9 +26,12 @@ pub(super) fn server_list(plan: &Plan<'_>, migrating_from: Option<&ObservedChild
 /// Who the server-list ConfigMap names: who `status.serverList` names, whether or not they are
 /// ready (a list that follows readiness would change with every restart), and in StatefulSet
 /// mode the pods the StatefulSet will have before it exists (their names are known).
-fn members(plan: &Plan<'_>) -> Members {
+fn members(plan: &Plan<'_>) -> Members<'static> {
     match server_list(plan, plan.migrating_from()) {
-        ServerList::ServiceWhenReady | ServerList::ServiceWhileServing => Members::Service,
+        // One plan's list is never `Zones` (only the zones' together are).
+        ServerList::ServiceWhenReady | ServerList::ServiceWhileServing | ServerList::Zones => {
+            Members::Service
+        }
         ServerList::Pods(n) => Members::Pods(n),
         ServerList::Nothing => Members::Pods(plan.replicas.unwrap_or(1)),
     }
@@ -39,10 +44,30 @@ pub(super) fn server_list_config_map(
     e: &Effective<'_>,
     plan: &Plan<'_>,
 ) -> Child {
+    config_map(name, namespace, e, members(plan))
+}
+
+/// The server-list ConfigMap of the Memcached `name` in `namespace` with zones: as
+/// `status.serverList`, the Service, or every zone's pods as the StatefulSets will have them.
+pub(super) fn zones_config_map(
+    name: &str,
+    namespace: &str,
+    e: &Effective<'_>,
+    z: &Zoned<'_>,
+) -> Child {
+    let members = match (z.server_list(), e.zones.as_ref()) {
+        (ServerList::Zones, Some(zones)) => Members::Zones(&zones.names, z.replicas),
+        _ => Members::Service,
+    };
+    config_map(name, namespace, e, members)
+}
+
+/// The server-list ConfigMap naming `members`.
+fn config_map(name: &str, namespace: &str, e: &Effective<'_>, members: Members<'_>) -> Child {
     let list = servers::Servers {
         name,
         namespace,
-        members: members(plan),
+        members,
         port: ports::for_clients(e),
         tls: e.security.tls.is_some(),
     };

@@ -22,6 +22,7 @@ mod customize;
 mod error;
 mod invalid;
 mod members;
+mod zones;
 
 pub use crate::children::pod::RESTART_TRIGGER;
 use agent_account::Access;
@@ -29,6 +30,7 @@ pub use customize::customize;
 pub use error::SyncError;
 use invalid::keep_observed;
 use members::{server_list, server_list_config_map};
+use zones::Zoned;
 
 /// A `Memcached` of a served version.
 fn check_parent(parent: &Parent) -> Result<(), SyncError> {
@@ -74,6 +76,8 @@ struct Outcome {
     missing_kinds: Vec<(String, &'static str)>,
     /// The summary of an invalid spec whose observed children were kept.
     invalid_spec: Option<String>,
+    /// With `spec.zones`: the zones' budgets as emitted.
+    zone_budgets: Option<crate::children::zone_budgets::Budgets>,
 }
 
 /// How the hook itself is configured, beyond what a request carries.
@@ -126,8 +130,17 @@ pub fn sync(
     let e = Effective::of(&parent.spec);
     let declared = |kind: &ChildKind| req.controller.declares(kind.api_version(), kind.resource());
     let mut violations = validation::validate_effective(name, &parent.spec, &e);
+    if violations.is_empty() {
+        // A zone layout that would drop a running workload is refused like an invalid spec.
+        violations = zones::layout_violations(&e, &req.children, name);
+    }
     let statefulsets = declared(&ChildKind::StatefulSet);
     let plan = Plan::new(&e, &req.children, name, statefulsets, violations.is_empty());
+    // Only a valid spec has zones to plan (an invalid one keeps what is observed).
+    let zoned = violations
+        .is_empty()
+        .then(|| Zoned::of(&e, &req.children, name, statefulsets))
+        .flatten();
     let access = agent_account::access(&e, options, req, &plan);
     let needed = needed_kinds(&e, access);
     let missing_kinds = needed
@@ -137,12 +150,15 @@ pub fn sync(
         .collect();
     let mut built = None;
     if violations.is_empty() {
-        let mut declared: Vec<ChildKind> = emitted(&needed, &plan)
+        let migrating =
+            plan.migrating_from().is_some() || zoned.as_ref().is_some_and(Zoned::migrating);
+        let mut declared: Vec<ChildKind> = emitted(&needed, &plan, migrating)
             .into_iter()
             .filter(|k| declared(k))
             .collect();
         agent_access_whole(&mut declared);
-        let (children, outcome) = desired(received, &e, &plan, &declared, (options, access))?;
+        let plans = (&plan, zoned.as_ref());
+        let (children, outcome) = desired(received, &e, plans, &declared, (options, access))?;
         // A child the cluster would refuse makes the spec invalid: a 200 means children the
         // API server and Metacontroller accept.
         violations = accept::check(&children);
@@ -156,7 +172,7 @@ pub fn sync(
         missing_kinds,
         ..outcome
     };
-    let inputs = inputs(req, &e, &plan, outcome);
+    let inputs = inputs(req, &e, (&plan, zoned.as_ref()), outcome);
     let status = status::build(&inputs, &parent.status.conditions, &condition_time(now));
     Ok(SyncResponse { children, status })
 }
@@ -165,7 +181,7 @@ pub fn sync(
 fn inputs<'a>(
     req: &'a SyncRequest,
     e: &Effective<'_>,
-    plan: &Plan<'a>,
+    (plan, zoned): (&Plan<'a>, Option<&Zoned<'a>>),
     outcome: Outcome,
 ) -> Inputs<'a> {
     let parent = &req.parent;
@@ -187,7 +203,8 @@ fn inputs<'a>(
     } else {
         parent.spec.replicas
     };
-    Inputs {
+    let client_port = ports::for_clients(e);
+    let inputs = Inputs {
         name,
         namespace,
         generation: parent.metadata.generation,
@@ -213,7 +230,7 @@ fn inputs<'a>(
         pdb: outcome.pdb,
         missing_kinds: outcome.missing_kinds,
         keep_previous: kept,
-        client_port: Some(ports::for_clients(e)).filter(|p| *p != ports::MEMCACHED.number),
+        client_port: Some(client_port).filter(|p| *p != ports::MEMCACHED.number),
         tls: e.security.tls.is_some(),
         secret_rotation: (!kept)
             .then(|| status::secret_reload::condition(e, &req.related, namespace))
@@ -221,6 +238,43 @@ fn inputs<'a>(
         warm_restart: (!kept)
             .then(|| status::warm_restart::condition(e, plan, &req.related, namespace))
             .flatten(),
+        zones: Vec::new(),
+        zone_replicas: 0,
+        zone_disruption: None,
+    };
+    match zoned {
+        Some(z) if !kept => zoned_inputs(inputs, z, client_port, outcome.zone_budgets.as_ref()),
+        _ => inputs,
+    }
+}
+
+/// `inputs` of a Memcached with `spec.zones`: its zones counted together (the desired count is
+/// `replicas` times the zones), and each zone; `budgets` as emitted.
+fn zoned_inputs<'a>(
+    inputs: Inputs<'a>,
+    z: &Zoned<'a>,
+    port: i32,
+    budgets: Option<&crate::children::zone_budgets::Budgets>,
+) -> Inputs<'a> {
+    let zone_disruption = budgets.map(|b| status::zones::condition(&z.names(), b));
+    let workload = z.workload();
+    let migration = z.migration();
+    // `inputs` (for the workload `<name>`, which zones never build) read as creating exactly when
+    // the parent has no conditions yet; the zones are created when none of theirs is observed.
+    let creating = workload.is_none() && migration.is_none() && inputs.workload.is_some();
+    let at = (inputs.name, inputs.namespace, port);
+    Inputs {
+        spec_replicas: Some(
+            z.replicas
+                .saturating_mul(i32::try_from(z.zones.len()).unwrap_or(0)),
+        ),
+        workload: workload.or_else(|| creating.then(ChildStatus::default)),
+        migration,
+        server_list: z.server_list(),
+        zones: z.status(at, budgets, creating),
+        zone_replicas: z.replicas,
+        zone_disruption,
+        ..inputs
     }
 }
 
@@ -228,7 +282,7 @@ fn inputs<'a>(
 fn desired(
     received: &Received<'_>,
     e: &Effective<'_>,
-    plan: &Plan<'_>,
+    (plan, zoned): (&Plan<'_>, Option<&Zoned<'_>>),
     kinds: &[ChildKind],
     (options, access): (&Options, Access),
 ) -> Result<(Vec<Child>, Outcome), SyncError> {
@@ -253,9 +307,21 @@ fn desired(
         reload_agent_image: &options.reload_agent_image,
         // Emitted together or not at all (`agent_access_whole`).
         agent_reports: access == Access::Report && kinds.contains(&ChildKind::RoleBinding),
+        zone: None,
     };
     let mut children = Vec::with_capacity(kinds.len());
     for kind in kinds {
+        if let Some(z) = zoned
+            && zones::zone_children(
+                *kind,
+                z,
+                (received, name, e, pods),
+                &mut children,
+                &mut outcome,
+            )?
+        {
+            continue;
+        }
         children.push(match kind {
             ChildKind::Deployment | ChildKind::StatefulSet if *kind == plan.kind => {
                 workload_child(plan, pods)
@@ -354,7 +420,7 @@ fn agent_access_whole(kinds: &mut Vec<ChildKind>) {
 
 /// The replica count a budget is judged at: the desired count, or under autoscaling the lowest
 /// count the HPA may choose.
-fn pdb_state(name: &str, budget: &Budget<'_>, e: &Effective<'_>) -> PdbState {
+pub(super) fn pdb_state(name: &str, budget: &Budget<'_>, e: &Effective<'_>) -> PdbState {
     let replicas = match &e.autoscaling {
         Some(a) => a.lowest_replicas(),
         None => e.replicas.unwrap_or(1),
@@ -369,7 +435,7 @@ fn pdb_state(name: &str, budget: &Budget<'_>, e: &Effective<'_>) -> PdbState {
 
 /// The old workload of a switch (of `kind`), kept as observed; `None` when no switch is under
 /// way.
-fn kept_old_workload(
+pub(super) fn kept_old_workload(
     kind: ChildKind,
     plan: &Plan<'_>,
     received: &Received<'_>,
@@ -386,7 +452,7 @@ fn kept_old_workload(
 }
 
 /// The workload the plan builds from the spec.
-fn workload_child(plan: &Plan<'_>, pods: Pods<'_>) -> Child {
+pub(super) fn workload_child(plan: &Plan<'_>, pods: Pods<'_>) -> Child {
     if plan.kind == ChildKind::StatefulSet {
         let layouts = plan.layouts.as_ref();
         Child::StatefulSet(Box::new(statefulset::build(pods, plan.replicas, layouts)))
@@ -396,8 +462,9 @@ fn workload_child(plan: &Plan<'_>, pods: Pods<'_>) -> Child {
 }
 
 /// The kinds to emit: the needed ones with the workload the plan builds (the Deployment when the
-/// StatefulSet is asked for but not declared), plus the old workload while a switch is under way.
-fn emitted(needed: &[ChildKind], plan: &Plan<'_>) -> Vec<ChildKind> {
+/// StatefulSet is asked for but not declared), plus the old workload while a switch is
+/// `migrating` (in any zone).
+fn emitted(needed: &[ChildKind], plan: &Plan<'_>, migrating: bool) -> Vec<ChildKind> {
     let mut kinds: Vec<ChildKind> = needed
         .iter()
         .map(|k| match k {
@@ -405,7 +472,7 @@ fn emitted(needed: &[ChildKind], plan: &Plan<'_>) -> Vec<ChildKind> {
             other => *other,
         })
         .collect();
-    if plan.migrating_from().is_some() {
+    if migrating {
         kinds.push(workload::other(plan.kind));
     }
     kinds.sort();

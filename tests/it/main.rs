@@ -25,3 +25,4 @@ mod service_monitor;
 mod status_matrix;
 mod warm_restart;
 mod workload;
+mod zones;

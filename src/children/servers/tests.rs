@@ -141,3 +141,27 @@ fn the_same_membership_gives_the_same_bytes() {
     assert_eq!(a, b);
     assert_ne!(a, serde_json::to_vec(&build(&pods(4))).expect("encodes"));
 }
+
+#[test]
+fn zones_list_every_zone_and_each_zone_under_its_own_key() {
+    let zones = ["zone-a", "zone-b"];
+    let d = data(&Servers {
+        members: Members::Zones(&zones, 2),
+        tls: true,
+        ..pods(0)
+    });
+    assert_eq!(
+        d["servers.zone-a"],
+        "cache-zone-a-0.cache.shop.svc:11211,cache-zone-a-1.cache.shop.svc:11211"
+    );
+    assert_eq!(
+        d["servers.zone-b"],
+        "cache-zone-b-0.cache.shop.svc:11211,cache-zone-b-1.cache.shop.svc:11211"
+    );
+    assert_eq!(
+        d[PLAIN],
+        format!("{},{}", d["servers.zone-a"], d["servers.zone-b"])
+    );
+    assert_eq!(d[TLS_SERVER_NAMES], "*.cache.shop.svc");
+    assert!(!data(&pods(2)).keys().any(|k| k.starts_with("servers.")));
+}

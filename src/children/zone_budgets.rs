@@ -1,0 +1,303 @@
+//! Which zone's disruption budget is open: the failure-domain rule of Rook's managed
+//! disruption budgets, applied to the zones of `spec.zones` (docs/behaviour.md, "Zones").
+//!
+//! While every zone is whole, every zone's budget is the one the user asked for. As soon as one
+//! zone is short of ready pods, or its budget has let a pod go, that zone keeps its budget and
+//! every other zone's budget is `maxUnavailable: 0`, so a node drain can take pods from one zone
+//! only. Two or more short zones are an outage: every budget blocks.
+//!
+//! The budgets change only "break before make": no answer opens a closed budget while it closes
+//! an open one, because Metacontroller updates the budgets one by one and an eviction could pass
+//! between two updates. So the allowance moves to another zone in two syncs (first every budget
+//! closes, then the short zone's opens), and a zone seen whole again first closes its budget too
+//! before every budget reopens in a later sync. The only state is what the cluster shows: which
+//! observed budgets are `maxUnavailable: 0` (a missing budget protects nothing and counts as
+//! open), so the rule survives restarts of the hook and needs no memory.
+
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+use crate::hook::ObservedChild;
+
+/// What a sync observed of one zone.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ZoneFacts {
+    /// The zone's observed budget lets pods go: it is not `maxUnavailable: 0`, or it is missing.
+    pub open: bool,
+    /// The zone is disrupted: its workload has fewer ready pods than desired (none when it is
+    /// missing), or its observed budget lists pods it let go (`status.disruptedPods`) or counts
+    /// fewer healthy pods than it covers (`currentHealthy < expectedPods`).
+    pub short: bool,
+}
+
+impl ZoneFacts {
+    /// The facts of a zone of `desired` pods from its observed `workload` and `budget`.
+    #[must_use]
+    pub fn observe(
+        workload: Option<&ObservedChild>,
+        desired: i32,
+        budget: Option<&ObservedChild>,
+    ) -> Self {
+        let ready = workload.and_then(|w| w.status.ready_replicas).unwrap_or(0);
+        let budget_used = budget.is_some_and(|b| {
+            let s = &b.status;
+            s.disrupted_pods > 0 || s.current_healthy.unwrap_or(0) < s.expected_pods.unwrap_or(0)
+        });
+        Self {
+            open: budget.is_none_or(|b| !closed(b)),
+            short: ready < desired || budget_used,
+        }
+    }
+}
+
+/// Whether an observed budget is the blocking one this module writes.
+fn closed(budget: &ObservedChild) -> bool {
+    budget.spec.max_unavailable == Some(IntOrString::Int(0))
+}
+
+/// Why the budgets are what they are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Why {
+    /// Every zone is whole: every budget is the user's.
+    AllWhole,
+    /// One zone (its index) is short and holds the allowance; the others block.
+    Disrupted(usize),
+    /// One zone (its index) is short while other zones' budgets are still open: every budget
+    /// blocks this sync, and the short zone gets the allowance in the next one.
+    HandingOver(usize),
+    /// No zone is short, but the budgets still block all zones but some: every budget blocks
+    /// this sync, and every budget reopens in the next one.
+    Settling,
+    /// Two or more zones (their indices) are short: every budget blocks.
+    Outage(Vec<usize>),
+}
+
+/// Each zone's budget: `open[i]` is the user's budget for zone `i`, else `maxUnavailable: 0`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Budgets {
+    /// Whether zone `i`'s budget is the user's (open) or blocks.
+    pub open: Vec<bool>,
+    /// Why.
+    pub why: Why,
+}
+
+/// The budgets of the zones observed as `zones` (in spec order).
+#[must_use]
+pub fn decide(zones: &[ZoneFacts]) -> Budgets {
+    let short: Vec<usize> = (0..zones.len()).filter(|&i| zones[i].short).collect();
+    let opened = zones.iter().filter(|z| z.open).count();
+    let only = |zone: usize| (0..zones.len()).map(|i| i == zone).collect();
+    let none = vec![false; zones.len()];
+    match short.as_slice() {
+        [] if opened == zones.len() || opened == 0 => Budgets {
+            open: vec![true; zones.len()],
+            why: Why::AllWhole,
+        },
+        [] => Budgets {
+            open: none,
+            why: Why::Settling,
+        },
+        &[zone] if zones[zone].open || opened == 0 => Budgets {
+            open: only(zone),
+            why: Why::Disrupted(zone),
+        },
+        &[zone] => Budgets {
+            open: none,
+            why: Why::HandingOver(zone),
+        },
+        _ => Budgets {
+            open: none,
+            why: Why::Outage(short),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Zones from a picture: per zone `o`/`c` (observed budget open or closed) then `+`/`-`
+    /// (whole or short), e.g. `"o+ c- c+"`.
+    fn zones(picture: &str) -> Vec<ZoneFacts> {
+        picture
+            .split_whitespace()
+            .map(|z| ZoneFacts {
+                open: z.starts_with('o'),
+                short: z.ends_with('-'),
+            })
+            .collect()
+    }
+
+    /// The answer as a picture: `o`/`c` per zone.
+    fn answer(budgets: &Budgets) -> String {
+        budgets
+            .open
+            .iter()
+            .map(|&o| if o { "o" } else { "c" })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn every_combination_of_whole_and_short_zones_from_the_steady_state() {
+        // Three zones whose budgets are all open, as while every zone has been whole.
+        let table = [
+            ("o+ o+ o+", "o o o", Why::AllWhole),
+            ("o- o+ o+", "o c c", Why::Disrupted(0)),
+            ("o+ o- o+", "c o c", Why::Disrupted(1)),
+            ("o+ o+ o-", "c c o", Why::Disrupted(2)),
+            ("o- o- o+", "c c c", Why::Outage(vec![0, 1])),
+            ("o- o+ o-", "c c c", Why::Outage(vec![0, 2])),
+            ("o+ o- o-", "c c c", Why::Outage(vec![1, 2])),
+            ("o- o- o-", "c c c", Why::Outage(vec![0, 1, 2])),
+        ];
+        for (observed, want, why) in table {
+            let got = decide(&zones(observed));
+            assert_eq!((answer(&got).as_str(), got.why), (want, why), "{observed}");
+        }
+    }
+
+    #[test]
+    fn every_combination_while_one_zone_holds_the_allowance() {
+        // Zone 0 holds the allowance (its budget open, the others closed).
+        let table = [
+            ("o+ c+ c+", "c c c", Why::Settling),
+            ("o- c+ c+", "o c c", Why::Disrupted(0)),
+            ("o+ c- c+", "c c c", Why::HandingOver(1)),
+            ("o+ c+ c-", "c c c", Why::HandingOver(2)),
+            ("o- c- c+", "c c c", Why::Outage(vec![0, 1])),
+            ("o- c+ c-", "c c c", Why::Outage(vec![0, 2])),
+            ("o+ c- c-", "c c c", Why::Outage(vec![1, 2])),
+            ("o- c- c-", "c c c", Why::Outage(vec![0, 1, 2])),
+        ];
+        for (observed, want, why) in table {
+            let got = decide(&zones(observed));
+            assert_eq!((answer(&got).as_str(), got.why), (want, why), "{observed}");
+        }
+    }
+
+    #[test]
+    fn every_combination_while_every_budget_blocks() {
+        let table = [
+            ("c+ c+ c+", "o o o", Why::AllWhole),
+            ("c- c+ c+", "o c c", Why::Disrupted(0)),
+            ("c+ c- c+", "c o c", Why::Disrupted(1)),
+            ("c+ c+ c-", "c c o", Why::Disrupted(2)),
+            ("c- c- c+", "c c c", Why::Outage(vec![0, 1])),
+            ("c- c- c-", "c c c", Why::Outage(vec![0, 1, 2])),
+        ];
+        for (observed, want, why) in table {
+            let got = decide(&zones(observed));
+            assert_eq!((answer(&got).as_str(), got.why), (want, why), "{observed}");
+        }
+    }
+
+    #[test]
+    fn a_zone_seen_whole_hands_the_allowance_back_over_two_syncs() {
+        // Sync 1: zone a is drained.
+        let first = decide(&zones("o- o+ o+"));
+        assert_eq!(answer(&first), "o c c");
+        // Sync 2: zone a is whole again: every budget blocks, none reopens yet.
+        let second = decide(&zones("o+ c+ c+"));
+        assert_eq!(
+            (answer(&second).as_str(), second.why),
+            ("c c c", Why::Settling)
+        );
+        // Sync 3: the budgets as sync 2 wrote them, every zone whole: all reopen.
+        let third = decide(&zones("c+ c+ c+"));
+        assert_eq!(answer(&third), "o o o");
+    }
+
+    #[test]
+    fn a_drain_moving_to_another_zone_waits_a_sync() {
+        // Zone a holds the allowance and is whole; zone b is drained meanwhile.
+        let first = decide(&zones("o+ c- c+"));
+        assert_eq!(
+            (answer(&first).as_str(), first.why),
+            ("c c c", Why::HandingOver(1))
+        );
+        // The next sync sees every budget blocking: zone b gets the allowance.
+        let second = decide(&zones("c+ c- c+"));
+        assert_eq!(answer(&second), "c o c");
+    }
+
+    #[test]
+    fn two_short_zones_block_every_budget() {
+        for observed in ["o- o- o+", "o- c- c+", "c+ c- c-", "o- o- o-"] {
+            let got = decide(&zones(observed));
+            assert_eq!(answer(&got), "c c c", "{observed}");
+            assert!(matches!(got.why, Why::Outage(_)), "{observed}");
+        }
+    }
+
+    /// Every observed state of `n` zones: each zone open or closed, whole or short.
+    fn all_states(n: usize) -> impl Iterator<Item = Vec<ZoneFacts>> {
+        (0..4_u32.pow(u32::try_from(n).unwrap_or(0))).map(move |code| {
+            (0..n)
+                .map(|i| {
+                    let digit = (code >> (2 * i)) & 3;
+                    ZoneFacts {
+                        open: digit & 1 == 1,
+                        short: digit & 2 == 2,
+                    }
+                })
+                .collect()
+        })
+    }
+
+    #[test]
+    fn no_answer_opens_two_zones_while_a_disruption_is_observed() {
+        for n in 2..=5 {
+            for state in all_states(n) {
+                let got = decide(&state);
+                let short: Vec<usize> = (0..n).filter(|&i| state[i].short).collect();
+                let open: Vec<usize> = (0..n).filter(|&i| got.open[i]).collect();
+                if !short.is_empty() {
+                    assert!(open.len() <= 1, "{state:?} -> {got:?}");
+                    assert!(
+                        open.iter().all(|i| short.contains(i)),
+                        "{state:?} -> {got:?}"
+                    );
+                }
+                if short.len() >= 2 {
+                    assert!(open.is_empty(), "{state:?} -> {got:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn no_answer_opens_a_budget_while_it_closes_another() {
+        for n in 2..=5 {
+            for state in all_states(n) {
+                let got = decide(&state);
+                let opens = (0..n).any(|i| got.open[i] && !state[i].open);
+                let closes = (0..n).any(|i| !got.open[i] && state[i].open);
+                assert!(!(opens && closes), "{state:?} -> {got:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_budgets_settle_within_two_syncs_of_what_they_wrote() {
+        for n in 2..=5 {
+            for state in all_states(n) {
+                let mut now = state.clone();
+                for _ in 0..2 {
+                    let got = decide(&now);
+                    for (zone, open) in now.iter_mut().zip(got.open) {
+                        zone.open = open;
+                    }
+                }
+                let short: Vec<usize> = (0..n).filter(|&i| state[i].short).collect();
+                let want: Vec<bool> = match short.as_slice() {
+                    [] => vec![true; n],
+                    [one] => (0..n).map(|i| i == *one).collect(),
+                    _ => vec![false; n],
+                };
+                let settled: Vec<bool> = now.iter().map(|z| z.open).collect();
+                assert_eq!(settled, want, "{state:?}");
+                assert_eq!(decide(&now).open, want, "a fixed point: {state:?}");
+            }
+        }
+    }
+}

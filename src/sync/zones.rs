@@ -1,0 +1,293 @@
+//! `spec.zones` in a sync: a workload plan per zone, the zones' budgets from what is observed,
+//! and what the status says of each zone.
+
+use crate::api::ZoneStatus;
+use crate::api::effective::Effective;
+use crate::api::zones::Zones;
+use crate::children::zone::Zone;
+use crate::children::zone_budgets::{Budgets, ZoneFacts, decide};
+use crate::children::{ChildKind, statefulset};
+use crate::hook::{ChildStatus, Observed};
+use crate::status::{Migration, ServerList};
+use crate::workload::Plan;
+
+use super::members::{server_list, zones_config_map};
+use super::{Outcome, SyncError, kept_old_workload, pdb_state, workload_child};
+use crate::children::pdb;
+use crate::children::pod::Pods;
+use crate::hook::{Child, Received};
+
+/// One zone and the plan of its workload `<name>-<zone>`.
+pub(super) struct ZonePlan<'a> {
+    /// The zone.
+    pub(super) zone: Zone<'a>,
+    /// Its workload's plan (a switch between Deployment and StatefulSet runs zone by zone).
+    pub(super) plan: Plan<'a>,
+}
+
+/// The zones of a Memcached with `spec.zones`.
+pub(super) struct Zoned<'a> {
+    /// Each zone, in spec order.
+    pub(super) zones: Vec<ZonePlan<'a>>,
+    /// The pods each zone should have.
+    pub(super) replicas: i32,
+    /// With a disruption budget: each zone's.
+    pub(super) budgets: Option<Budgets>,
+}
+
+impl<'a> Zoned<'a> {
+    /// The zones of the valid spec `e` for the Memcached `name` with the observed `children`;
+    /// `None` without `spec.zones`. `statefulsets` as for [`Plan::new`].
+    pub(super) fn of(
+        e: &'a Effective<'a>,
+        children: &'a Observed,
+        name: &str,
+        statefulsets: bool,
+    ) -> Option<Self> {
+        let Zones {
+            names,
+            topology_key,
+        } = e.zones.as_ref()?;
+        let replicas = e.replicas.unwrap_or(1);
+        let zones: Vec<ZonePlan<'a>> = names
+            .iter()
+            .map(|zone| {
+                let zone = Zone {
+                    name: zone,
+                    topology_key,
+                };
+                let plan = Plan::new(e, children, &zone.child_name(name), statefulsets, true);
+                ZonePlan { zone, plan }
+            })
+            .collect();
+        let pdb = ChildKind::PodDisruptionBudget;
+        let budgets = e.high_availability.pdb.as_ref().map(|_| {
+            let facts: Vec<ZoneFacts> = zones
+                .iter()
+                .map(|z| {
+                    let budget =
+                        children.find(pdb.api_version(), pdb.kind(), &z.zone.child_name(name));
+                    ZoneFacts::observe(z.plan.current, replicas, budget)
+                })
+                .collect();
+            decide(&facts)
+        });
+        Some(Self {
+            zones,
+            replicas,
+            budgets,
+        })
+    }
+
+    /// The zone names, in spec order.
+    pub(super) fn names(&self) -> Vec<&'a str> {
+        self.zones.iter().map(|z| z.zone.name).collect()
+    }
+
+    /// Whether any zone switches between Deployment and StatefulSet.
+    pub(super) fn migrating(&self) -> bool {
+        self.zones.iter().any(|z| z.plan.migrating_from().is_some())
+    }
+
+    /// The observed workloads of the zones, counted together; `None` when none is observed.
+    pub(super) fn workload(&self) -> Option<ChildStatus> {
+        let observed: Vec<&ChildStatus> = self
+            .zones
+            .iter()
+            .filter_map(|z| z.plan.current.map(|c| &c.status))
+            .collect();
+        if observed.is_empty() {
+            return None;
+        }
+        let sum = |f: fn(&ChildStatus) -> Option<i32>| {
+            Some(observed.iter().map(|s| f(s).unwrap_or(0)).sum())
+        };
+        Some(ChildStatus {
+            replicas: sum(|s| s.replicas),
+            ready_replicas: sum(|s| s.ready_replicas),
+            updated_replicas: sum(|s| s.updated_replicas),
+            ..ChildStatus::default()
+        })
+    }
+
+    /// The switch under way in any zone: the old workloads' kind and ready pods together.
+    pub(super) fn migration(&self) -> Option<Migration<'a>> {
+        let old: Vec<_> = self
+            .zones
+            .iter()
+            .filter_map(|z| z.plan.migrating_from())
+            .collect();
+        let first = old.first()?;
+        Some(Migration {
+            from: first.kind.as_str(),
+            ready: old
+                .iter()
+                .map(|o| o.status.ready_replicas.unwrap_or(0))
+                .sum(),
+        })
+    }
+
+    /// What `status.serverList` publishes: the Service as without zones, or every zone's pods.
+    pub(super) fn server_list(&self) -> ServerList {
+        let lists: Vec<ServerList> = self
+            .zones
+            .iter()
+            .map(|z| server_list(&z.plan, z.plan.migrating_from()))
+            .collect();
+        if lists.contains(&ServerList::ServiceWhileServing) {
+            ServerList::ServiceWhileServing
+        } else if lists.iter().all(|l| *l == ServerList::ServiceWhenReady) {
+            ServerList::ServiceWhenReady
+        } else {
+            ServerList::Zones
+        }
+    }
+
+    /// Each zone's status entry in the Memcached `name` of `namespace`, its servers on `port`;
+    /// `budgets` as emitted. On the first sync (`creating`) a StatefulSet zone lists the pods it
+    /// is creating, so the next sync writes no second status.
+    pub(super) fn status(
+        &self,
+        (name, namespace, port): (&str, &str, i32),
+        budgets: Option<&Budgets>,
+        creating: bool,
+    ) -> Vec<ZoneStatus> {
+        self.zones
+            .iter()
+            .enumerate()
+            .map(|(i, z)| {
+                let ready = z
+                    .plan
+                    .current
+                    .and_then(|c| c.status.ready_replicas)
+                    .unwrap_or(0);
+                let workload = z.zone.child_name(name);
+                let servers = match server_list(&z.plan, z.plan.migrating_from()) {
+                    ServerList::Pods(n) => {
+                        statefulset::zone_server_list(&workload, name, namespace, n, port)
+                    }
+                    ServerList::Nothing if creating => statefulset::zone_server_list(
+                        &workload,
+                        name,
+                        namespace,
+                        self.replicas,
+                        port,
+                    ),
+                    _ => Vec::new(),
+                };
+                ZoneStatus {
+                    name: z.zone.name.to_owned(),
+                    ready_replicas: (ready != 0).then_some(ready),
+                    server_list: (!servers.is_empty()).then_some(servers),
+                    disruption_allowed: budgets.and_then(|b| b.open.get(i).copied()),
+                }
+            })
+            .collect()
+    }
+}
+
+/// The children of `kind` the zones of `z` answer (each zone's workload, old workload during a
+/// switch, or budget; the server-list ConfigMap of every zone), pushed on `children`; `false`
+/// when `kind` is not one of them.
+pub(super) fn zone_children(
+    kind: ChildKind,
+    z: &Zoned<'_>,
+    (received, name, e, pods): (&Received<'_>, &str, &Effective<'_>, Pods<'_>),
+    children: &mut Vec<Child>,
+    outcome: &mut Outcome,
+) -> Result<bool, SyncError> {
+    match kind {
+        ChildKind::Deployment | ChildKind::StatefulSet => {
+            for zp in &z.zones {
+                if kind == zp.plan.kind {
+                    let pods = Pods {
+                        zone: Some(zp.zone),
+                        ..pods
+                    };
+                    children.push(workload_child(&zp.plan, pods));
+                } else if let Some(old) = kept_old_workload(kind, &zp.plan, received)? {
+                    children.push(old);
+                }
+            }
+        }
+        ChildKind::PodDisruptionBudget => {
+            let (Some(wanted), Some(budgets)) = (e.high_availability.pdb.as_ref(), &z.budgets)
+            else {
+                return Ok(true);
+            };
+            for (zp, open) in z.zones.iter().zip(&budgets.open) {
+                children.push(Child::PodDisruptionBudget(Box::new(pdb::build_zone(
+                    name, zp.zone, wanted, *open,
+                ))));
+            }
+            outcome.pdb = Some(pdb_state(&format!("{name}-<zone>"), &wanted.budget, e));
+            outcome.zone_budgets = Some(budgets.clone());
+        }
+        ChildKind::ConfigMap => {
+            let namespace = received.request().parent.metadata.namespace.as_deref();
+            let namespace = namespace.unwrap_or_default();
+            children.push(zones_config_map(name, namespace, e, z));
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// Why the zone layout of the valid spec `e` cannot replace the workloads observed for the
+/// Memcached `name`: turning zones on or off, or removing a zone, would drop a running workload
+/// (Metacontroller deletes it at once), so the spec is refused and the observed children kept.
+pub(super) fn layout_violations(
+    e: &Effective<'_>,
+    children: &Observed,
+    name: &str,
+) -> Vec<crate::api::validation::Violation> {
+    use crate::api::validation::Violation;
+    let prefix = format!("{name}-");
+    let workloads = children.iter().filter(|c| {
+        c.api_version == "apps/v1" && (c.kind == "Deployment" || c.kind == "StatefulSet")
+    });
+    let mut violations = Vec::new();
+    match e.zones.as_ref() {
+        Some(zones) => {
+            for w in workloads {
+                let n = w.metadata.name.as_str();
+                if n == name {
+                    violations.push(Violation::invalid(
+                        "spec.zones",
+                        n,
+                        format!(
+                            "cannot turn zones on while the {} {name} runs without zones: create a new Memcached with spec.zones and move clients to it, or remove spec.zones",
+                            w.kind
+                        ),
+                    ));
+                } else if let Some(zone) = n.strip_prefix(&prefix)
+                    && !zones.names.contains(&zone)
+                {
+                    violations.push(Violation::invalid(
+                        "spec.zones.names",
+                        zone,
+                        format!(
+                            "cannot remove a zone while its {} {n} runs: re-add the zone, or create a new Memcached without it and move clients to it",
+                            w.kind
+                        ),
+                    ));
+                }
+            }
+        }
+        None => {
+            for w in workloads {
+                let n = w.metadata.name.as_str();
+                if n.starts_with(&prefix) {
+                    violations.push(Violation::required(
+                        "spec.zones",
+                        format!(
+                            "cannot turn zones off while the zone {} {n} runs: restore spec.zones, or create a new Memcached without zones and move clients to it",
+                            w.kind
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    violations
+}

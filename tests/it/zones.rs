@@ -1,0 +1,329 @@
+//! `spec.zones` through `sync`: each zone's workload and budget, and the budgets over a run of
+//! syncs whose observed children are the previous answers (docs/behaviour.md, "Zones").
+
+use serde_json::{Value, json};
+
+use crate::common::{condition, status, sync_value};
+
+const ZONES: [&str; 3] = ["zone-a", "zone-b", "zone-c"];
+
+fn spec() -> Value {
+    json!({
+        "replicas": 2,
+        "zones": {"names": ZONES},
+        "highAvailability": {"podDisruptionBudget": {"enabled": true, "maxUnavailable": 1}}
+    })
+}
+
+/// A request whose observed children are `previous` (an answer's children), each zone's workload
+/// with `ready[zone]` ready pods of 2.
+fn request(previous: &[Value], ready: [i32; 3]) -> Value {
+    request_with(spec(), previous, ready)
+}
+
+/// [`request`] for the Memcached with `spec`, under a CompositeController that also declares
+/// StatefulSets.
+fn request_with(spec: Value, previous: &[Value], ready: [i32; 3]) -> Value {
+    let mut children = json!({"Deployment.apps/v1": {}, "StatefulSet.apps/v1": {}, "Service.v1": {},
+                              "PodDisruptionBudget.policy/v1": {}});
+    for child in previous {
+        let mut obj = child.clone();
+        let applied = serde_json::to_string(child).unwrap();
+        obj["metadata"]["annotations"] =
+            json!({"metacontroller.k8s.io/last-applied-configuration": applied});
+        let name = obj["metadata"]["name"].as_str().expect("named").to_owned();
+        let zone = ZONES.iter().position(|z| name.ends_with(z));
+        let n = zone.map_or(2, |z| ready[z]);
+        obj["metadata"]["namespace"] = json!("shop");
+        obj["metadata"]["generation"] = json!(1);
+        match obj["kind"].as_str() {
+            Some("Deployment" | "StatefulSet") => {
+                obj["status"] = json!({"observedGeneration": 1, "replicas": 2,
+                                       "updatedReplicas": 2, "readyReplicas": n});
+            }
+            Some("PodDisruptionBudget") => {
+                obj["status"] = json!({"currentHealthy": n, "expectedPods": 2});
+            }
+            _ => {}
+        }
+        let key = format!(
+            "{}.{}",
+            obj["kind"].as_str().unwrap(),
+            obj["apiVersion"].as_str().unwrap()
+        );
+        children[key][name] = obj;
+    }
+    let mut controller = crate::common::controller();
+    controller["spec"]["childResources"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"apiVersion": "apps/v1", "resource": "statefulsets"}));
+    json!({
+        "controller": controller,
+        "parent": {"apiVersion": "memcached.c5c3.io/v1beta1", "kind": "Memcached",
+                   "metadata": {"name": "cache", "namespace": "shop", "generation": 1}, "spec": spec},
+        "children": children,
+        "related": {}
+    })
+}
+
+fn children(answer: &Value) -> Vec<Value> {
+    answer["children"].as_array().expect("children").clone()
+}
+
+/// Each zone's budget in `answer`: `o` (the user's, maxUnavailable 1) or `c` (maxUnavailable 0).
+fn budgets(answer: &Value) -> String {
+    ZONES
+        .iter()
+        .map(|zone| {
+            let name = format!("cache-{zone}");
+            let pdb = children(answer)
+                .into_iter()
+                .find(|c| c["kind"] == "PodDisruptionBudget" && c["metadata"]["name"] == name)
+                .expect("a budget per zone");
+            match pdb["spec"]["maxUnavailable"].as_i64() {
+                Some(0) => "c",
+                Some(1) => "o",
+                other => panic!("{name}: {other:?}"),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn zones_each_get_a_workload_selecting_only_their_pods_pinned_to_the_zone() {
+    let answer = sync_value(&request(&[], [0, 0, 0]));
+    let workloads: Vec<Value> = children(&answer)
+        .into_iter()
+        .filter(|c| c["kind"] == "Deployment")
+        .collect();
+    assert_eq!(workloads.len(), 3);
+    for (w, zone) in workloads.iter().zip(ZONES) {
+        assert_eq!(w["metadata"]["name"], format!("cache-{zone}"));
+        assert_eq!(w["spec"]["replicas"], 2, "replicas are per zone");
+        let selector = w["spec"]["selector"]["matchLabels"].as_object().unwrap();
+        assert_eq!(selector["memcached.c5c3.io/zone"], zone);
+        for other in &workloads {
+            let labels = other["spec"]["template"]["metadata"]["labels"]
+                .as_object()
+                .unwrap();
+            let selects = selector.iter().all(|(k, v)| labels.get(k) == Some(v));
+            assert_eq!(selects, other["metadata"]["name"] == w["metadata"]["name"]);
+        }
+        let terms = &w["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            ["nodeSelectorTerms"];
+        assert_eq!(
+            terms,
+            &json!([{"matchExpressions": [{"key": "topology.kubernetes.io/zone",
+                                           "operator": "In", "values": [zone]}]}])
+        );
+    }
+    let s = status(&answer);
+    assert_eq!(s.desired_replicas, Some(6));
+    assert_eq!(s.zones_ready.as_deref(), Some("0/3"));
+}
+
+#[test]
+fn a_drain_of_one_zone_over_syncs_never_opens_two_zones() {
+    // Each step: the zones' ready pods, then the budgets the answer must hold.
+    let steps = [
+        ([0, 0, 0], "c c c", "ZoneOutage"),    // created: every zone short
+        ([2, 2, 2], "o o o", "AllZonesWhole"), // every zone ready
+        ([2, 1, 2], "c o c", "ZoneDisrupted"), // a drain takes a pod of zone-b
+        ([2, 1, 2], "c o c", "ZoneDisrupted"),
+        ([2, 2, 2], "c c c", "Settling"), // zone-b whole again: all block first
+        ([2, 2, 1], "c c o", "ZoneDisrupted"), // zone-c drained while all block: it may go on
+        ([2, 2, 2], "c c c", "Settling"),
+        ([2, 2, 2], "o o o", "AllZonesWhole"), // a later sync reopens every budget
+        ([1, 2, 2], "o c c", "ZoneDisrupted"),
+        ([1, 1, 2], "c c c", "ZoneOutage"), // a second zone short: every budget blocks
+        ([2, 1, 2], "c o c", "ZoneDisrupted"), // every budget blocked: zone-b may go on
+        ([2, 1, 2], "c o c", "ZoneDisrupted"),
+    ];
+    let mut previous = Vec::new();
+    for (i, (ready, want, reason)) in steps.into_iter().enumerate() {
+        let answer = sync_value(&request(&previous, ready));
+        assert_eq!(budgets(&answer), want, "step {i}: {ready:?}");
+        assert_eq!(
+            condition(&answer, "ZoneDisruption").reason,
+            reason,
+            "step {i}"
+        );
+        let allowed: Vec<bool> = status(&answer)
+            .zones
+            .unwrap()
+            .iter()
+            .map(|z| z.disruption_allowed == Some(true))
+            .collect();
+        let open: Vec<bool> = want.split(' ').map(|b| b == "o").collect();
+        assert_eq!(allowed, open, "step {i}");
+        previous = children(&answer);
+    }
+}
+
+#[test]
+fn a_drain_moving_to_another_zone_waits_for_every_budget_to_block() {
+    let whole = sync_value(&request(&[], [2, 2, 2]));
+    let b_drained = sync_value(&request(&children(&whole), [2, 1, 2]));
+    assert_eq!(budgets(&b_drained), "c o c");
+    // zone-b is back while zone-a is drained: zone-a's budget does not open in this sync.
+    let moving = sync_value(&request(&children(&b_drained), [1, 2, 2]));
+    assert_eq!(budgets(&moving), "c c c");
+    assert_eq!(condition(&moving, "ZoneDisruption").reason, "HandingOver");
+    let next = sync_value(&request(&children(&moving), [1, 2, 2]));
+    assert_eq!(budgets(&next), "o c c");
+}
+
+#[test]
+fn a_switch_to_statefulsets_keeps_each_zones_deployment_until_that_zones_statefulset_is_ready() {
+    let deployments = sync_value(&request(&[], [2, 2, 2]));
+    let mut sts = spec();
+    sts["workload"] = json!("StatefulSet");
+    let kinds = |answer: &Value| {
+        children(answer)
+            .iter()
+            .filter(|c| c["kind"] == "Deployment" || c["kind"] == "StatefulSet")
+            .map(|c| {
+                format!(
+                    "{} {}",
+                    c["kind"].as_str().unwrap(),
+                    c["metadata"]["name"].as_str().unwrap()
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let started = sync_value(&request_with(
+        sts.clone(),
+        &children(&deployments),
+        [2, 2, 2],
+    ));
+    assert_eq!(
+        kinds(&started),
+        [
+            "Deployment cache-zone-a",
+            "Deployment cache-zone-b",
+            "Deployment cache-zone-c",
+            "StatefulSet cache-zone-a",
+            "StatefulSet cache-zone-b",
+            "StatefulSet cache-zone-c",
+        ]
+    );
+    assert_eq!(
+        condition(&started, "Progressing").reason,
+        "WorkloadMigration"
+    );
+    // Observed again with zone-b's StatefulSet one pod short: only zone-b keeps its Deployment.
+    let observe = |ready| {
+        let mut observed = request_with(sts.clone(), &children(&started), ready);
+        for (_, obj) in observed["children"]["StatefulSet.apps/v1"]
+            .as_object_mut()
+            .unwrap()
+        {
+            obj["status"]["currentRevision"] = json!("r1");
+            obj["status"]["updateRevision"] = json!("r1");
+        }
+        sync_value(&observed)
+    };
+    assert_eq!(
+        kinds(&observe([2, 1, 2])),
+        [
+            "Deployment cache-zone-b",
+            "StatefulSet cache-zone-a",
+            "StatefulSet cache-zone-b",
+            "StatefulSet cache-zone-c",
+        ]
+    );
+    let done = observe([2, 2, 2]);
+    assert_eq!(
+        kinds(&done),
+        [
+            "StatefulSet cache-zone-a",
+            "StatefulSet cache-zone-b",
+            "StatefulSet cache-zone-c",
+        ]
+    );
+    let list = status(&done).server_list.unwrap();
+    assert_eq!(list.len(), 6);
+    assert_eq!(list[0], "cache-zone-a-0.cache.shop.svc:11211");
+}
+
+/// The workloads of `answer`, as `Kind name`.
+fn workloads(answer: &Value) -> Vec<String> {
+    children(answer)
+        .iter()
+        .filter(|c| c["kind"] == "Deployment" || c["kind"] == "StatefulSet")
+        .map(|c| {
+            format!(
+                "{} {}",
+                c["kind"].as_str().unwrap(),
+                c["metadata"]["name"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+/// `answer` refuses the layout: every observed child kept, Degraded/InvalidSpec naming `field`.
+fn refused(answer: &Value, previous: &[Value], field: &str, says: &str) {
+    assert_eq!(workloads(answer), workloads(&json!({"children": previous})));
+    assert_eq!(children(answer).len(), previous.len());
+    let degraded = condition(answer, "Degraded");
+    assert_eq!(degraded.reason, "InvalidSpec");
+    assert!(degraded.message.contains(field), "{}", degraded.message);
+    assert!(degraded.message.contains(says), "{}", degraded.message);
+}
+
+#[test]
+fn turning_zones_on_for_a_running_cache_keeps_its_workload_and_says_why() {
+    let mut plain = spec();
+    plain.as_object_mut().unwrap().remove("zones");
+    let running = children(&sync_value(&request_with(plain, &[], [2, 2, 2])));
+    assert_eq!(
+        workloads(&json!({"children": running})),
+        ["Deployment cache"]
+    );
+    let answer = sync_value(&request(&running, [2, 2, 2]));
+    refused(&answer, &running, "spec.zones", "create a new Memcached");
+}
+
+#[test]
+fn turning_zones_off_keeps_the_zone_workloads_and_says_why() {
+    let running = children(&sync_value(&request(&[], [2, 2, 2])));
+    let mut plain = spec();
+    plain.as_object_mut().unwrap().remove("zones");
+    let answer = sync_value(&request_with(plain, &running, [2, 2, 2]));
+    refused(&answer, &running, "spec.zones", "restore spec.zones");
+}
+
+#[test]
+fn removing_a_zone_keeps_its_workload_and_says_why() {
+    let running = children(&sync_value(&request(&[], [2, 2, 2])));
+    let mut fewer = spec();
+    fewer["zones"]["names"] = json!(["zone-a", "zone-b"]);
+    let answer = sync_value(&request_with(fewer, &running, [2, 2, 2]));
+    refused(&answer, &running, "spec.zones.names", "re-add the zone");
+    assert!(
+        condition(&answer, "Degraded")
+            .message
+            .contains("cache-zone-c"),
+        "names the running workload"
+    );
+}
+
+#[test]
+fn adding_a_zone_to_a_zoned_cache_adds_its_workload() {
+    let mut two = spec();
+    two["zones"]["names"] = json!(["zone-a", "zone-b"]);
+    let running = children(&sync_value(&request_with(two, &[], [2, 2, 2])));
+    let answer = sync_value(&request(&running, [2, 2, 2]));
+    assert_eq!(
+        workloads(&answer),
+        [
+            "Deployment cache-zone-a",
+            "Deployment cache-zone-b",
+            "Deployment cache-zone-c",
+        ]
+    );
+    let degraded = condition(&answer, "Degraded");
+    assert_ne!(degraded.reason, "InvalidSpec");
+}
