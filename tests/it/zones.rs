@@ -180,26 +180,13 @@ fn a_switch_to_statefulsets_keeps_each_zones_deployment_until_that_zones_statefu
     let deployments = sync_value(&request(&[], [2, 2, 2]));
     let mut sts = spec();
     sts["workload"] = json!("StatefulSet");
-    let kinds = |answer: &Value| {
-        children(answer)
-            .iter()
-            .filter(|c| c["kind"] == "Deployment" || c["kind"] == "StatefulSet")
-            .map(|c| {
-                format!(
-                    "{} {}",
-                    c["kind"].as_str().unwrap(),
-                    c["metadata"]["name"].as_str().unwrap()
-                )
-            })
-            .collect::<Vec<_>>()
-    };
     let started = sync_value(&request_with(
         sts.clone(),
         &children(&deployments),
         [2, 2, 2],
     ));
     assert_eq!(
-        kinds(&started),
+        workloads(&started),
         [
             "Deployment cache-zone-a",
             "Deployment cache-zone-b",
@@ -226,7 +213,7 @@ fn a_switch_to_statefulsets_keeps_each_zones_deployment_until_that_zones_statefu
         sync_value(&observed)
     };
     assert_eq!(
-        kinds(&observe([2, 1, 2])),
+        workloads(&observe([2, 1, 2])),
         [
             "Deployment cache-zone-b",
             "StatefulSet cache-zone-a",
@@ -236,7 +223,7 @@ fn a_switch_to_statefulsets_keeps_each_zones_deployment_until_that_zones_statefu
     );
     let done = observe([2, 2, 2]);
     assert_eq!(
-        kinds(&done),
+        workloads(&done),
         [
             "StatefulSet cache-zone-a",
             "StatefulSet cache-zone-b",
