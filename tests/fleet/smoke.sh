@@ -22,9 +22,9 @@ source "$ROOT/tests/e2e/versions.sh"
 # the Deployment's status (created, then 1, 2 and 3 ready pods: KWOK turns each pod Ready 1-3 s
 # after it is bound, so these come apart) and the PodDisruptionBudget's (created, then 1, 2 and 3
 # healthy pods), about 1 + 4 + 4 = 9, less what its work queue folds together. Measured at
-# N=100: 6.95 (2026-11-28, BENCHMARKS.md). 12 leaves room for a slow machine; a hook whose answer
-# changes from one sync to the next loops on its own writes and passes it at once (and writes in
-# the steady state, the second bound).
+# N=100: 4.48 on an idle machine, 6.95 with builds beside it (2026-11-28, BENCHMARKS.md). 12
+# leaves room for a slow machine; a hook whose answer changes from one sync to the next loops on
+# its own writes and passes it at once (and writes in the steady state, the second bound).
 MAX_SYNCS_PER_PARENT=${MAX_SYNCS_PER_PARENT:-12}
 # The controller's writes per minute once every Memcached is Ready: none. The hook answers the
 # same children and status to the same observed state, and Metacontroller writes only what
