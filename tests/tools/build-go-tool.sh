@@ -20,9 +20,9 @@ export PATH="/usr/local/go/bin:${PATH}"
 
 log() { printf '[build-go-tool] %s\n' "$*" >&2; }
 
-# build NAME PACKAGE VERSION OUT VERSION_CHECK LDFLAGS
+# build NAME PACKAGE VERSION OUT VERSION_CHECK LDFLAGS [TAGS]
 build() {
-  local name="$1" pkg="$2" version="$3" out="$4" check="$5" ldflags="$6"
+  local name="$1" pkg="$2" version="$3" out="$4" check="$5" ldflags="$6" tags="${7:-}"
   if [[ -x "${out}" ]] && "${out}" "${check}" 2>&1 | grep -qF "${version#v}"; then
     log "cached: ${out}"
     printf '%s\n' "${out}"
@@ -37,7 +37,7 @@ build() {
   # GOTOOLCHAIN=local: never download another Go toolchain. CGO off: a static binary. Builds
   # share the machine with others: nice.
   if ! GOBIN="${tmp}" GOTOOLCHAIN=local GOFLAGS='-trimpath' CGO_ENABLED=0 timeout "${TOOLS_BUILD_TIMEOUT:-3000}" \
-      nice -n "${TOOLS_BUILD_NICE:-10}" go install -ldflags="-s -w ${ldflags}" "${pkg}@${version}" >&2; then
+      nice -n "${TOOLS_BUILD_NICE:-10}" go install -tags="${tags}" -ldflags="-s -w ${ldflags}" "${pkg}@${version}" >&2; then
     rm -rf "${tmp}"
     log "building ${name} ${version} failed"
     return 1
@@ -59,9 +59,12 @@ case "${1:-}" in
     if [[ -n "${preset_promtool}" ]]; then printf '%s\n' "${preset_promtool}"; exit 0; fi
     v="${PROMETHEUS_MODULE_VERSION#v0.}"
     release="$((${v%%.*} / 100)).$((${v%%.*} % 100)).${v#*.}"
+    # remove_all_sd: without Prometheus' service discovery plugins (cloud SDKs), which checking
+    # and unit-testing rules never uses: 250 of 1365 packages fewer to compile on a cold machine.
     build promtool github.com/prometheus/prometheus/cmd/promtool "${PROMETHEUS_MODULE_VERSION}" \
       "${PROMTOOL_BIN}" --version \
-      "-X github.com/prometheus/common/version.Version=${release} -X github.com/prometheus/common/version.Branch=module-${PROMETHEUS_MODULE_VERSION}"
+      "-X github.com/prometheus/common/version.Version=${release} -X github.com/prometheus/common/version.Branch=module-${PROMETHEUS_MODULE_VERSION}" \
+      remove_all_sd
     ;;
   *) echo "usage: $0 helm|promtool" >&2; exit 2 ;;
 esac
