@@ -40,7 +40,7 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 RUST_LOG=warn "$HOOK_BIN" serve --addr "127.0.0.1:$port" >"$WORK/hook.log" 2>&1 &
 hook_pid=$!
 
-E2E_METACONTROLLER=0 E2E_PRELOAD_MANIFESTS="$ROOT/deploy/crd.yaml:$METACONTROLLER_CRDS_DIR" \
+E2E_METACONTROLLER=0 E2E_PRELOAD_MANIFESTS="$ROOT/deploy/crd/crd.yaml:$METACONTROLLER_CRDS_DIR" \
     bash "$ROOT/tests/e2e/cluster.sh" up >"$WORK/env.sh" 2>"$WORK/up.log" || { tail -n 20 "$WORK/up.log"; exit 1; }
 # shellcheck source=/dev/null
 source "$WORK/env.sh"

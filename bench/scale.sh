@@ -133,7 +133,7 @@ if [[ "$SYSTEM" == hook ]]; then
         customize_url="http://127.0.0.1:$stub_port/customize"
     fi
     E2E_METACONTROLLER=1 E2E_MC_TUNING=$tuning E2E_MC_ARGS="$extra" \
-        E2E_PRELOAD_MANIFESTS="$ROOT/deploy/crd.yaml" cluster_up
+        E2E_PRELOAD_MANIFESTS="$ROOT/deploy/crd/crd.yaml" cluster_up
     # The CompositeController of metacontroller/, calling the local hook (or the stub for customize).
     kc kustomize "$ROOT/metacontroller" \
         | sed -e "s#http://memcached-hook.memcached-system.svc:8080/customize#$customize_url#" \

@@ -46,7 +46,7 @@ pub fn crd() -> CustomResourceDefinition {
     crd
 }
 
-/// The CRD as YAML, as checked in under `deploy/crd.yaml`.
+/// The CRD as YAML, as checked in under `deploy/crd/crd.yaml`.
 ///
 /// # Errors
 /// Only if YAML serialization fails, which would be a bug.

@@ -27,9 +27,9 @@
       `unknown` when there is no snapshot.
 
   e2e_lib.py crd-workaround IN OUT
-      Write IN (deploy/crd.yaml) to OUT with the memory-limit CEL rule of every version
+      Write IN (deploy/crd/crd.yaml) to OUT with the memory-limit CEL rule of every version
       replaced by WORKAROUND_MEMORY_RULE below, and print what was replaced. Used only
-      when the API server rejects deploy/crd.yaml (see run.sh).
+      when the API server rejects deploy/crd/crd.yaml (see run.sh).
 
   e2e_lib.py servicemonitor-schema CRD OUT
       Turn the openAPIV3Schema of the ServiceMonitor CRD into a strict JSON schema
@@ -56,7 +56,7 @@ def _yaml():
 
     return yaml
 
-# The memory-limit rule as the API server (v1.35) accepts it. deploy/crd.yaml's rule selects
+# The memory-limit rule as the API server (v1.35) accepts it. deploy/crd/crd.yaml's rule selects
 # the map entry as `self.resources.limits.memory`, which the cost estimator cannot size
 # (field selection on a map has no schema path), and builds the bound with
 # `quantity(string(int) + 'Mi')`, whose argument it cannot size either; each makes the

@@ -108,7 +108,7 @@ if [[ "${mode}" == local ]]; then
   export E2E_STATE_DIR="${WORK}/cluster"
   for strategy in ${E2E_APPLY_STRATEGIES:-dynamic-apply server-side-apply}; do
     log "control plane + Metacontroller (${METACONTROLLER_BIN}, --apply-strategy=${strategy})"
-    preload="${ROOT}/deploy/crd.yaml"
+    preload="${ROOT}/deploy/crd/crd.yaml"
     [[ -n "${SM_CRD}" ]] && preload+=":${SM_CRD}"
     cluster_up=1
     # (`cluster.sh env` of the previous strategy exported E2E_METACONTROLLER=running)

@@ -3,7 +3,7 @@
 # loopback only). Metacontroller is NOT part of these checks (tests/e2e/metacontroller.sh runs
 # the hook under one when it is supplied); what runs here is everything that needs only the API server:
 #
-#   crd        deploy/crd.yaml is accepted by the API server (preloaded by cluster.sh up);
+#   crd        deploy/crd/crd.yaml is accepted by the API server (preloaded by cluster.sh up);
 #              if it is rejected, that is a failure, and the remaining checks run against a
 #              copy whose memory-limit rule is replaced by e2e_lib.py's WORKAROUND_MEMORY_RULE
 #              (announced loudly), so that one bad rule does not hide the others
@@ -23,6 +23,8 @@
 #              StatefulSet, each with its Service and PDB, are
 #              created for real with server-side apply, applied again unchanged: no
 #              resourceVersion moves; then deleted
+#   uninstall  kubectl delete -k deploy/ (the documented uninstall) removes the hook and keeps the
+#              CRD, a Memcached and the Deployment it owns; kubectl delete -k deploy/crd/ deletes them
 #   reload condition  reload_condition.py: memcached with TLS and `memcached-hook reload-agent
 #              --pod-condition` on 127.0.0.1 set the condition memcached.c5c3.io/SecretReload on a Pod
 #              that never runs: True after the first delivery, False/ReloadFailed for a certificate
@@ -146,25 +148,25 @@ fi
 phase "build and fetch"
 
 # ---- cluster -------------------------------------------------------------------------------------
-CRD_UNDER_TEST="${ROOT}/deploy/crd.yaml"
+CRD_UNDER_TEST="${ROOT}/deploy/crd/crd.yaml"
 up() { # up CRD-FILE: cluster.sh up with CRD-FILE (and the ServiceMonitor CRD) preloaded
   local preload="$1"
   [[ -n "${SM_CRD}" ]] && preload+=":${SM_CRD}"
   cluster_started=1
   E2E_PRELOAD_MANIFESTS="${preload}" "${HERE}/cluster.sh" up >"${WORK}/env.sh" 2>>"${WORK}/cluster-up.log"
 }
-log "starting kube-apiserver ${K8S_VERSION} with deploy/crd.yaml preloaded"
-if up "${ROOT}/deploy/crd.yaml"; then
-  ok "crd: deploy/crd.yaml accepted by kube-apiserver ${K8S_VERSION}"
+log "starting kube-apiserver ${K8S_VERSION} with deploy/crd/crd.yaml preloaded"
+if up "${ROOT}/deploy/crd/crd.yaml"; then
+  ok "crd: deploy/crd/crd.yaml accepted by kube-apiserver ${K8S_VERSION}"
 else
   cp "${E2E_STATE_DIR}/logs/kubectl.log" "${WORK}/crd-rejected.log" 2>/dev/null || true
   if grep -q 'CustomResourceDefinition "memcacheds.memcached.c5c3.io" is invalid' "${WORK}/crd-rejected.log" 2>/dev/null; then
-    bad "crd: deploy/crd.yaml accepted by kube-apiserver ${K8S_VERSION}" \
+    bad "crd: deploy/crd/crd.yaml accepted by kube-apiserver ${K8S_VERSION}" \
       "$(sed -n '/memcacheds.memcached.c5c3.io" is invalid/,$p' "${WORK}/crd-rejected.log")"
     CRD_UNDER_TEST="${WORK}/crd-workaround.yaml"
-    lib crd-workaround "${ROOT}/deploy/crd.yaml" "${CRD_UNDER_TEST}" >"${WORK}/crd-workaround.txt" \
+    lib crd-workaround "${ROOT}/deploy/crd/crd.yaml" "${CRD_UNDER_TEST}" >"${WORK}/crd-workaround.txt" \
       || { bad "crd: building the workaround CRD"; exit 1; }
-    banner "deploy/crd.yaml IS REJECTED BY THE API SERVER (see the FAIL above)." \
+    banner "deploy/crd/crd.yaml IS REJECTED BY THE API SERVER (see the FAIL above)." \
       "The checks below run against a copy whose memory-limit CEL rule is replaced:" \
       "$(cat "${WORK}/crd-workaround.txt")"
     if up "${CRD_UNDER_TEST}"; then
@@ -407,6 +409,61 @@ else
 fi
 done
 phase "stability"
+
+# ---- uninstall: what the documented commands remove ------------------------------------------------
+# docs/install.md: `kubectl delete -k deploy/` removes the hook and keeps the CRD, every Memcached and
+# what it owns (here a Deployment with the owner reference Metacontroller sets; the garbage
+# collector runs in this cluster); `kubectl delete -k deploy/crd/` is what deletes the caches.
+UN_NS=uninstall
+un_owned() { # un_owned UID: a Deployment owned by the Memcached cache-minimal, as Metacontroller makes it
+  cat <<EOF
+{"apiVersion": "apps/v1", "kind": "Deployment",
+ "metadata": {"name": "cache-minimal", "namespace": "${UN_NS}",
+  "ownerReferences": [{"apiVersion": "memcached.c5c3.io/v1beta1", "kind": "Memcached", "name": "cache-minimal",
+   "uid": "$1", "controller": true, "blockOwnerDeletion": true}]},
+ "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "uninstall"}},
+  "template": {"metadata": {"labels": {"app": "uninstall"}},
+   "spec": {"containers": [{"name": "memcached", "image": "memcached:1.6"}]}}}}
+EOF
+}
+un_left() { k get crd/memcacheds.memcached.c5c3.io -o name 2>/dev/null
+  k get memcached/cache-minimal deployment/cache-minimal -n "${UN_NS}" -o name 2>/dev/null; }
+if out="$(k apply -k "${ROOT}/deploy/crd/" 2>&1 && k apply -k "${ROOT}/deploy/" 2>&1 \
+  && k create namespace "${UN_NS}" 2>&1 && k apply -n "${UN_NS}" -f "${ROOT}/config/samples/minimal.yaml" 2>&1)" \
+  && uid="$(k get -n "${UN_NS}" memcached cache-minimal -o jsonpath='{.metadata.uid}')" \
+  && out="$(un_owned "${uid}" | k apply -f - 2>&1)" \
+  && k -n memcached-system get deployment memcached-hook >/dev/null 2>&1; then
+  ok "uninstall: kubectl apply -k deploy/crd/ and deploy/ install the CRD and the hook; a Memcached owns a Deployment"
+  if out="$(k delete -k "${ROOT}/deploy/" --wait=true --timeout=50s 2>&1)" \
+    && ! k get namespace memcached-system >/dev/null 2>&1 && [[ "$(un_left | wc -l)" == 3 ]]; then
+    ok "uninstall: kubectl delete -k deploy/ removes the hook and its namespace; the CRD, the Memcached and its Deployment stay"
+  else
+    bad "uninstall: kubectl delete -k deploy/ removes the hook and keeps the CRD, the Memcached and its Deployment" \
+      "${out}" "left: $(un_left | tr '\n' ' ')"
+  fi
+  # The control: deleting deploy/crd/ does delete the Memcached and, through garbage collection, its
+  # Deployment, so the check above can fail. The CRD is put back for what follows.
+  gone=""
+  if out="$(k delete -k "${ROOT}/deploy/crd/" --wait=true --timeout=50s 2>&1)"; then
+    for _ in $(seq 1 60); do
+      k get -n "${UN_NS}" deployment/cache-minimal >/dev/null 2>&1 || { gone=1; break; }
+      sleep 1
+    done
+  fi
+  if [[ -n "${gone}" ]]; then
+    ok "uninstall: kubectl delete -k deploy/crd/ deletes the Memcached and, by garbage collection, its Deployment"
+  else
+    bad "uninstall: kubectl delete -k deploy/crd/ deletes the Memcached and its Deployment" "${out}"
+  fi
+  if ! k apply -f "${CRD_UNDER_TEST}" >/dev/null 2>&1 \
+    || ! k wait --for condition=Established --timeout=60s crd/memcacheds.memcached.c5c3.io >/dev/null 2>&1; then
+    bad "uninstall: the CRD applied again"
+  fi
+  k delete namespace "${UN_NS}" --wait=false >/dev/null 2>&1 || true
+else
+  bad "uninstall: install with kubectl apply -k deploy/crd/ and deploy/" "${out:-}"
+fi
+phase "uninstall"
 
 # ---- reload condition: the reload agent's Pod condition, real memcached + real API server ---------
 # tests/e2e/reload_condition.py: memcached with TLS and `memcached-hook reload-agent --pod-condition`

@@ -171,7 +171,7 @@ prometheus_operator_crds() {
 }
 
 validate() {
-    local crds=(--crd "$ROOT/deploy/crd.yaml") mc po
+    local crds=(--crd "$ROOT/deploy/crd/crd.yaml") mc po
     # shellcheck source=/dev/null
     mc=$(source "$ROOT/tests/e2e/versions.sh" && echo "$METACONTROLLER_CRDS_DIR")
     if [[ -n "$mc" ]] && grep -qs 'compositecontrollers.metacontroller.k8s.io' "$mc"/*.yaml; then
@@ -196,10 +196,10 @@ validate() {
 
 # name:values:kustomize dirs (comma-separated)
 COMPARISONS=(
-    "default:default:deploy,metacontroller"
-    "tls-auth:tls-auth:deploy/overlays/tls-auth,metacontroller/overlays/tls,crd"
-    "servicemonitor:servicemonitor:deploy/overlays/servicemonitor,metacontroller/overlays/servicemonitor,crd"
-    "rbac:rbac:deploy,metacontroller,metacontroller/rbac"
+    "default:default:deploy/crd,deploy,metacontroller"
+    "tls-auth:tls-auth:deploy/crd,deploy/overlays/tls-auth,metacontroller/overlays/tls"
+    "servicemonitor:servicemonitor:deploy/crd,deploy/overlays/servicemonitor,metacontroller/overlays/servicemonitor"
+    "rbac:rbac:deploy/crd,deploy,metacontroller,metacontroller/rbac"
 )
 
 compare() {
@@ -211,9 +211,7 @@ compare() {
         IFS=, read -r -a dirs <<<"$dirs"
         for d in "${dirs[@]}"; do
             out="$WORK/kustomize/${d//\//_}.yaml"
-            if [[ $d == crd ]]; then
-                cp "$ROOT/deploy/crd.yaml" "$out"
-            elif ! (cd "$ROOT" && "$KUSTOMIZE" build "$d" >"$out"); then
+            if ! (cd "$ROOT" && "$KUSTOMIZE" build "$d" >"$out"); then
                 echo "kustomize build $d failed"
                 ok=1
                 continue
@@ -222,11 +220,11 @@ compare() {
         done
         "$VENV/bin/python" "$HERE/compare.py" --name "$name" "$WORK/rendered/$values.yaml" "${files[@]}" || ok=1
     done
-    # The chart's CRD is deploy/crd.yaml, byte for byte.
-    if cmp -s "$ROOT/deploy/crd.yaml" "$CHART/crds/memcacheds.memcached.c5c3.io.yaml"; then
-        echo "crds/: identical to deploy/crd.yaml"
+    # The chart's CRD is deploy/crd/crd.yaml, byte for byte.
+    if cmp -s "$ROOT/deploy/crd/crd.yaml" "$CHART/crds/memcacheds.memcached.c5c3.io.yaml"; then
+        echo "crds/: identical to deploy/crd/crd.yaml"
     else
-        echo "charts/memcached-hook/crds/memcacheds.memcached.c5c3.io.yaml differs from deploy/crd.yaml (copy it over)"
+        echo "charts/memcached-hook/crds/memcacheds.memcached.c5c3.io.yaml differs from deploy/crd/crd.yaml (copy it over)"
         ok=1
     fi
     return $ok

@@ -41,7 +41,7 @@ fn golden_files_crd_matches_the_generated_one() {
     let (ok, generated, err) = run(&["crd"]);
     assert!(ok, "{err}");
     // Stale files: `UPDATE_EXPECT=1 cargo test --test it golden_files` rewrites them.
-    expect_test::expect_file!["../../deploy/crd.yaml"].assert_eq(&generated);
+    expect_test::expect_file!["../../deploy/crd/crd.yaml"].assert_eq(&generated);
     expect_test::expect_file!["../../charts/memcached-hook/crds/memcacheds.memcached.c5c3.io.yaml"]
         .assert_eq(&generated);
     let crd: CustomResourceDefinition = strict(&yaml_documents(&generated)[0]);

@@ -194,7 +194,7 @@ fn reference() -> String {
     let properties = schema.properties.expect("properties");
     let mut out = String::from(
         "# Memcached CRD reference\n\n\
-         Generated from the Rust types by `tests/it/reference.rs` (the same source as `deploy/crd.yaml`);\n\
+         Generated from the Rust types by `tests/it/reference.rs` (the same source as `deploy/crd/crd.yaml`);\n\
          a test fails when this page is stale. `memcached.c5c3.io/v1beta1` (stored) and `v1alpha1` have\n\
          identical schemas. Defaults are the CRD's; the hook applies the same defaults itself (see\n\
          [behaviour.md](behaviour.md)). Rules are enforced by the API server (CEL) and re-checked by the hook.\n\

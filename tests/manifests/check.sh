@@ -3,7 +3,7 @@
 #
 #   bash tests/manifests/check.sh                 # lint, build, validate, cross-check
 #   MEMCACHED_HOOK_BIN=target/debug/memcached-hook bash tests/manifests/check.sh
-#                                                 # ... and compare deploy/crd.yaml with
+#                                                 # ... and compare deploy/crd/crd.yaml with
 #                                                 # `memcached-hook crd`, render every sample and
 #                                                 # validate the rendered children
 #   bash tests/manifests/check.sh --static-build  # ... and build the Dockerfile's binary with
@@ -120,6 +120,7 @@ lint_scripts() {
 
 # name:directory pairs; the names are used by validate.py and consistency.py.
 KUSTOMIZATIONS=(
+    "crd:deploy/crd"
     "deploy:deploy"
     "deploy-tls-auth:deploy/overlays/tls-auth"
     "metacontroller:metacontroller"
@@ -134,8 +135,8 @@ KUSTOMIZATIONS=(
 build_kustomizations() {
     mkdir -p "$WORK/built"
     local ok=0 entry name dir
-    if [[ ! -f "$ROOT/deploy/crd.yaml" ]]; then
-        echo "deploy/crd.yaml is missing: generate it with \`memcached-hook crd > deploy/crd.yaml\`" >&2
+    if [[ ! -f "$ROOT/deploy/crd/crd.yaml" ]]; then
+        echo "deploy/crd/crd.yaml is missing: generate it with \`memcached-hook crd > deploy/crd/crd.yaml\`" >&2
         ok=1
     fi
     for entry in "${KUSTOMIZATIONS[@]}"; do
@@ -162,7 +163,7 @@ metacontroller_crds_dir() {
 }
 
 validate() {
-    local crds=(--crd "$ROOT/deploy/crd.yaml") mc
+    local crds=(--crd "$ROOT/deploy/crd/crd.yaml") mc
     mc=$(metacontroller_crds_dir)
     if [[ -n "$mc" ]]; then
         echo "Metacontroller CRDs: $mc"
@@ -216,10 +217,10 @@ with_binary() {
     local bin=$MEMCACHED_HOOK_BIN ok=0 sample
     [[ -x "$bin" ]] || { echo "MEMCACHED_HOOK_BIN=$bin is not an executable" >&2; return 1; }
     if timeout 60 "$bin" crd >"$WORK/crd.generated.yaml" \
-        && diff -u "$ROOT/deploy/crd.yaml" "$WORK/crd.generated.yaml" >"$WORK/crd.diff"; then
-        echo "deploy/crd.yaml matches \`memcached-hook crd\`"
+        && diff -u "$ROOT/deploy/crd/crd.yaml" "$WORK/crd.generated.yaml" >"$WORK/crd.diff"; then
+        echo "deploy/crd/crd.yaml matches \`memcached-hook crd\`"
     else
-        echo "deploy/crd.yaml differs from \`memcached-hook crd\`:" >&2
+        echo "deploy/crd/crd.yaml differs from \`memcached-hook crd\`:" >&2
         head -n 60 "$WORK/crd.diff" >&2
         ok=1
     fi

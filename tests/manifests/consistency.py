@@ -315,8 +315,14 @@ def check_tls_pair(cc_objects, deploy, where):
 
 
 # ---- deploy/ -------------------------------------------------------------------------------------
-def check_crd(deploy):
-    crd = one(deploy, "CustomResourceDefinition", CRD_NAME, "deploy")
+def check_crd(built, deploy):
+    """The CRD is deploy/crd/'s one object and never part of deploy/ (whose deletion uninstalls the
+    hook: with the CRD in it, `kubectl delete -k deploy/` would delete every Memcached)."""
+    check([o.get("kind") for o in built] == ["CustomResourceDefinition"],
+          f"crd: deploy/crd/ must hold the CRD alone, not {[o.get('kind') for o in built]}")
+    check(not [o for o in deploy if o.get("kind") == "CustomResourceDefinition"],
+          "deploy: holds a CRD; `kubectl delete -k deploy/` would delete every Memcached")
+    crd = one(built, "CustomResourceDefinition", CRD_NAME, "crd")
     if not crd:
         return
     spec = crd["spec"]
@@ -632,14 +638,14 @@ def main():
     args = parser.parse_args()
 
     built = {}
-    for name in ("deploy", "deploy-tls-auth", "metacontroller", "metacontroller-servicemonitor",
+    for name in ("crd", "deploy", "deploy-tls-auth", "metacontroller", "metacontroller-servicemonitor",
                  "metacontroller-tls", "rbac", "rbac-servicemonitor"):
         path = args.built / f"{name}.yaml"
         built[name] = load(path) if path.exists() else []
         check(built[name], f"{name}: no kustomize output (did the build fail?)")
 
     uid = check_dockerfile(args.root / "Dockerfile")
-    check_crd(built["deploy"])
+    check_crd(built["crd"], built["deploy"])
     check_hook_install(built["deploy"], uid)
     for name, children in (("metacontroller", CHILDREN),
                            ("metacontroller-servicemonitor", CHILDREN + [SERVICEMONITOR])):

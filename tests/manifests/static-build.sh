@@ -11,7 +11,7 @@
 #    two cannot drift apart. Only CARGO_TARGET_DIR is added (a cache outside the dev target/).
 # 3. `file` and `ldd` must report a static executable.
 # 4. The binary runs inside an otherwise empty chroot (no libc, no /etc, no /tmp): `crd` must
-#    print deploy/crd.yaml, and `serve` must answer GET /healthz.
+#    print deploy/crd/crd.yaml, and `serve` must answer GET /healthz.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -73,10 +73,10 @@ else
     echo "not root: running without chroot (static linkage was still checked above)"
 fi
 timeout 30 "${run[@]}" crd >"$WORK/crd.yaml"
-if diff -q "$ROOT/deploy/crd.yaml" "$WORK/crd.yaml" >/dev/null; then
-    echo "crd: matches deploy/crd.yaml"
+if diff -q "$ROOT/deploy/crd/crd.yaml" "$WORK/crd.yaml" >/dev/null; then
+    echo "crd: matches deploy/crd/crd.yaml"
 else
-    echo "crd: the static binary's output differs from deploy/crd.yaml" >&2
+    echo "crd: the static binary's output differs from deploy/crd/crd.yaml" >&2
     exit 1
 fi
 port=$((20000 + RANDOM % 20000))

@@ -8,7 +8,7 @@ without a schema is an error, so a typo in apiVersion or kind cannot slip throug
 Custom resources whose CRD is given with --crd (a file or a directory of YAML files; may be
 repeated) are validated against the openAPIV3Schema of their version in that CRD instead, with
 unknown fields turned into errors (the API server would prune them silently). That covers the
-sample Memcacheds (--samples, against deploy/crd.yaml) and, when Metacontroller's own CRDs are at
+sample Memcacheds (--samples, against deploy/crd/crd.yaml) and, when Metacontroller's own CRDs are at
 hand, the CompositeController. CEL rules (x-kubernetes-validations) are not evaluated here;
 consistency.py checks the samples against those rules.
 """

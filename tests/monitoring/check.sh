@@ -62,7 +62,7 @@ ksm() {
     local env
     # shellcheck source=/dev/null
     source "$ROOT/tests/e2e/versions.sh"
-    suite_cluster_up "$ROOT/deploy/crd.yaml" || return 1
+    suite_cluster_up "$ROOT/deploy/crd/crd.yaml" || return 1
     env=$(cat "$WORK/env.sh")
     (eval "$env" && "$PYTHON" "$HERE/ksm_e2e.py" --root "$ROOT" --ksm "$KUBE_STATE_METRICS_BIN" \
         --kubectl "$E2E_KUBECTL" --work "$WORK/ksm")

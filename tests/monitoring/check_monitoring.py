@@ -331,7 +331,7 @@ def main():
     mon = args.root / "deploy/monitoring"
     f = Findings()
 
-    produced = check_ksm(f, mon / "kube-state-metrics-config.yaml", args.root / "deploy/crd.yaml")
+    produced = check_ksm(f, mon / "kube-state-metrics-config.yaml", args.root / "deploy/crd/crd.yaml")
     print(f"ksm: {len(produced)} series: {', '.join(sorted(produced))}")
     alerts, records, exprs = load_rules(mon / "alerts.yaml")
     read_by_rules = set().union(*(series_in(e) for e in exprs))

@@ -105,8 +105,8 @@ def main():
             pass
 
     declared = check_monitoring.check_ksm(Quiet(), args.root / "deploy/monitoring/kube-state-metrics-config.yaml",
-                                          args.root / "deploy/crd.yaml")
-    crd = yaml.safe_load((args.root / "deploy/crd.yaml").read_text())
+                                          args.root / "deploy/crd/crd.yaml")
+    crd = yaml.safe_load((args.root / "deploy/crd/crd.yaml").read_text())
     storage = next(v for v in crd["spec"]["versions"] if v.get("storage"))
     has_workload = "workload" in storage["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
 

@@ -13,7 +13,7 @@ E2E_CLIENT_IMAGE, E2E_CONTAINERD_ADDRESS), plus
 
   PODS_KEEP_NAMESPACES=1  leave each scenario's namespace in place
   PODS_METACONTROLLER=1   the Memcacheds are synced by the real Metacontroller that cluster.sh
-                   started (with deploy/crd.yaml preloaded), see below
+                   started (with deploy/crd/crd.yaml preloaded), see below
 
 Without Metacontroller (the default), `Memcached.sync()` (harness.py) does what it would. It sends the parent, the
 observed children and the referenced Secrets through `memcached-hook replay` (the very code

@@ -10,7 +10,7 @@
 #   up        cluster.sh up with E2E_NODE=1 and the hook's image imported
 #   scenarios pods.py (each scenario in its own namespace; see its docstring)
 #   metacontroller  with METACONTROLLER_BIN + METACONTROLLER_CRDS_DIR (a Metacontroller built by
-#             hand outside the repository): cluster.sh also starts Metacontroller (deploy/crd.yaml
+#             hand outside the repository): cluster.sh also starts Metacontroller (deploy/crd/crd.yaml
 #             preloaded) and the scenarios run again under it (pods.py with PODS_METACONTROLLER=1:
 #             Memcacheds applied with kubectl, status written by Metacontroller); else one
 #             SKIPPED line
@@ -48,7 +48,7 @@ export E2E_STATE_DIR="${WORK}/cluster"
 # shellcheck source=../e2e/versions.sh
 source "${E2E}/versions.sh"
 if metacontroller_supplied; then
-  export E2E_METACONTROLLER=1 E2E_PRELOAD_MANIFESTS="${ROOT}/deploy/crd.yaml"
+  export E2E_METACONTROLLER=1 E2E_PRELOAD_MANIFESTS="${ROOT}/deploy/crd/crd.yaml"
   read -r -a MC_SCENARIOS <<<"${PODS_MC_SCENARIOS:-$*}"
   # Under Metacontroller every scenario runs for real; without it, what only `render` and
   # `replay` do, once.
