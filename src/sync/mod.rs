@@ -78,6 +78,9 @@ struct Outcome {
     invalid_spec: Option<String>,
     /// With `spec.zones`: the zones' budgets as emitted.
     zone_budgets: Option<crate::children::zone_budgets::Budgets>,
+    /// With `spec.zones`: for each zone, whether its workload carries the desired pod template
+    /// (a zone held back by the rollout does not).
+    zone_current: Option<Vec<bool>>,
 }
 
 /// How the hook itself is configured, beyond what a request carries.
@@ -243,21 +246,33 @@ fn inputs<'a>(
         zone_disruption: None,
     };
     match zoned {
-        Some(z) if !kept => zoned_inputs(inputs, z, client_port, outcome.zone_budgets.as_ref()),
+        Some(z) if !kept => zoned_inputs(
+            inputs,
+            z,
+            client_port,
+            (
+                outcome.zone_budgets.as_ref(),
+                outcome.zone_current.as_deref(),
+            ),
+        ),
         _ => inputs,
     }
 }
 
 /// `inputs` of a Memcached with `spec.zones`: its zones counted together (the desired count is
-/// `replicas` times the zones), and each zone; `budgets` as emitted.
+/// `replicas` times the zones), and each zone; `budgets` as emitted, `current` as
+/// [`Outcome::zone_current`].
 fn zoned_inputs<'a>(
     inputs: Inputs<'a>,
     z: &Zoned<'a>,
     port: i32,
-    budgets: Option<&crate::children::zone_budgets::Budgets>,
+    (budgets, current): (
+        Option<&crate::children::zone_budgets::Budgets>,
+        Option<&[bool]>,
+    ),
 ) -> Inputs<'a> {
     let zone_disruption = budgets.map(|b| status::zones::condition(&z.names(), b));
-    let workload = z.workload();
+    let workload = z.workload(current);
     let migration = z.migration();
     // `inputs` (for the workload `<name>`, which zones never build) read as creating exactly when
     // the parent has no conditions yet; the zones are created when none of theirs is observed.

@@ -95,11 +95,21 @@ impl<'a> Zoned<'a> {
     }
 
     /// The observed workloads of the zones, counted together; `None` when none is observed.
-    pub(super) fn workload(&self) -> Option<ChildStatus> {
-        let observed: Vec<&ChildStatus> = self
+    /// A zone whose workload does not carry the desired pod template (`current[i]` false: the
+    /// rollout holds it back) counts no updated pod, so the status reads as progressing until
+    /// the last zone has rolled out.
+    pub(super) fn workload(&self, current: Option<&[bool]>) -> Option<ChildStatus> {
+        let observed: Vec<ChildStatus> = self
             .zones
             .iter()
-            .filter_map(|z| z.plan.current.map(|c| &c.status))
+            .enumerate()
+            .filter_map(|(i, z)| {
+                let mut status = z.plan.current?.status.clone();
+                if current.and_then(|c| c.get(i)) == Some(&false) {
+                    status.updated_replicas = None;
+                }
+                Some(status)
+            })
             .collect();
         if observed.is_empty() {
             return None;
@@ -203,7 +213,8 @@ pub(super) fn zone_children(
 ) -> Result<bool, SyncError> {
     match kind {
         ChildKind::Deployment | ChildKind::StatefulSet => {
-            let workloads = rolled_out(z, pods, received)?;
+            let (workloads, current) = rolled_out(z, pods, received)?;
+            outcome.zone_current = Some(current);
             for (zp, workload) in z.zones.iter().zip(workloads) {
                 if kind == zp.plan.kind {
                     children.push(workload);
@@ -238,12 +249,13 @@ pub(super) fn zone_children(
 /// Each zone's workload built from the spec, the zones' pod templates rolled out one zone at a
 /// time ([`zone_rollout::given`]): a zone held back keeps the template it is observed with,
 /// everything else of the spec applies to it at once. Each workload records the hash of the
-/// template it gets ([`zone_rollout::ANNOTATION`]).
+/// template it gets ([`zone_rollout::ANNOTATION`]). With the workloads, whether each zone's
+/// observed workload carries the desired template already.
 fn rolled_out(
     z: &Zoned<'_>,
     pods: Pods<'_>,
     received: &Received<'_>,
-) -> Result<Vec<Child>, SyncError> {
+) -> Result<(Vec<Child>, Vec<bool>), SyncError> {
     let mut built: Vec<(Child, String)> = z
         .zones
         .iter()
@@ -266,6 +278,10 @@ fn rolled_out(
         .map(|(zp, (_, hash))| zone_state(zp, hash))
         .collect();
     let given = zone_rollout::given(&states);
+    let current = states
+        .iter()
+        .map(|s| matches!(s, ZoneState::Observed { current: true, .. }))
+        .collect();
     for ((zp, (child, hash)), given) in z.zones.iter().zip(&mut built).zip(given) {
         let recorded = match zp.plan.current {
             Some(current) if !given => {
@@ -290,7 +306,7 @@ fn rolled_out(
                 .insert(zone_rollout::ANNOTATION.to_owned(), recorded);
         }
     }
-    Ok(built.into_iter().map(|(child, _)| child).collect())
+    Ok((built.into_iter().map(|(child, _)| child).collect(), current))
 }
 
 /// The rollout state of the zone `zp` whose desired pod template hashes to `desired`.
