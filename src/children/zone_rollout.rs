@@ -106,67 +106,69 @@ mod tests {
     };
     const ALL: [ZoneState; 5] = [Missing, OLD, OLD_ROLLING, NEW, NEW_ROLLING];
 
+    /// The table of the rollout order: what the zones are observed as, which get the template.
+    const CASES: &[(&str, &[ZoneState], &[bool])] = &[
+        ("all zones current", &[NEW, NEW, NEW], &[true, true, true]),
+        (
+            "change just made: only the first zone gets it",
+            &[OLD, OLD, OLD],
+            &[true, false, false],
+        ),
+        (
+            "first zone rolling: the others held",
+            &[NEW_ROLLING, OLD, OLD],
+            &[true, false, false],
+        ),
+        (
+            "first done, the second starts",
+            &[NEW, OLD, OLD],
+            &[true, true, false],
+        ),
+        (
+            "second done, the third starts",
+            &[NEW, NEW, OLD],
+            &[true, true, true],
+        ),
+        (
+            "a zone in the middle not ready holds the rest",
+            &[NEW, OLD_ROLLING, OLD],
+            &[true, true, false],
+        ),
+        (
+            "a done zone that loses a pod holds the later zones",
+            &[NEW_ROLLING, NEW, OLD],
+            &[true, true, false],
+        ),
+        (
+            "a zone in the middle missing is created; the later ones wait for it",
+            &[NEW, Missing, OLD],
+            &[true, true, false],
+        ),
+        (
+            "a new zone added is created at once with the desired template",
+            &[NEW, NEW, Missing],
+            &[true, true, true],
+        ),
+        (
+            "first sync: every zone created",
+            &[Missing, Missing, Missing],
+            &[true, true, true],
+        ),
+        (
+            "a later zone still rolling holds an earlier one",
+            &[OLD, NEW_ROLLING, OLD],
+            &[false, true, false],
+        ),
+        (
+            "a second change mid-rollout restarts from the first zone",
+            &[OLD_ROLLING, OLD, OLD],
+            &[true, false, false],
+        ),
+    ];
+
     #[test]
     fn the_rollout_order_table() {
-        let cases: &[(&str, &[ZoneState], &[bool])] = &[
-            ("all zones current", &[NEW, NEW, NEW], &[true, true, true]),
-            (
-                "change just made: only the first zone gets it",
-                &[OLD, OLD, OLD],
-                &[true, false, false],
-            ),
-            (
-                "first zone rolling: the others held",
-                &[NEW_ROLLING, OLD, OLD],
-                &[true, false, false],
-            ),
-            (
-                "first done, the second starts",
-                &[NEW, OLD, OLD],
-                &[true, true, false],
-            ),
-            (
-                "second done, the third starts",
-                &[NEW, NEW, OLD],
-                &[true, true, true],
-            ),
-            (
-                "a zone in the middle not ready holds the rest",
-                &[NEW, OLD_ROLLING, OLD],
-                &[true, true, false],
-            ),
-            (
-                "a done zone that loses a pod holds the later zones",
-                &[NEW_ROLLING, NEW, OLD],
-                &[true, true, false],
-            ),
-            (
-                "a zone in the middle missing is created; the later ones wait for it",
-                &[NEW, Missing, OLD],
-                &[true, true, false],
-            ),
-            (
-                "a new zone added is created at once with the desired template",
-                &[NEW, NEW, Missing],
-                &[true, true, true],
-            ),
-            (
-                "first sync: every zone created",
-                &[Missing, Missing, Missing],
-                &[true, true, true],
-            ),
-            (
-                "a later zone still rolling holds an earlier one",
-                &[OLD, NEW_ROLLING, OLD],
-                &[false, true, false],
-            ),
-            (
-                "a second change mid-rollout restarts from the first zone",
-                &[OLD_ROLLING, OLD, OLD],
-                &[true, false, false],
-            ),
-        ];
-        for (what, zones, want) in cases {
+        for (what, zones, want) in CASES {
             assert_eq!(given(zones), *want, "{what}");
             assert_opens_at_most_one(zones);
         }
@@ -264,7 +266,10 @@ mod tests {
                         order.push(i);
                     }
                 }
-                assert!(zones.iter().filter(|z| z.rolling()).count() <= 1, "{zones:?}");
+                assert!(
+                    zones.iter().filter(|z| z.rolling()).count() <= 1,
+                    "{zones:?}"
+                );
                 if waited == delay {
                     for z in &mut zones {
                         if z.rolling() {

@@ -31,7 +31,9 @@ pub enum SyncError {
     },
     /// A zone's workload has to keep its pod template while an earlier zone rolls out, but it
     /// came without one to repeat.
-    #[error("cannot hold the {kind} {name} back while an earlier zone rolls out: it has no pod template")]
+    #[error(
+        "cannot hold the {kind} {name} back while an earlier zone rolls out: it has no pod template"
+    )]
     CannotHoldZone {
         /// `Deployment` or `StatefulSet`.
         kind: &'static str,

@@ -214,7 +214,7 @@ pub(super) fn zone_children(
     match kind {
         ChildKind::Deployment | ChildKind::StatefulSet => {
             let (workloads, current) = rolled_out(z, pods, received)?;
-            outcome.zone_current = Some(current);
+            outcome.zones.current = Some(current);
             for (zp, workload) in z.zones.iter().zip(workloads) {
                 if kind == zp.plan.kind {
                     children.push(workload);
@@ -234,7 +234,7 @@ pub(super) fn zone_children(
                 ))));
             }
             outcome.pdb = Some(pdb_state(&format!("{name}-<zone>"), &wanted.budget, e));
-            outcome.zone_budgets = Some(budgets.clone());
+            outcome.zones.budgets = Some(budgets.clone());
         }
         ChildKind::ConfigMap => {
             let namespace = received.request().parent.metadata.namespace.as_deref();
@@ -291,8 +291,8 @@ fn rolled_out(
                         name: current.metadata.name.clone(),
                     }
                 })?;
-                let recorded = observed_hash(current)
-                    .unwrap_or_else(|| zone_rollout::template_hash(&held));
+                let recorded =
+                    observed_hash(current).unwrap_or_else(|| zone_rollout::template_hash(&held));
                 if let Some(t) = template_mut(child) {
                     *t = held;
                 }
