@@ -406,3 +406,27 @@ fn a_held_zone_keeps_its_template_and_a_restarted_hook_answers_the_same() {
     }
     assert_eq!(sync_value(&req), answer);
 }
+
+/// Without the last-applied annotation (another apply method), a held zone's template is read
+/// from the workload as observed, and a workload without the template hash counts as not
+/// carrying the desired template: the rollout starts at the first zone.
+#[test]
+fn without_last_applied_a_held_zone_keeps_its_observed_template() {
+    let old = children(&sync_value(&request(&[], [0, 0, 0])));
+    let mut req = request_with(spec(), &old, [2, 2, 2]);
+    for zone in ZONES {
+        let w = &mut req["children"]["Deployment.apps/v1"][format!("cache-{zone}")];
+        w["metadata"]["annotations"] = json!({});
+    }
+    let now = children(&sync_value(&req));
+    for zone in ZONES {
+        let name = format!("cache-{zone}");
+        let find = |list: &[Value]| {
+            list.iter()
+                .find(|c| c["kind"] == "Deployment" && c["metadata"]["name"] == name)
+                .expect("workload")["spec"]["template"]
+                .clone()
+        };
+        assert_eq!(find(&now), find(&old), "{zone}");
+    }
+}
