@@ -66,13 +66,6 @@ pub fn given(zones: &[ZoneState]) -> Vec<bool> {
         .collect()
 }
 
-/// The first zone (index into `zones`) that is not done: the one rolling out or next to; `None`
-/// when every zone runs the desired template.
-#[must_use]
-pub fn pending(zones: &[ZoneState]) -> Option<usize> {
-    zones.iter().position(|z| !z.done())
-}
-
 /// The hash of a pod template, as [`ANNOTATION`] records it: 16 hex digits of the BLAKE3 hash
 /// of its JSON encoding (the same template always encodes to the same bytes).
 #[must_use]
@@ -181,8 +174,6 @@ mod tests {
         let mid = [NEW, NEW_ROLLING, OLD, OLD];
         assert_eq!(given(&mid), given(&mid.clone()));
         assert_eq!(given(&mid), [true, true, false, false]);
-        assert_eq!(pending(&mid), Some(1));
-        assert_eq!(pending(&[NEW, NEW]), None);
     }
 
     /// Zones given a template they do not run yet, counting the zones that already roll it.
