@@ -28,6 +28,7 @@ pub mod statefulset;
 pub mod warm_restart;
 pub mod zone;
 pub mod zone_budgets;
+pub mod zone_rollout;
 
 /// Where the SASL Secret is mounted.
 pub const SASL_MOUNT_PATH: &str = "/etc/memcached/sasl";

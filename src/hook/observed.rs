@@ -189,6 +189,10 @@ pub struct ChildAnnotations {
     /// (`src/children/running_layouts.rs`).
     #[serde(rename = "memcached.c5c3.io/running-layouts", default)]
     pub running_layouts: Option<String>,
+    /// The hash of the pod template this hook gave a zone's workload
+    /// (`src/children/zone_rollout.rs`).
+    #[serde(rename = "memcached.c5c3.io/template-hash", default)]
+    pub template_hash: Option<String>,
 }
 
 /// A JSON string kept as it came, quotes and escapes included: decoding checks that it is a

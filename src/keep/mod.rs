@@ -83,5 +83,33 @@ pub fn observed(received: &Received<'_>, asked: Asked<'_>) -> Option<Vec<Child>>
         .find_map(|source| source.read(received, asked))
 }
 
+/// The pod template of the observed workload `child`, to repeat it unchanged: as this hook last
+/// desired it (the last-applied annotation), else as the request body sends it. `None` when
+/// neither has one.
+#[must_use]
+pub fn observed_template(
+    received: &Received<'_>,
+    child: &ObservedChild,
+) -> Option<k8s_openapi::api::core::v1::PodTemplateSpec> {
+    last_applied_template(child).or_else(|| observed::template(received.body()?, child))
+}
+
+/// The pod template in the last-applied annotation of `child`, if it has one.
+#[must_use]
+pub fn last_applied_template(
+    child: &ObservedChild,
+) -> Option<k8s_openapi::api::core::v1::PodTemplateSpec> {
+    #[derive(serde::Deserialize)]
+    struct Applied {
+        spec: Option<Spec>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Spec {
+        template: Option<k8s_openapi::api::core::v1::PodTemplateSpec>,
+    }
+    let applied: Applied = serde_json::from_str(&child.last_applied()?).ok()?;
+    applied.spec?.template
+}
+
 #[cfg(test)]
 mod tests;

@@ -67,3 +67,28 @@ pub(super) fn labels_and_spec(body: &[u8], child: &ObservedChild) -> Option<Box<
     };
     serde_json::value::to_raw_value(&rebuilt).ok()
 }
+
+/// The pod template of the observed workload `child` as `body` sends it (live, with the API
+/// server's defaults); `None` when `body` holds no such child or it has no template.
+pub(super) fn template(
+    body: &[u8],
+    child: &ObservedChild,
+) -> Option<k8s_openapi::api::core::v1::PodTemplateSpec> {
+    #[derive(Deserialize)]
+    struct Children {
+        #[serde(default)]
+        children: Observed<Workload>,
+    }
+    #[derive(Deserialize)]
+    struct Spec {
+        template: Option<k8s_openapi::api::core::v1::PodTemplateSpec>,
+    }
+    let req: Children = serde_json::from_slice(body).ok()?;
+    let sent = req.children.0.into_iter().find(|c| {
+        c.api_version == child.api_version
+            && c.kind == child.kind
+            && c.metadata.name == child.metadata.name
+    })?;
+    let spec: Spec = serde_json::from_str(sent.spec?.get()).ok()?;
+    spec.template
+}

@@ -29,6 +29,17 @@ pub enum SyncError {
         /// Its name.
         name: String,
     },
+    /// A zone's workload has to keep its pod template while an earlier zone rolls out, but it
+    /// came without one to repeat.
+    #[error(
+        "cannot hold the {kind} {name} back while an earlier zone rolls out: it has no pod template"
+    )]
+    CannotHoldZone {
+        /// `Deployment` or `StatefulSet`.
+        kind: &'static str,
+        /// Its name.
+        name: String,
+    },
     /// The spec breaks a rule and the observed children cannot be kept as they are.
     #[error("invalid spec ({reason}): {}", validation::summary(.violations))]
     InvalidSpec {
@@ -46,7 +57,7 @@ impl SyncError {
         match self {
             Self::WrongParent { .. } => "parent.apiVersion",
             Self::NoNamespace => "parent.metadata.namespace",
-            Self::CannotKeepWorkload { .. } => "children",
+            Self::CannotKeepWorkload { .. } | Self::CannotHoldZone { .. } => "children",
             Self::InvalidSpec { violations, .. } => violations
                 .first()
                 .map_or("parent.spec", |v| v.field.as_str()),

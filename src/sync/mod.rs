@@ -76,8 +76,18 @@ struct Outcome {
     missing_kinds: Vec<(String, &'static str)>,
     /// The summary of an invalid spec whose observed children were kept.
     invalid_spec: Option<String>,
-    /// With `spec.zones`: the zones' budgets as emitted.
-    zone_budgets: Option<crate::children::zone_budgets::Budgets>,
+    /// With `spec.zones`: what the zones' children say of the zones.
+    zones: ZoneOutcome,
+}
+
+/// What the children of `spec.zones` say of the zones, for the status.
+#[derive(Default)]
+struct ZoneOutcome {
+    /// The zones' budgets as emitted.
+    budgets: Option<crate::children::zone_budgets::Budgets>,
+    /// For each zone, whether its workload carries the desired pod template (a zone the rollout
+    /// holds back does not).
+    current: Option<Vec<bool>>,
 }
 
 /// How the hook itself is configured, beyond what a request carries.
@@ -243,21 +253,22 @@ fn inputs<'a>(
         zone_disruption: None,
     };
     match zoned {
-        Some(z) if !kept => zoned_inputs(inputs, z, client_port, outcome.zone_budgets.as_ref()),
+        Some(z) if !kept => zoned_inputs(inputs, z, client_port, &outcome.zones),
         _ => inputs,
     }
 }
 
 /// `inputs` of a Memcached with `spec.zones`: its zones counted together (the desired count is
-/// `replicas` times the zones), and each zone; `budgets` as emitted.
+/// `replicas` times the zones), and each zone; `zones` as the zones' children say.
 fn zoned_inputs<'a>(
     inputs: Inputs<'a>,
     z: &Zoned<'a>,
     port: i32,
-    budgets: Option<&crate::children::zone_budgets::Budgets>,
+    zones: &ZoneOutcome,
 ) -> Inputs<'a> {
+    let (budgets, current) = (zones.budgets.as_ref(), zones.current.as_deref());
     let zone_disruption = budgets.map(|b| status::zones::condition(&z.names(), b));
-    let workload = z.workload();
+    let workload = z.workload(current);
     let migration = z.migration();
     // `inputs` (for the workload `<name>`, which zones never build) read as creating exactly when
     // the parent has no conditions yet; the zones are created when none of theirs is observed.

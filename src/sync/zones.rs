@@ -15,7 +15,12 @@ use super::members::{server_list, zones_config_map};
 use super::{Outcome, SyncError, kept_old_workload, pdb_state, workload_child};
 use crate::children::pdb;
 use crate::children::pod::Pods;
-use crate::hook::{Child, Received};
+use crate::children::zone_rollout::{self, ZoneState};
+use crate::hook::{Child, ObservedChild, Received};
+use crate::{keep, workload};
+use k8s_openapi::api::core::v1::PodTemplateSpec;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use std::collections::BTreeMap;
 
 /// One zone and the plan of its workload `<name>-<zone>`.
 pub(super) struct ZonePlan<'a> {
@@ -90,11 +95,21 @@ impl<'a> Zoned<'a> {
     }
 
     /// The observed workloads of the zones, counted together; `None` when none is observed.
-    pub(super) fn workload(&self) -> Option<ChildStatus> {
-        let observed: Vec<&ChildStatus> = self
+    /// A zone whose workload does not carry the desired pod template (`current[i]` false: the
+    /// rollout holds it back) counts no updated pod, so the status reads as progressing until
+    /// the last zone has rolled out.
+    pub(super) fn workload(&self, current: Option<&[bool]>) -> Option<ChildStatus> {
+        let observed: Vec<ChildStatus> = self
             .zones
             .iter()
-            .filter_map(|z| z.plan.current.map(|c| &c.status))
+            .enumerate()
+            .filter_map(|(i, z)| {
+                let mut status = z.plan.current?.status.clone();
+                if current.and_then(|c| c.get(i)) == Some(&false) {
+                    status.updated_replicas = None;
+                }
+                Some(status)
+            })
             .collect();
         if observed.is_empty() {
             return None;
@@ -198,13 +213,11 @@ pub(super) fn zone_children(
 ) -> Result<bool, SyncError> {
     match kind {
         ChildKind::Deployment | ChildKind::StatefulSet => {
-            for zp in &z.zones {
+            let (workloads, current) = rolled_out(z, pods, received)?;
+            outcome.zones.current = Some(current);
+            for (zp, workload) in z.zones.iter().zip(workloads) {
                 if kind == zp.plan.kind {
-                    let pods = Pods {
-                        zone: Some(zp.zone),
-                        ..pods
-                    };
-                    children.push(workload_child(&zp.plan, pods));
+                    children.push(workload);
                 } else if let Some(old) = kept_old_workload(kind, &zp.plan, received)? {
                     children.push(old);
                 }
@@ -221,7 +234,7 @@ pub(super) fn zone_children(
                 ))));
             }
             outcome.pdb = Some(pdb_state(&format!("{name}-<zone>"), &wanted.budget, e));
-            outcome.zone_budgets = Some(budgets.clone());
+            outcome.zones.budgets = Some(budgets.clone());
         }
         ChildKind::ConfigMap => {
             let namespace = received.request().parent.metadata.namespace.as_deref();
@@ -231,6 +244,109 @@ pub(super) fn zone_children(
         _ => return Ok(false),
     }
     Ok(true)
+}
+
+/// Each zone's workload built from the spec, the zones' pod templates rolled out one zone at a
+/// time ([`zone_rollout::given`]): a zone held back keeps the template it is observed with,
+/// everything else of the spec applies to it at once. Each workload records the hash of the
+/// template it gets ([`zone_rollout::ANNOTATION`]). With the workloads, whether each zone's
+/// observed workload carries the desired template already.
+fn rolled_out(
+    z: &Zoned<'_>,
+    pods: Pods<'_>,
+    received: &Received<'_>,
+) -> Result<(Vec<Child>, Vec<bool>), SyncError> {
+    let mut built: Vec<(Child, String)> = z
+        .zones
+        .iter()
+        .map(|zp| {
+            let pods = Pods {
+                zone: Some(zp.zone),
+                ..pods
+            };
+            let mut child = workload_child(&zp.plan, pods);
+            let hash = template_mut(&mut child)
+                .map(|t| zone_rollout::template_hash(t))
+                .unwrap_or_default();
+            (child, hash)
+        })
+        .collect();
+    let states: Vec<ZoneState> = z
+        .zones
+        .iter()
+        .zip(&built)
+        .map(|(zp, (_, hash))| zone_state(zp, hash))
+        .collect();
+    let given = zone_rollout::given(&states);
+    let current = states
+        .iter()
+        .map(|s| matches!(s, ZoneState::Observed { current: true, .. }))
+        .collect();
+    for ((zp, (child, hash)), given) in z.zones.iter().zip(&mut built).zip(given) {
+        let recorded = match zp.plan.current {
+            Some(current) if !given => {
+                let held = keep::observed_template(received, current).ok_or_else(|| {
+                    SyncError::CannotHoldZone {
+                        kind: zp.plan.kind.kind(),
+                        name: current.metadata.name.clone(),
+                    }
+                })?;
+                let recorded =
+                    observed_hash(current).unwrap_or_else(|| zone_rollout::template_hash(&held));
+                if let Some(t) = template_mut(child) {
+                    *t = held;
+                }
+                recorded
+            }
+            _ => std::mem::take(hash),
+        };
+        if let Some(meta) = metadata_mut(child) {
+            meta.annotations
+                .get_or_insert_with(BTreeMap::new)
+                .insert(zone_rollout::ANNOTATION.to_owned(), recorded);
+        }
+    }
+    Ok((built.into_iter().map(|(child, _)| child).collect(), current))
+}
+
+/// The rollout state of the zone `zp` whose desired pod template hashes to `desired`.
+fn zone_state(zp: &ZonePlan<'_>, desired: &str) -> ZoneState {
+    let Some(current) = zp.plan.current else {
+        return ZoneState::Missing;
+    };
+    ZoneState::Observed {
+        current: observed_hash(current).is_some_and(|h| h == desired),
+        settled: workload::settled(current, zp.plan.replicas.unwrap_or(1)),
+    }
+}
+
+/// The hash of the pod template the observed workload carries: its annotation, else (a workload
+/// from before the annotation) the hash of the template it was last given.
+fn observed_hash(child: &ObservedChild) -> Option<String> {
+    child
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.template_hash.clone())
+        .or_else(|| keep::last_applied_template(child).map(|t| zone_rollout::template_hash(&t)))
+}
+
+/// The pod template of a built workload.
+fn template_mut(child: &mut Child) -> Option<&mut PodTemplateSpec> {
+    match child {
+        Child::Deployment(d) => d.spec.as_mut().map(|s| &mut s.template),
+        Child::StatefulSet(s) => s.spec.as_mut().map(|s| &mut s.template),
+        _ => None,
+    }
+}
+
+/// The metadata of a built workload.
+fn metadata_mut(child: &mut Child) -> Option<&mut ObjectMeta> {
+    match child {
+        Child::Deployment(d) => Some(&mut d.metadata),
+        Child::StatefulSet(s) => Some(&mut s.metadata),
+        _ => None,
+    }
 }
 
 /// Why the zone layout of the valid spec `e` cannot replace the workloads observed for the

@@ -314,3 +314,119 @@ fn adding_a_zone_to_a_zoned_cache_adds_its_workload() {
     let degraded = condition(&answer, "Degraded");
     assert_ne!(degraded.reason, "InvalidSpec");
 }
+
+/// The memcached image of the zone `zone`'s Deployment among `children`.
+fn zone_image(children: &[Value], zone: &str) -> String {
+    let name = format!("cache-{zone}");
+    let workload = children
+        .iter()
+        .find(|c| c["kind"] == "Deployment" && c["metadata"]["name"] == name)
+        .expect("a workload per zone");
+    let containers = workload["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .expect("containers");
+    let memcached = containers
+        .iter()
+        .find(|c| c["name"] == "memcached")
+        .expect("memcached");
+    memcached["image"].as_str().expect("image").to_owned()
+}
+
+/// A new image over a run of syncs, each observing the previous answer, a zone given the new
+/// template rolling for two syncs before all its pods are updated and ready: the zones take it
+/// one at a time, in `names` order, and no sync ever has two zones rolling.
+#[test]
+fn an_image_change_rolls_out_one_zone_at_a_time_in_names_order() {
+    let mut previous = children(&sync_value(&request(&[], [0, 0, 0])));
+    let mut new_spec = spec();
+    new_spec["image"] = json!("memcached:1.6.39");
+    let mut rolling = [0u8; 3];
+    let mut order = Vec::new();
+    for sync in 0..16 {
+        let mut req = request_with(new_spec.clone(), &previous, [2, 2, 2]);
+        for (zone, left) in ZONES.iter().zip(rolling) {
+            if left > 0 {
+                let w = &mut req["children"]["Deployment.apps/v1"][format!("cache-{zone}")];
+                w["status"]["updatedReplicas"] = json!(1);
+                w["status"]["readyReplicas"] = json!(1);
+            }
+        }
+        let answer = sync_value(&req);
+        let progressing = condition(&answer, "Progressing");
+        let now = children(&answer);
+        for left in &mut rolling {
+            *left = left.saturating_sub(1);
+        }
+        for (i, zone) in ZONES.iter().enumerate() {
+            if zone_image(&previous, zone) != zone_image(&now, zone) {
+                order.push(*zone);
+                rolling[i] = 2;
+            }
+        }
+        let open = rolling.iter().filter(|left| **left > 0).count();
+        assert!(open <= 1, "sync {sync}: {open} zones rolling");
+        let done = ZONES
+            .iter()
+            .all(|z| zone_image(&now, z) == "memcached:1.6.39");
+        if !done {
+            assert_eq!(
+                progressing.status, "True",
+                "sync {sync}: {:?}",
+                progressing.message
+            );
+        }
+        previous = now;
+    }
+    assert_eq!(order, ZONES);
+    for zone in ZONES {
+        assert_eq!(zone_image(&previous, zone), "memcached:1.6.39");
+    }
+}
+
+/// A zone held back is answered with the template it runs, and the hook restarted with the same
+/// observed children gives the same answer: the rollout lives in the cluster, not in the hook.
+#[test]
+fn a_held_zone_keeps_its_template_and_a_restarted_hook_answers_the_same() {
+    let old = children(&sync_value(&request(&[], [0, 0, 0])));
+    let mut new_spec = spec();
+    new_spec["image"] = json!("memcached:1.6.39");
+    let req = request_with(new_spec, &old, [2, 2, 2]);
+    let answer = sync_value(&req);
+    let now = children(&answer);
+    assert_eq!(zone_image(&now, "zone-a"), "memcached:1.6.39");
+    for zone in ["zone-b", "zone-c"] {
+        let name = format!("cache-{zone}");
+        let find = |list: &[Value]| {
+            list.iter()
+                .find(|c| c["kind"] == "Deployment" && c["metadata"]["name"] == name)
+                .expect("workload")["spec"]["template"]
+                .clone()
+        };
+        assert_eq!(find(&now), find(&old), "{zone} keeps its template");
+    }
+    assert_eq!(sync_value(&req), answer);
+}
+
+/// Without the last-applied annotation (another apply method), a held zone's template is read
+/// from the workload as observed, and a workload without the template hash counts as not
+/// carrying the desired template: the rollout starts at the first zone.
+#[test]
+fn without_last_applied_a_held_zone_keeps_its_observed_template() {
+    let old = children(&sync_value(&request(&[], [0, 0, 0])));
+    let mut req = request_with(spec(), &old, [2, 2, 2]);
+    for zone in ZONES {
+        let w = &mut req["children"]["Deployment.apps/v1"][format!("cache-{zone}")];
+        w["metadata"]["annotations"] = json!({});
+    }
+    let now = children(&sync_value(&req));
+    for zone in ZONES {
+        let name = format!("cache-{zone}");
+        let find = |list: &[Value]| {
+            list.iter()
+                .find(|c| c["kind"] == "Deployment" && c["metadata"]["name"] == name)
+                .expect("workload")["spec"]["template"]
+                .clone()
+        };
+        assert_eq!(find(&now), find(&old), "{zone}");
+    }
+}
