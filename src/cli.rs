@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context as _, anyhow};
+use anyhow::{Context as _, anyhow, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use k8s_openapi::jiff::Timestamp;
 use memcached_hook::SyncError;
@@ -63,7 +63,8 @@ enum Command {
     },
     /// Print the children the hook would create for Memcached CR file(s), as multi-document YAML.
     Render {
-        /// A YAML file with one or more Memcached objects.
+        /// A YAML file with one or more Memcached objects (`-`: standard input); objects of other
+        /// kinds in it are passed over, the items of a `kind: List` rendered.
         file: PathBuf,
     },
     /// Print the CustomResourceDefinition generated from the types.
@@ -378,6 +379,14 @@ fn replay(
     options: &memcached_hook::Options,
 ) -> anyhow::Result<()> {
     let body = input::read_bounded(path, input::INPUT_LIMIT)?;
+    if !matches!(body.trim_ascii_start().first(), Some(b'{') | None) {
+        bail!(
+            "{}: not a sync request: replay reads the JSON body Metacontroller POSTs to /sync; for \
+             the children of the Memcached objects in a YAML file, run `memcached-hook render {}`",
+            path.display(),
+            path.display()
+        );
+    }
     let received = decode_request(path, &body)?;
     let response = run_sync(path, &received, now, options)?;
     match output {

@@ -1,7 +1,10 @@
 //! A Memcached checked against the CRD's schema before the hook sees it, the way the API server
-//! checks what `kubectl apply` sends: types, `apiVersion` and `kind`, and (for `render`) unknown
-//! fields, like server-side strict field validation. `/sync` does not do this: the API server
-//! has already refused or pruned such fields before Metacontroller reads the object.
+//! checks what `kubectl apply` sends: types, `apiVersion` and `kind`, the schema's bounds
+//! (`minimum`, `maximum`, lengths, item counts, `enum`, `required`) and (for `render`) unknown
+//! fields, like server-side strict field validation. The bounds are read from the CRD the hook
+//! generates, the same schema the API server enforces, so the two cannot drift. `/sync` does not
+//! do this: the API server has already refused or pruned such fields before Metacontroller reads
+//! the object. The schema's `pattern`s and CEL rules are the hook's own validation's to check.
 //!
 //! Problems name the field path as written in the file (`spec.tolerations[0].operator`) and are
 //! worded like the API server's field errors.
@@ -240,8 +243,95 @@ impl Checker {
                 let message =
                     format!("Invalid value: {n}: must be a 32-bit integer (at most 2147483647)");
                 self.push(path, message);
+                return;
             }
             _ => {}
+        }
+        self.bounds(value, schema, path);
+    }
+
+    /// The schema's bounds on a value of the right type, worded as the API server words them.
+    fn bounds(&mut self, value: &Value, schema: &Value, path: &str) {
+        let count = |key: &str| schema[key].as_u64().and_then(|n| usize::try_from(n).ok());
+        let (len, most, least) = match value {
+            Value::Number(n) => return self.number_bounds(n, schema, path),
+            Value::String(s) => return self.string_bounds(s, value, schema, path),
+            Value::Array(items) => (items.len(), count("maxItems"), count("minItems")),
+            Value::Object(map) => (map.len(), count("maxProperties"), count("minProperties")),
+            _ => return,
+        };
+        if let Some(max) = most.filter(|max| len > *max) {
+            self.push(
+                path,
+                format!("Too many: {len}: must have at most {max} items"),
+            );
+        }
+        if let Some(min) = least.filter(|min| len < *min) {
+            let message = format!("Invalid value: {len}: should have at least {min} items");
+            self.push(path, message);
+        }
+    }
+
+    /// `minimum` and `maximum` (`exclusiveMinimum`, `exclusiveMaximum`).
+    fn number_bounds(&mut self, n: &serde_json::Number, schema: &Value, path: &str) {
+        let Some(v) = n.as_f64() else { return };
+        for (key, exclusive, beyond, than) in [
+            (
+                "minimum",
+                "exclusiveMinimum",
+                std::cmp::Ordering::Less,
+                "greater than",
+            ),
+            (
+                "maximum",
+                "exclusiveMaximum",
+                std::cmp::Ordering::Greater,
+                "less than",
+            ),
+        ] {
+            let Some(bound) = schema[key].as_f64() else {
+                continue;
+            };
+            let exclusive = schema[exclusive] == true;
+            let order = v.partial_cmp(&bound);
+            if order == Some(beyond) || (exclusive && order == Some(std::cmp::Ordering::Equal)) {
+                let or_equal = if exclusive { "" } else { " or equal to" };
+                let message = format!(
+                    "Invalid value: {n}: should be {than}{or_equal} {}",
+                    number(bound)
+                );
+                self.push(path, message);
+            }
+        }
+    }
+
+    /// `maxLength`, `minLength` (in characters, as the API server counts) and `enum`.
+    fn string_bounds(&mut self, s: &str, value: &Value, schema: &Value, path: &str) {
+        let count = |key: &str| schema[key].as_u64().and_then(|n| usize::try_from(n).ok());
+        let chars = s.chars().count();
+        if let Some(max) = count("maxLength").filter(|max| chars > *max) {
+            self.push(
+                path,
+                format!("Too long: may not be more than {max} characters"),
+            );
+        }
+        if let Some(min) = count("minLength").filter(|min| chars < *min) {
+            let message = format!(
+                "Invalid value: {}: should be at least {min} characters long",
+                shown(value)
+            );
+            self.push(path, message);
+        }
+        if let Some(allowed) = schema["enum"].as_array()
+            && !allowed.contains(value)
+        {
+            let list: Vec<String> = allowed.iter().map(ToString::to_string).collect();
+            let message = format!(
+                "Unsupported value: {}: supported values: {}",
+                shown(value),
+                list.join(", ")
+            );
+            self.push(path, message);
         }
     }
 
@@ -251,6 +341,20 @@ impl Checker {
             return;
         }
         let properties = schema["properties"].as_object();
+        // A required field the schema defaults is filled in before the API server validates.
+        for field in schema["required"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+        {
+            let defaulted = properties
+                .and_then(|p| p.get(field))
+                .is_some_and(|f| !f["default"].is_null());
+            if !defaulted && map.get(field).is_none_or(Value::is_null) {
+                self.push(&join(path, field), "Required value".into());
+            }
+        }
         let additional = &schema["additionalProperties"];
         let mut known: Vec<&str> = also.to_vec();
         known.extend(
@@ -269,6 +373,15 @@ impl Checker {
         if additional.is_null() || *additional == false {
             self.unknown_fields(map, path, &known);
         }
+    }
+}
+
+/// A schema bound as written: `16`, not `16.0`.
+fn number(bound: f64) -> String {
+    if bound.fract() == 0.0 && bound.abs() < 1e15 {
+        format!("{bound:.0}")
+    } else {
+        bound.to_string()
     }
 }
 

@@ -33,6 +33,24 @@ pub fn read_bounded(path: &Path, limit: usize) -> anyhow::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// All of standard input, if it is at most `limit` bytes.
+///
+/// # Errors
+/// Standard input cannot be read, or it is longer than `limit`.
+pub fn read_stdin_bounded(limit: usize) -> anyhow::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    let bound = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
+    std::io::stdin()
+        .lock()
+        .take(bound)
+        .read_to_end(&mut bytes)
+        .context("standard input: cannot read")?;
+    if bytes.len() > limit {
+        bail!("standard input: larger than {limit} bytes, the most a single input may hold");
+    }
+    Ok(bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,9 @@
-//! `memcached-hook render`: the children of the Memcached objects in a YAML file, from the same
-//! `sync` function the server runs, after the checks `kubectl apply` would make (unknown
-//! fields, types, `apiVersion` and `kind`). Errors name the file, the document and the field
-//! as written in the file.
+//! `memcached-hook render`: the children of the Memcached objects in a YAML file (or standard
+//! input, `-`), from the same `sync` function the server runs, after the checks `kubectl apply`
+//! would make (unknown fields, types, the schema's bounds, `apiVersion` and `kind`). Like
+//! `kubectl`, it reads every document of the file and the items of a `kind: List`; objects of
+//! other kinds (a Namespace, a Secret beside the Memcached) are passed over. Errors name the
+//! file, the document and the field as written in the file.
 
 use std::borrow::Cow;
 use std::path::Path;
@@ -18,7 +20,7 @@ use serde_json::Value;
 use serde_saphyr::{DefaultMessageFormatter, MessageFormatter, RenderOptions};
 
 use super::fields::{self, UnknownFields, invalid, schema};
-use super::input::{INPUT_LIMIT, read_bounded};
+use super::input::{INPUT_LIMIT, read_bounded, read_stdin_bounded};
 
 /// Every child kind the hook can emit, as a CompositeController would declare them.
 fn all_children_controller() -> Controller {
@@ -66,22 +68,73 @@ fn documents(file: &str, text: &str) -> anyhow::Result<Vec<Value>> {
     Ok(documents.into_iter().filter(|d| !d.is_null()).collect())
 }
 
-/// The children of every Memcached in the YAML file at `path`, as multi-document YAML.
+/// Whether a document is meant as a Memcached: its kind says so, or its `apiVersion` is of the
+/// Memcached's group (a wrong kind there is a typo to report, not another object to pass over).
+/// Anything that is not a mapping is reported too.
+fn meant_as_memcached(document: &Value) -> bool {
+    let Some(map) = document.as_object() else {
+        return true;
+    };
+    let group = map
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .and_then(|v| v.split_once('/'))
+        .map(|(group, _)| group);
+    map.get("kind").and_then(Value::as_str) == Some(KIND)
+        || group == Some(memcached_hook::api::GROUP)
+        || !map.contains_key("kind")
+}
+
+/// The documents to render, each with its label for errors: every document, the items of a
+/// `kind: List` in its place, those of other kinds left out.
+fn parents(file: &str, documents: Vec<Value>) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    for (index, document) in documents.into_iter().enumerate() {
+        let label = format!("{file}, document {}", index + 1);
+        if document["kind"] == "List"
+            && document["apiVersion"] == "v1"
+            && let Value::Array(items) = document["items"].clone()
+        {
+            out.extend(
+                items
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(_, item)| meant_as_memcached(item))
+                    .map(|(i, item)| (format!("{label}, items[{i}]"), item)),
+            );
+        } else if meant_as_memcached(&document) {
+            out.push((label, document));
+        }
+    }
+    out
+}
+
+/// The children of every Memcached in the YAML file at `path` (`-`: standard input), as
+/// multi-document YAML.
 ///
 /// # Errors
-/// An unreadable, oversized or non-YAML file, or a document that is not a valid Memcached.
+/// An unreadable, oversized or non-YAML file, one without a Memcached, or a document that is not
+/// a valid Memcached.
 pub fn render(path: &Path, options: &memcached_hook::Options) -> anyhow::Result<String> {
-    let file = path.display().to_string();
-    let text = String::from_utf8(read_bounded(path, INPUT_LIMIT)?)
-        .with_context(|| format!("{file}: not UTF-8 text"))?;
-    let documents = documents(&file, &text)?;
-    if documents.is_empty() {
+    let stdin = path == Path::new("-");
+    let file = if stdin {
+        "standard input".to_owned()
+    } else {
+        path.display().to_string()
+    };
+    let bytes = if stdin {
+        read_stdin_bounded(INPUT_LIMIT)?
+    } else {
+        read_bounded(path, INPUT_LIMIT)?
+    };
+    let text = String::from_utf8(bytes).with_context(|| format!("{file}: not UTF-8 text"))?;
+    let parents = parents(&file, documents(&file, &text)?);
+    if parents.is_empty() {
         bail!("{file}: no {KIND} object in the file");
     }
     let schema = schema();
     let mut out = String::new();
-    for (index, parent) in documents.into_iter().enumerate() {
-        let label = format!("{file}, document {}", index + 1);
+    for (label, parent) in parents {
         if !parent.is_object() {
             bail!(
                 "{label}: not a {KIND} object (a mapping with apiVersion, kind, metadata and spec)"

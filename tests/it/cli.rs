@@ -277,7 +277,7 @@ fn replay_ignores_unknown_fields_like_sync() {
 #[test]
 fn render_errors_name_the_document_the_field_and_the_problem_in_kubernetes_terms() {
     let two = format!(
-        "{HEAD}---\n{}spec:\n  replicas: many\n  tolerations:\n  - operater: Exists\n",
+        "{HEAD}spec: {{}}\n---\n{}spec:\n  replicas: many\n  tolerations:\n  - operater: Exists\n",
         HEAD.replace("Memcached", "Memcache")
     );
     let (ok, _, err) = run_in(&[("two.yaml", &two)], &["render", "two.yaml"]);
@@ -288,7 +288,7 @@ error: two.yaml, document 2: Memcached "c" is invalid:
 * spec.replicas: Invalid value: "many": must be of type integer
 * spec.tolerations[0].operater: unknown field "operater"; did you mean "operator"?
 "#);
-    let float = format!("{HEAD}---\n{HEAD}spec:\n  replicas: 3.5\n");
+    let float = format!("{HEAD}spec: {{}}\n---\n{HEAD}spec:\n  replicas: 3.5\n");
     let (ok, _, err) = run_in(&[("float.yaml", &float)], &["render", "float.yaml"]);
     assert!(!ok);
     insta::assert_snapshot!(err, @r#"error: float.yaml, document 2: Memcached "c" is invalid: spec.replicas: Invalid value: 3.5: must be of type integer"#);
@@ -308,8 +308,8 @@ error: two.yaml, document 2: Memcached "c" is invalid:
     assert!(!ok);
     insta::assert_snapshot!(err, @r#"
 error: rule.yaml, document 1: Memcached "c" is invalid:
-* spec.replicas: Invalid value: 100: should be less than or equal to 64
 * spec.memcached.maxMemoryMB: Invalid value: 8: should be greater than or equal to 16
+* spec.replicas: Invalid value: 100: should be less than or equal to 64
 "#);
 }
 
@@ -452,4 +452,88 @@ fn a_connection_limit_of_zero_is_refused() {
     assert!(err.contains("--max-connections"), "{err}");
     let err = serve_refused(&[], &[("MEMCACHED_HOOK_MAX_CONNECTIONS", "0")]);
     assert!(err.contains("--max-connections"), "{err}");
+}
+
+#[test]
+fn render_reads_standard_input_the_items_of_a_list_and_passes_over_other_kinds() {
+    use std::io::Write as _;
+    let mut child = Command::new(BIN)
+        .args(["render", "-"])
+        .current_dir(ROOT)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("binary runs");
+    let text = format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team\n---\n{HEAD}spec: {{}}\n"
+    );
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(text.as_bytes())
+        .expect("written");
+    let out = child.wait_with_output().expect("ends");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rendered = yaml_documents(&String::from_utf8_lossy(&out.stdout));
+    let names: Vec<(&str, &str)> = rendered
+        .iter()
+        .filter_map(|o| Some((o["kind"].as_str()?, o["metadata"]["name"].as_str()?)))
+        .collect();
+    assert!(names.contains(&("Deployment", "c")), "{names:?}");
+    assert!(
+        !names.iter().any(|(kind, _)| *kind == "Namespace"),
+        "{names:?}"
+    );
+
+    let list = concat!(
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Secret\n  metadata:\n    name: s\n",
+        "- apiVersion: memcached.c5c3.io/v1beta1\n  kind: Memcached\n  metadata:\n    name: listed\n  spec:\n    replicas: 2\n"
+    );
+    let (ok, out, err) = run_in(&[("list.yaml", list)], &["render", "list.yaml"]);
+    assert!(ok, "{err}");
+    let rendered = yaml_documents(&out);
+    assert!(
+        rendered
+            .iter()
+            .any(|o| o["kind"] == "Deployment" && o["metadata"]["name"] == "listed"),
+        "{out}"
+    );
+    let bad = list.replace("replicas: 2", "replicas: -1");
+    let (ok, _, err) = run_in(&[("list.yaml", &bad)], &["render", "list.yaml"]);
+    assert!(!ok);
+    insta::assert_snapshot!(err, @r#"error: list.yaml, document 1, items[1]: Memcached "listed" is invalid: spec.replicas: Invalid value: -1: should be greater than or equal to 0"#);
+
+    let other = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: m\n";
+    let (ok, _, err) = run_in(&[("other.yaml", other)], &["render", "other.yaml"]);
+    assert!(!ok);
+    insta::assert_snapshot!(err, @"error: other.yaml: no Memcached object in the file");
+}
+
+#[test]
+fn render_refuses_what_the_crd_bounds_refuse() {
+    let zeros = format!(
+        "{HEAD}spec:\n  memcached:\n    maxMemoryMB: 0\n    threads: 0\n    maxConnections: 0\n"
+    );
+    let (ok, out, err) = run_in(&[("zeros.yaml", &zeros)], &["render", "zeros.yaml"]);
+    assert!(!ok && out.is_empty(), "{out}");
+    insta::assert_snapshot!(err, @r#"
+error: zeros.yaml, document 1: Memcached "c" is invalid:
+* spec.memcached.maxConnections: Invalid value: 0: should be greater than or equal to 1
+* spec.memcached.maxMemoryMB: Invalid value: 0: should be greater than or equal to 16
+* spec.memcached.threads: Invalid value: 0: should be greater than or equal to 1
+"#);
+}
+
+#[test]
+fn replay_given_yaml_points_at_render() {
+    let yaml = format!("{HEAD}spec: {{}}\n");
+    let (ok, _, err) = run_in(&[("cache.yaml", &yaml)], &["replay", "cache.yaml"]);
+    assert!(!ok);
+    insta::assert_snapshot!(err, @"error: cache.yaml: not a sync request: replay reads the JSON body Metacontroller POSTs to /sync; for the children of the Memcached objects in a YAML file, run `memcached-hook render cache.yaml`");
 }

@@ -99,3 +99,58 @@ fn a_valid_sample_has_no_problem() {
         }
     }
 }
+
+#[test]
+fn the_schema_bounds_are_refused_as_the_api_server_refuses_them() {
+    let spec = json!({
+        "replicas": 1,
+        "memcached": {"maxMemoryMB": 0, "threads": 0, "maxConnections": 0, "verbosity": 3},
+    });
+    let found = problems(&memcached(&spec), UnknownFields::Refuse);
+    assert_eq!(
+        found,
+        [
+            "spec.memcached.maxConnections: Invalid value: 0: should be greater than or equal to 1",
+            "spec.memcached.maxMemoryMB: Invalid value: 0: should be greater than or equal to 16",
+            "spec.memcached.threads: Invalid value: 0: should be greater than or equal to 1",
+            "spec.memcached.verbosity: Invalid value: 3: should be less than or equal to 2",
+        ]
+    );
+}
+
+#[test]
+fn lengths_item_counts_and_required_fields_are_checked() {
+    let names: Vec<String> = (0..17).map(|i| format!("zone-{i}")).collect();
+    let spec = json!({
+        "memcached": {"maxItemSize": "12345678901234567m"},
+        "zones": {"names": names},
+    });
+    let found = problems(&memcached(&spec), UnknownFields::Refuse);
+    assert!(
+        found.contains(
+            &"spec.memcached.maxItemSize: Too long: may not be more than 16 characters".to_owned()
+        ),
+        "{found:?}"
+    );
+    assert!(
+        found.contains(&"spec.zones.names: Too many: 17: must have at most 16 items".to_owned()),
+        "{found:?}"
+    );
+    let found = problems(
+        &memcached(&json!({"zones": {"names": ["a"]}})),
+        UnknownFields::Refuse,
+    );
+    assert_eq!(
+        found,
+        ["spec.zones.names: Invalid value: 1: should have at least 2 items"]
+    );
+    let spread = json!({"highAvailability": {"topologySpreadConstraints": [{"maxSkew": 1}]}});
+    let found = problems(&memcached(&spread), UnknownFields::Refuse);
+    assert_eq!(
+        found,
+        [
+            "spec.highAvailability.topologySpreadConstraints[0].topologyKey: Required value",
+            "spec.highAvailability.topologySpreadConstraints[0].whenUnsatisfiable: Required value",
+        ]
+    );
+}
