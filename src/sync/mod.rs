@@ -258,19 +258,31 @@ fn inputs<'a>(
         zone_replicas: 0,
         zone_disruption: None,
     };
+    if kept {
+        inputs
+    } else {
+        layout_inputs(inputs, (zoned, switch), client_port, &outcome.zones)
+    }
+}
+
+/// `inputs` of a valid spec with its zones (`zoned`) and the switch of the zone layout under way.
+fn layout_inputs<'a>(
+    inputs: Inputs<'a>,
+    (zoned, switch): (Option<&Zoned<'a>>, Option<&Switch<'a>>),
+    port: i32,
+    built: &ZoneOutcome,
+) -> Inputs<'a> {
     let inputs = match zoned {
-        Some(z) if !kept => {
-            zoned_inputs(inputs, z, client_port, (&outcome.zones, switch.is_some()))
-        }
-        _ => inputs,
+        Some(z) => zoned_inputs(inputs, z, port, (built, switch.is_some())),
+        None => inputs,
     };
     match switch {
-        Some(s) if !kept => Inputs {
+        Some(s) => Inputs {
             migration: Some(s.migration(inputs.migration)),
             server_list: s.server_list(inputs.server_list),
             ..inputs
         },
-        _ => inputs,
+        None => inputs,
     }
 }
 
@@ -340,22 +352,8 @@ fn desired(
     };
     let mut children = Vec::with_capacity(kinds.len());
     for kind in kinds {
-        if *kind == ChildKind::ConfigMap
-            && let Some(s) = switch.filter(|s| !s.keeps_zone_members())
-        {
-            let list = s.server_list(ServerList::ServiceWhileServing);
-            children.push(switch_config_map(name, namespace, e, list));
-            continue;
-        }
-        if let Some(z) = zoned
-            && zones::zone_children(
-                *kind,
-                z,
-                (received, name, e, pods),
-                &mut children,
-                &mut outcome,
-            )?
-        {
+        let at = (received, name, e, pods);
+        if layout_child(*kind, (zoned, switch), at, &mut children, &mut outcome)? {
             continue;
         }
         children.push(match kind {
@@ -379,10 +377,38 @@ fn desired(
             }
         });
     }
-    if let Some(s) = switch {
-        children.extend(s.kept(received)?);
-    }
+    let kept = switch.map(|s| s.kept(received)).transpose()?;
+    children.extend(kept.into_iter().flatten());
     Ok((children, outcome))
+}
+
+/// The children of `kind` the zone layout answers, pushed on `children`: during a switch of the
+/// layout the server-list ConfigMap naming who serves, with zones each zone's children
+/// ([`zones::zone_children`]); `false` when the layout answers none of `kind`.
+fn layout_child(
+    kind: ChildKind,
+    (zoned, switch): (Option<&Zoned<'_>>, Option<&Switch<'_>>),
+    (received, name, e, pods): (&Received<'_>, &str, &Effective<'_>, Pods<'_>),
+    children: &mut Vec<Child>,
+    outcome: &mut Outcome,
+) -> Result<bool, SyncError> {
+    if kind == ChildKind::ConfigMap
+        && let Some(s) = switch.filter(|s| !s.keeps_zone_members())
+    {
+        let namespace = received.request().parent.metadata.namespace.as_deref();
+        let list = s.server_list(ServerList::ServiceWhileServing);
+        children.push(switch_config_map(
+            name,
+            namespace.unwrap_or_default(),
+            e,
+            list,
+        ));
+        return Ok(true);
+    }
+    match zoned {
+        Some(z) => zones::zone_children(kind, z, (received, name, e, pods), children, outcome),
+        None => Ok(false),
+    }
 }
 
 /// A child other than the workload and the Service, if the spec asks for it.

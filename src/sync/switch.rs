@@ -96,7 +96,10 @@ impl<'a> Switch<'a> {
             .map(|w| w.status.ready_replicas.unwrap_or(0))
             .sum();
         Migration {
-            from: self.leaving.first().map_or("Deployment", |w| w.kind.as_str()),
+            from: self
+                .leaving
+                .first()
+                .map_or("Deployment", |w| w.kind.as_str()),
             ready: ready + kind_switch.map_or(0, |m| m.ready),
             zones: Some(self.way),
         }

@@ -287,7 +287,11 @@ fn keeps_serving(answer: &Value, previous: &[Value], name: &str, says: &str) {
     }
     let progressing = condition(answer, "Progressing");
     assert_eq!(progressing.reason, "ZoneSwitch");
-    assert!(progressing.message.contains(says), "{}", progressing.message);
+    assert!(
+        progressing.message.contains(says),
+        "{}",
+        progressing.message
+    );
     assert_ne!(condition(answer, "Degraded").reason, "InvalidSpec");
     let status = status(answer);
     assert!(status.ready_replicas.unwrap_or(0) > 0, "the old pods serve");
@@ -315,7 +319,11 @@ fn turning_zones_on_keeps_the_unzoned_deployment_until_every_zone_is_ready() {
     );
     let first = request(&running, [2, 2, 2]);
     let answer = sync_value(&first);
-    assert_eq!(answer, sync_value(&first), "the same request, the same answer");
+    assert_eq!(
+        answer,
+        sync_value(&first),
+        "the same request, the same answer"
+    );
     keeps_serving(&answer, &running, "cache", "Switching to zones");
     assert_eq!(
         workloads(&answer),
@@ -352,9 +360,18 @@ fn turning_zones_off_keeps_the_zone_workloads_until_the_unzoned_one_is_ready() {
     let running = children(&sync_value(&request(&[], [2, 2, 2])));
     let first = request_with(unzoned(), &running, [2, 2, 2]);
     let answer = sync_value(&first);
-    assert_eq!(answer, sync_value(&first), "the same request, the same answer");
+    assert_eq!(
+        answer,
+        sync_value(&first),
+        "the same request, the same answer"
+    );
     for zone in ZONES {
-        keeps_serving(&answer, &running, &format!("cache-{zone}"), "Switching off zones");
+        keeps_serving(
+            &answer,
+            &running,
+            &format!("cache-{zone}"),
+            "Switching off zones",
+        );
     }
     assert_eq!(status(&answer).ready_replicas, Some(6));
     let mut previous = children(&answer);
@@ -363,7 +380,12 @@ fn turning_zones_off_keeps_the_zone_workloads_until_the_unzoned_one_is_ready() {
             if name == "cache" { ready } else { 2 }
         }));
         for zone in ZONES {
-            keeps_serving(&answer, &running, &format!("cache-{zone}"), "Switching off zones");
+            keeps_serving(
+                &answer,
+                &running,
+                &format!("cache-{zone}"),
+                "Switching off zones",
+            );
         }
         previous = children(&answer);
     }
@@ -397,7 +419,11 @@ fn renaming_a_zone_keeps_the_old_zone_until_the_new_one_is_ready() {
     renamed["zones"]["names"] = json!(["zone-a", "zone-b", "zone-d"]);
     let first = request_with(renamed.clone(), &running, [2, 2, 2]);
     let answer = sync_value(&first);
-    assert_eq!(answer, sync_value(&first), "the same request, the same answer");
+    assert_eq!(
+        answer,
+        sync_value(&first),
+        "the same request, the same answer"
+    );
     keeps_serving(&answer, &running, "cache-zone-c", "Changing zones");
     assert_eq!(
         workloads(&answer),
