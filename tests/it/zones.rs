@@ -582,3 +582,30 @@ fn without_last_applied_a_held_zone_keeps_its_observed_template() {
         assert_eq!(find(&now), find(&old), "{zone}");
     }
 }
+
+#[test]
+fn turning_zones_on_for_a_statefulset_keeps_naming_its_pods_until_the_zones_are_ready() {
+    let mut sts = unzoned();
+    sts["workload"] = json!("StatefulSet");
+    let running = children(&sync_value(&request_with(sts, &[], [2, 2, 2])));
+    let mut zoned = spec();
+    zoned["workload"] = json!("StatefulSet");
+    let zoned_answer = sync_value(&request_with(zoned, &running, [0, 0, 0]));
+    assert_eq!(
+        workloads(&zoned_answer),
+        [
+            "StatefulSet cache-zone-a",
+            "StatefulSet cache-zone-b",
+            "StatefulSet cache-zone-c",
+            "StatefulSet cache",
+        ]
+    );
+    assert_eq!(
+        status(&zoned_answer).server_list.unwrap(),
+        [
+            "cache-0.cache.shop.svc:11211",
+            "cache-1.cache.shop.svc:11211"
+        ]
+    );
+    assert_eq!(condition(&zoned_answer, "Progressing").reason, "ZoneSwitch");
+}
