@@ -142,6 +142,9 @@ pub fn sync(
     let e = Effective::of(&parent.spec);
     let declared = |kind: &ChildKind| req.controller.declares(kind.api_version(), kind.resource());
     let mut violations = validation::validate_effective(name, &parent.spec, &e);
+    if violations.is_empty() {
+        violations = switch::violations(&e, &req.children, name);
+    }
     let statefulsets = declared(&ChildKind::StatefulSet);
     let plan = Plan::new(&e, &req.children, name, statefulsets, violations.is_empty());
     // Only a valid spec has zones to plan (an invalid one keeps what is observed).

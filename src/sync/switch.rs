@@ -5,6 +5,8 @@
 //! is observed and settled ([`workload::settled`]). The first sync that finds them all settled
 //! leaves the leaving workloads and their budgets out, and Metacontroller deletes them.
 
+use crate::api::effective::Effective;
+use crate::api::validation::Violation;
 use crate::children::ChildKind;
 use crate::hook::{Child, Observed, ObservedChild, Received};
 use crate::keep::{self, Asked};
@@ -126,6 +128,29 @@ impl<'a> Switch<'a> {
     /// than naming what [`Switch::server_list`] publishes.
     pub(super) fn keeps_zone_members(&self) -> bool {
         self.way == ZoneSwitch::Names
+    }
+}
+
+/// What the switch cannot do for the valid spec `e` of the Memcached `name` over the observed
+/// `children`: hand the zones' pods over to a workload the HorizontalPodAutoscaler sizes (it
+/// would start with one pod and end the switch there), so turning zones off and autoscaling on
+/// is refused while a zone's workload runs; the observed children are kept.
+pub(super) fn violations(e: &Effective<'_>, children: &Observed, name: &str) -> Vec<Violation> {
+    let prefix = format!("{name}-");
+    let zone_running = children
+        .iter()
+        .find(|c| is_workload(c) && c.metadata.name.starts_with(&prefix));
+    match zone_running {
+        Some(w) if e.zones.is_none() && e.autoscaling.is_some() => vec![Violation::invalid(
+            "spec.autoscaling.enabled",
+            true,
+            format!(
+                "cannot turn autoscaling on while the zone {} {} runs: turn zones off first and \
+                 enable autoscaling once the switch has ended",
+                w.kind, w.metadata.name
+            ),
+        )],
+        _ => Vec::new(),
     }
 }
 

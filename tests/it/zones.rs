@@ -609,3 +609,22 @@ fn turning_zones_on_for_a_statefulset_keeps_naming_its_pods_until_the_zones_are_
     );
     assert_eq!(condition(&zoned_answer, "Progressing").reason, "ZoneSwitch");
 }
+
+#[test]
+fn turning_zones_off_and_autoscaling_on_at_once_is_refused_and_keeps_the_zones() {
+    let running = children(&sync_value(&request(&[], [2, 2, 2])));
+    let mut auto = unzoned();
+    auto.as_object_mut().unwrap().remove("replicas");
+    auto["resources"] = json!({"requests": {"cpu": "100m"}});
+    auto["autoscaling"] = json!({"enabled": true, "minReplicas": 2, "maxReplicas": 6});
+    let answer = sync_value(&request_with(auto, &running, [2, 2, 2]));
+    assert_eq!(workloads(&answer), workloads(&json!({"children": running})));
+    let degraded = condition(&answer, "Degraded");
+    assert_eq!(degraded.reason, "InvalidSpec");
+    assert!(
+        degraded.message.contains("spec.autoscaling.enabled")
+            && degraded.message.contains("turn zones off first"),
+        "{}",
+        degraded.message
+    );
+}
