@@ -4,6 +4,7 @@
 use super::{
     AVAILABLE, CHILD_RESOURCES_MISSING, DEGRADED, DISRUPTION_BUDGET_BLOCKING, Inputs, Migration,
     PROGRESSING, PdbState, READY, SECRET_RELOAD, WARM_RESTART, WORKLOAD_MIGRATION, ZONE_DISRUPTION,
+    ZONE_SWITCH, ZoneSwitch,
 };
 use crate::children::ChildKind;
 use crate::hook::ChildStatus;
@@ -100,12 +101,8 @@ fn available(c: Counts<'_>) -> Computed {
 fn progressing(c: Counts<'_>) -> Computed {
     let (updated, desired) = (c.updated, c.desired);
     if let Some(m) = c.migration {
-        let (from, to, ready, old) = (m.from, c.to, c.ready, m.ready);
-        let message = format!(
-            "Switching from {from} to {to}: the {to} has {ready}/{desired} replicas ready; the \
-             {from} keeps serving ({old} ready) until all are ready"
-        );
-        condition(PROGRESSING, true, WORKLOAD_MIGRATION, message)
+        let (reason, message) = switching(m, c);
+        condition(PROGRESSING, true, reason, message)
     } else if !c.has_workload {
         condition(PROGRESSING, true, "Progressing", c.waiting.to_owned())
     } else if updated < desired || c.total != desired {
@@ -115,6 +112,35 @@ fn progressing(c: Counts<'_>) -> Computed {
         let message = format!("All {desired} replicas are updated");
         condition(PROGRESSING, false, "ProgressingComplete", message)
     }
+}
+
+/// The reason and message of `Progressing` during the switch `m`.
+fn switching(m: Migration<'_>, c: Counts<'_>) -> (&'static str, String) {
+    let (from, to, ready, old, desired) = (m.from, c.to, c.ready, m.ready, c.desired);
+    let message = match m.zones {
+        None => format!(
+            "Switching from {from} to {to}: the {to} has {ready}/{desired} replicas ready; the \
+             {from} keeps serving ({old} ready) until all are ready"
+        ),
+        Some(ZoneSwitch::On) => format!(
+            "Switching to zones: the zone workloads have {ready}/{desired} replicas ready; the \
+             {from} without zones keeps serving ({old} ready) until all are ready"
+        ),
+        Some(ZoneSwitch::Off) => format!(
+            "Switching off zones: the {to} has {ready}/{desired} replicas ready; the zone \
+             workloads keep serving ({old} ready) until all are ready"
+        ),
+        Some(ZoneSwitch::Names) => format!(
+            "Changing zones: the zone workloads have {ready}/{desired} replicas ready; the \
+             workloads of the zones no longer named keep serving ({old} ready) until all are ready"
+        ),
+    };
+    let reason = if m.zones.is_some() {
+        ZONE_SWITCH
+    } else {
+        WORKLOAD_MIGRATION
+    };
+    (reason, message)
 }
 
 fn degraded(c: Counts<'_>, inputs: &Inputs<'_>) -> Computed {

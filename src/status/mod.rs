@@ -52,6 +52,8 @@ pub struct SpecCondition {
 }
 /// Reason of `Progressing` while the workload is switched between Deployment and StatefulSet.
 pub const WORKLOAD_MIGRATION: &str = "WorkloadMigration";
+/// Reason of `Progressing` while `spec.zones` is turned on or off or the zone names change.
+pub const ZONE_SWITCH: &str = "ZoneSwitch";
 
 /// What a PDB as built allows (for `DisruptionBudgetBlocking`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -124,6 +126,20 @@ pub struct Migration<'a> {
     pub from: &'a str,
     /// Its ready pods.
     pub ready: i32,
+    /// The zone layout change, when the switch is one (else a switch of workload kind).
+    pub zones: Option<ZoneSwitch>,
+}
+
+/// A change of the zone layout: the workloads of the old layout serve until the new ones are
+/// ready.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ZoneSwitch {
+    /// `spec.zones` turned on: the workload without zones serves.
+    On,
+    /// `spec.zones` turned off: the zones' workloads serve.
+    Off,
+    /// A zone name removed or changed: the workloads of the zones no longer named serve.
+    Names,
 }
 
 /// What `status.serverList` publishes.

@@ -47,6 +47,21 @@ pub(super) fn server_list_config_map(
     config_map(name, namespace, e, members(plan))
 }
 
+/// The server-list ConfigMap of the Memcached `name` in `namespace` during a zone layout switch:
+/// as `status.serverList` (`list`), the pods of a StatefulSet without zones or the Service.
+pub(super) fn switch_config_map(
+    name: &str,
+    namespace: &str,
+    e: &Effective<'_>,
+    list: ServerList,
+) -> Child {
+    let members = match list {
+        ServerList::Pods(n) => Members::Pods(n),
+        _ => Members::Service,
+    };
+    config_map(name, namespace, e, members)
+}
+
 /// The server-list ConfigMap of the Memcached `name` in `namespace` with zones: as
 /// `status.serverList`, the Service, or every zone's pods as the StatefulSets will have them.
 pub(super) fn zones_config_map(

@@ -22,6 +22,7 @@ mod customize;
 mod error;
 mod invalid;
 mod members;
+mod switch;
 mod zones;
 
 pub use crate::children::pod::RESTART_TRIGGER;
@@ -29,7 +30,8 @@ use agent_account::Access;
 pub use customize::customize;
 pub use error::SyncError;
 use invalid::keep_observed;
-use members::{server_list, server_list_config_map};
+use members::{server_list, server_list_config_map, switch_config_map};
+use switch::Switch;
 use zones::Zoned;
 
 /// A `Memcached` of a served version.
@@ -141,8 +143,7 @@ pub fn sync(
     let declared = |kind: &ChildKind| req.controller.declares(kind.api_version(), kind.resource());
     let mut violations = validation::validate_effective(name, &parent.spec, &e);
     if violations.is_empty() {
-        // A zone layout that would drop a running workload is refused like an invalid spec.
-        violations = zones::layout_violations(&e, &req.children, name);
+        violations = switch::violations(&e, &req.children, name);
     }
     let statefulsets = declared(&ChildKind::StatefulSet);
     let plan = Plan::new(&e, &req.children, name, statefulsets, violations.is_empty());
@@ -150,6 +151,12 @@ pub fn sync(
     let zoned = violations
         .is_empty()
         .then(|| Zoned::of(&e, &req.children, name, statefulsets))
+        .flatten();
+    // Zones turned on or off or renamed: the workloads of the old layout serve until the new
+    // ones are settled.
+    let switch = violations
+        .is_empty()
+        .then(|| Switch::of(&plan, zoned.as_ref(), &req.children, name))
         .flatten();
     let access = agent_account::access(&e, options, req, &plan);
     let needed = needed_kinds(&e, access);
@@ -167,7 +174,7 @@ pub fn sync(
             .filter(|k| declared(k))
             .collect();
         agent_access_whole(&mut declared);
-        let plans = (&plan, zoned.as_ref());
+        let plans = (&plan, zoned.as_ref(), switch.as_ref());
         let (children, outcome) = desired(received, &e, plans, &declared, (options, access))?;
         // A child the cluster would refuse makes the spec invalid: a 200 means children the
         // API server and Metacontroller accept.
@@ -182,7 +189,7 @@ pub fn sync(
         missing_kinds,
         ..outcome
     };
-    let inputs = inputs(req, &e, (&plan, zoned.as_ref()), outcome);
+    let inputs = inputs(req, &e, (&plan, zoned.as_ref(), switch.as_ref()), outcome);
     let status = status::build(&inputs, &parent.status.conditions, &condition_time(now));
     Ok(SyncResponse { children, status })
 }
@@ -191,7 +198,7 @@ pub fn sync(
 fn inputs<'a>(
     req: &'a SyncRequest,
     e: &Effective<'_>,
-    (plan, zoned): (&Plan<'a>, Option<&Zoned<'a>>),
+    (plan, zoned, switch): (&Plan<'a>, Option<&Zoned<'a>>, Option<&Switch<'a>>),
     outcome: Outcome,
 ) -> Inputs<'a> {
     let parent = &req.parent;
@@ -202,6 +209,7 @@ fn inputs<'a>(
     // Kept children are judged against what they run, not against the rejected spec.
     let kept = outcome.invalid_spec.is_some();
     let creating = !kept
+        && switch.is_none()
         && observed.is_none()
         && migrating_from.is_none()
         && parent.status.conditions.is_empty();
@@ -230,6 +238,7 @@ fn inputs<'a>(
         migration: migrating_from.map(|old| Migration {
             from: old.kind.as_str(),
             ready: old.status.ready_replicas.unwrap_or(0),
+            zones: None,
         }),
         server_list: match server_list(plan, migrating_from) {
             ServerList::Nothing if creating => ServerList::Pods(plan.replicas.unwrap_or(1)),
@@ -252,9 +261,31 @@ fn inputs<'a>(
         zone_replicas: 0,
         zone_disruption: None,
     };
-    match zoned {
-        Some(z) if !kept => zoned_inputs(inputs, z, client_port, &outcome.zones),
-        _ => inputs,
+    if kept {
+        inputs
+    } else {
+        layout_inputs(inputs, (zoned, switch), client_port, &outcome.zones)
+    }
+}
+
+/// `inputs` of a valid spec with its zones (`zoned`) and the switch of the zone layout under way.
+fn layout_inputs<'a>(
+    inputs: Inputs<'a>,
+    (zoned, switch): (Option<&Zoned<'a>>, Option<&Switch<'a>>),
+    port: i32,
+    built: &ZoneOutcome,
+) -> Inputs<'a> {
+    let inputs = match zoned {
+        Some(z) => zoned_inputs(inputs, z, port, (built, switch.is_some())),
+        None => inputs,
+    };
+    match switch {
+        Some(s) => Inputs {
+            migration: Some(s.migration(inputs.migration)),
+            server_list: s.server_list(inputs.server_list),
+            ..inputs
+        },
+        None => inputs,
     }
 }
 
@@ -264,7 +295,7 @@ fn zoned_inputs<'a>(
     inputs: Inputs<'a>,
     z: &Zoned<'a>,
     port: i32,
-    zones: &ZoneOutcome,
+    (zones, switching): (&ZoneOutcome, bool),
 ) -> Inputs<'a> {
     let (budgets, current) = (zones.budgets.as_ref(), zones.current.as_deref());
     let zone_disruption = budgets.map(|b| status::zones::condition(&z.names(), b));
@@ -272,7 +303,9 @@ fn zoned_inputs<'a>(
     let migration = z.migration();
     // `inputs` (for the workload `<name>`, which zones never build) read as creating exactly when
     // the parent has no conditions yet; the zones are created when none of theirs is observed.
-    let creating = workload.is_none() && migration.is_none() && inputs.workload.is_some();
+    // During a zone layout switch the observed `<name>` is the workload leaving.
+    let creating =
+        !switching && workload.is_none() && migration.is_none() && inputs.workload.is_some();
     let at = (inputs.name, inputs.namespace, port);
     Inputs {
         spec_replicas: Some(
@@ -293,7 +326,7 @@ fn zoned_inputs<'a>(
 fn desired(
     received: &Received<'_>,
     e: &Effective<'_>,
-    (plan, zoned): (&Plan<'_>, Option<&Zoned<'_>>),
+    (plan, zoned, switch): (&Plan<'_>, Option<&Zoned<'_>>, Option<&Switch<'_>>),
     kinds: &[ChildKind],
     (options, access): (&Options, Access),
 ) -> Result<(Vec<Child>, Outcome), SyncError> {
@@ -322,15 +355,8 @@ fn desired(
     };
     let mut children = Vec::with_capacity(kinds.len());
     for kind in kinds {
-        if let Some(z) = zoned
-            && zones::zone_children(
-                *kind,
-                z,
-                (received, name, e, pods),
-                &mut children,
-                &mut outcome,
-            )?
-        {
+        let at = (received, name, e, pods);
+        if layout_child(*kind, (zoned, switch), at, &mut children, &mut outcome)? {
             continue;
         }
         children.push(match kind {
@@ -354,7 +380,38 @@ fn desired(
             }
         });
     }
+    let kept = switch.map(|s| s.kept(received)).transpose()?;
+    children.extend(kept.into_iter().flatten());
     Ok((children, outcome))
+}
+
+/// The children of `kind` the zone layout answers, pushed on `children`: during a switch of the
+/// layout the server-list ConfigMap naming who serves, with zones each zone's children
+/// ([`zones::zone_children`]); `false` when the layout answers none of `kind`.
+fn layout_child(
+    kind: ChildKind,
+    (zoned, switch): (Option<&Zoned<'_>>, Option<&Switch<'_>>),
+    (received, name, e, pods): (&Received<'_>, &str, &Effective<'_>, Pods<'_>),
+    children: &mut Vec<Child>,
+    outcome: &mut Outcome,
+) -> Result<bool, SyncError> {
+    if kind == ChildKind::ConfigMap
+        && let Some(s) = switch.filter(|s| !s.keeps_zone_members())
+    {
+        let namespace = received.request().parent.metadata.namespace.as_deref();
+        let list = s.server_list(ServerList::ServiceWhileServing);
+        children.push(switch_config_map(
+            name,
+            namespace.unwrap_or_default(),
+            e,
+            list,
+        ));
+        return Ok(true);
+    }
+    match zoned {
+        Some(z) => zones::zone_children(kind, z, (received, name, e, pods), children, outcome),
+        None => Ok(false),
+    }
 }
 
 /// A child other than the workload and the Service, if the spec asks for it.

@@ -139,6 +139,7 @@ impl<'a> Zoned<'a> {
                 .iter()
                 .map(|o| o.status.ready_replicas.unwrap_or(0))
                 .sum(),
+            zones: None,
         })
     }
 
@@ -347,63 +348,4 @@ fn metadata_mut(child: &mut Child) -> Option<&mut ObjectMeta> {
         Child::StatefulSet(s) => Some(&mut s.metadata),
         _ => None,
     }
-}
-
-/// Why the zone layout of the valid spec `e` cannot replace the workloads observed for the
-/// Memcached `name`: turning zones on or off, or removing a zone, would drop a running workload
-/// (Metacontroller deletes it at once), so the spec is refused and the observed children kept.
-pub(super) fn layout_violations(
-    e: &Effective<'_>,
-    children: &Observed,
-    name: &str,
-) -> Vec<crate::api::validation::Violation> {
-    use crate::api::validation::Violation;
-    let prefix = format!("{name}-");
-    let workloads = children.iter().filter(|c| {
-        c.api_version == "apps/v1" && (c.kind == "Deployment" || c.kind == "StatefulSet")
-    });
-    let mut violations = Vec::new();
-    match e.zones.as_ref() {
-        Some(zones) => {
-            for w in workloads {
-                let n = w.metadata.name.as_str();
-                if n == name {
-                    violations.push(Violation::invalid(
-                        "spec.zones",
-                        n,
-                        format!(
-                            "cannot turn zones on while the {} {name} runs without zones: create a new Memcached with spec.zones and move clients to it, or remove spec.zones",
-                            w.kind
-                        ),
-                    ));
-                } else if let Some(zone) = n.strip_prefix(&prefix)
-                    && !zones.names.contains(&zone)
-                {
-                    violations.push(Violation::invalid(
-                        "spec.zones.names",
-                        zone,
-                        format!(
-                            "cannot remove a zone while its {} {n} runs: re-add the zone, or create a new Memcached without it and move clients to it",
-                            w.kind
-                        ),
-                    ));
-                }
-            }
-        }
-        None => {
-            for w in workloads {
-                let n = w.metadata.name.as_str();
-                if n.starts_with(&prefix) {
-                    violations.push(Violation::required(
-                        "spec.zones",
-                        format!(
-                            "cannot turn zones off while the zone {} {n} runs: restore spec.zones, or create a new Memcached without zones and move clients to it",
-                            w.kind
-                        ),
-                    ));
-                }
-            }
-        }
-    }
-    violations
 }

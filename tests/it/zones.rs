@@ -24,6 +24,16 @@ fn request(previous: &[Value], ready: [i32; 3]) -> Value {
 /// [`request`] for the Memcached with `spec`, under a CompositeController that also declares
 /// StatefulSets.
 fn request_with(spec: Value, previous: &[Value], ready: [i32; 3]) -> Value {
+    request_by(spec, previous, |name| {
+        ZONES
+            .iter()
+            .position(|z| name.ends_with(z))
+            .map_or(2, |z| ready[z])
+    })
+}
+
+/// [`request_with`], each workload named `name` with `ready(name)` ready pods of 2.
+fn request_by(spec: Value, previous: &[Value], ready: impl Fn(&str) -> i32) -> Value {
     let mut children = json!({"Deployment.apps/v1": {}, "StatefulSet.apps/v1": {}, "Service.v1": {},
                               "PodDisruptionBudget.policy/v1": {}});
     for child in previous {
@@ -32,8 +42,7 @@ fn request_with(spec: Value, previous: &[Value], ready: [i32; 3]) -> Value {
         obj["metadata"]["annotations"] =
             json!({"metacontroller.k8s.io/last-applied-configuration": applied});
         let name = obj["metadata"]["name"].as_str().expect("named").to_owned();
-        let zone = ZONES.iter().position(|z| name.ends_with(z));
-        let n = zone.map_or(2, |z| ready[z]);
+        let n = ready(&name);
         obj["metadata"]["namespace"] = json!("shop");
         obj["metadata"]["generation"] = json!(1);
         match obj["kind"].as_str() {
@@ -250,50 +259,193 @@ fn workloads(answer: &Value) -> Vec<String> {
         .collect()
 }
 
-/// `answer` refuses the layout: every observed child kept, Degraded/InvalidSpec naming `field`.
-fn refused(answer: &Value, previous: &[Value], field: &str, says: &str) {
-    assert_eq!(workloads(answer), workloads(&json!({"children": previous})));
-    assert_eq!(children(answer).len(), previous.len());
-    let degraded = condition(answer, "Degraded");
-    assert_eq!(degraded.reason, "InvalidSpec");
-    assert!(degraded.message.contains(field), "{}", degraded.message);
-    assert!(degraded.message.contains(says), "{}", degraded.message);
+/// The spec without `spec.zones`.
+fn unzoned() -> Value {
+    let mut plain = spec();
+    plain.as_object_mut().unwrap().remove("zones");
+    plain
+}
+
+/// The child `kind` named `name` among `children`, if any.
+fn named<'a>(children: &'a [Value], kind: &str, name: &str) -> Option<&'a Value> {
+    children
+        .iter()
+        .find(|c| c["kind"] == kind && c["metadata"]["name"] == name)
+}
+
+/// `answer` keeps the workload and budget `name` of `previous` exactly as answered before, and
+/// says why.
+fn keeps_serving(answer: &Value, previous: &[Value], name: &str, says: &str) {
+    let now = children(answer);
+    for kind in ["Deployment", "PodDisruptionBudget"] {
+        assert_eq!(
+            named(&now, kind, name),
+            named(previous, kind, name),
+            "{kind} {name} kept as observed"
+        );
+        assert!(named(&now, kind, name).is_some(), "{kind} {name} kept");
+    }
+    let progressing = condition(answer, "Progressing");
+    assert_eq!(progressing.reason, "ZoneSwitch");
+    assert!(
+        progressing.message.contains(says),
+        "{}",
+        progressing.message
+    );
+    assert_ne!(condition(answer, "Degraded").reason, "InvalidSpec");
+    let status = status(answer);
+    assert!(status.ready_replicas.unwrap_or(0) > 0, "the old pods serve");
+    assert!(
+        !status.server_list.unwrap_or_default().is_empty(),
+        "serverList names who serves"
+    );
+}
+
+/// `answer` has left the workload and budget `name` out.
+fn dropped(answer: &Value, name: &str) {
+    let now = children(answer);
+    for kind in ["Deployment", "PodDisruptionBudget"] {
+        assert!(named(&now, kind, name).is_none(), "{kind} {name} left out");
+    }
+    assert_ne!(condition(answer, "Progressing").reason, "ZoneSwitch");
 }
 
 #[test]
-fn turning_zones_on_for_a_running_cache_keeps_its_workload_and_says_why() {
-    let mut plain = spec();
-    plain.as_object_mut().unwrap().remove("zones");
-    let running = children(&sync_value(&request_with(plain, &[], [2, 2, 2])));
+fn turning_zones_on_keeps_the_unzoned_deployment_until_every_zone_is_ready() {
+    let running = children(&sync_value(&request_with(unzoned(), &[], [2, 2, 2])));
     assert_eq!(
         workloads(&json!({"children": running})),
         ["Deployment cache"]
     );
-    let answer = sync_value(&request(&running, [2, 2, 2]));
-    refused(&answer, &running, "spec.zones", "create a new Memcached");
+    let first = request(&running, [2, 2, 2]);
+    let answer = sync_value(&first);
+    assert_eq!(
+        answer,
+        sync_value(&first),
+        "the same request, the same answer"
+    );
+    keeps_serving(&answer, &running, "cache", "Switching to zones");
+    assert_eq!(
+        workloads(&answer),
+        [
+            "Deployment cache-zone-a",
+            "Deployment cache-zone-b",
+            "Deployment cache-zone-c",
+            "Deployment cache",
+        ]
+    );
+    assert_eq!(status(&answer).ready_replicas, Some(2));
+    // The zones come up one by one; the Deployment `cache` serves until the last is ready.
+    let mut previous = children(&answer);
+    for ready in [[0, 0, 0], [2, 0, 0], [2, 2, 1]] {
+        let answer = sync_value(&request(&previous, ready));
+        keeps_serving(&answer, &running, "cache", "Switching to zones");
+        previous = children(&answer);
+    }
+    let done = sync_value(&request(&previous, [2, 2, 2]));
+    dropped(&done, "cache");
+    assert_eq!(
+        workloads(&done),
+        [
+            "Deployment cache-zone-a",
+            "Deployment cache-zone-b",
+            "Deployment cache-zone-c",
+        ]
+    );
+    assert_eq!(status(&done).ready_replicas, Some(6));
 }
 
 #[test]
-fn turning_zones_off_keeps_the_zone_workloads_and_says_why() {
+fn turning_zones_off_keeps_the_zone_workloads_until_the_unzoned_one_is_ready() {
     let running = children(&sync_value(&request(&[], [2, 2, 2])));
-    let mut plain = spec();
-    plain.as_object_mut().unwrap().remove("zones");
-    let answer = sync_value(&request_with(plain, &running, [2, 2, 2]));
-    refused(&answer, &running, "spec.zones", "restore spec.zones");
+    let first = request_with(unzoned(), &running, [2, 2, 2]);
+    let answer = sync_value(&first);
+    assert_eq!(
+        answer,
+        sync_value(&first),
+        "the same request, the same answer"
+    );
+    for zone in ZONES {
+        keeps_serving(
+            &answer,
+            &running,
+            &format!("cache-{zone}"),
+            "Switching off zones",
+        );
+    }
+    assert_eq!(status(&answer).ready_replicas, Some(6));
+    let mut previous = children(&answer);
+    for ready in [0, 1] {
+        let answer = sync_value(&request_by(unzoned(), &previous, |name| {
+            if name == "cache" { ready } else { 2 }
+        }));
+        for zone in ZONES {
+            keeps_serving(
+                &answer,
+                &running,
+                &format!("cache-{zone}"),
+                "Switching off zones",
+            );
+        }
+        previous = children(&answer);
+    }
+    let done = sync_value(&request_by(unzoned(), &previous, |_| 2));
+    for zone in ZONES {
+        dropped(&done, &format!("cache-{zone}"));
+    }
+    assert_eq!(workloads(&done), ["Deployment cache"]);
+    assert!(named(&children(&done), "PodDisruptionBudget", "cache").is_some());
 }
 
 #[test]
-fn removing_a_zone_keeps_its_workload_and_says_why() {
+fn removing_a_zone_drops_it_once_the_other_zones_are_ready() {
     let running = children(&sync_value(&request(&[], [2, 2, 2])));
     let mut fewer = spec();
     fewer["zones"]["names"] = json!(["zone-a", "zone-b"]);
+    let waiting = sync_value(&request_with(fewer.clone(), &running, [1, 2, 2]));
+    keeps_serving(&waiting, &running, "cache-zone-c", "Changing zones");
     let answer = sync_value(&request_with(fewer, &running, [2, 2, 2]));
-    refused(&answer, &running, "spec.zones.names", "re-add the zone");
-    assert!(
-        condition(&answer, "Degraded")
-            .message
-            .contains("cache-zone-c"),
-        "names the running workload"
+    dropped(&answer, "cache-zone-c");
+    assert_eq!(
+        workloads(&answer),
+        ["Deployment cache-zone-a", "Deployment cache-zone-b"]
+    );
+}
+
+#[test]
+fn renaming_a_zone_keeps_the_old_zone_until_the_new_one_is_ready() {
+    let running = children(&sync_value(&request(&[], [2, 2, 2])));
+    let mut renamed = spec();
+    renamed["zones"]["names"] = json!(["zone-a", "zone-b", "zone-d"]);
+    let first = request_with(renamed.clone(), &running, [2, 2, 2]);
+    let answer = sync_value(&first);
+    assert_eq!(
+        answer,
+        sync_value(&first),
+        "the same request, the same answer"
+    );
+    keeps_serving(&answer, &running, "cache-zone-c", "Changing zones");
+    assert_eq!(
+        workloads(&answer),
+        [
+            "Deployment cache-zone-a",
+            "Deployment cache-zone-b",
+            "Deployment cache-zone-d",
+            "Deployment cache-zone-c",
+        ]
+    );
+    let ready = |d| move |name: &str| if name == "cache-zone-d" { d } else { 2 };
+    let rising = sync_value(&request_by(renamed.clone(), &children(&answer), ready(1)));
+    keeps_serving(&rising, &running, "cache-zone-c", "Changing zones");
+    let done = sync_value(&request_by(renamed, &children(&rising), ready(2)));
+    dropped(&done, "cache-zone-c");
+    assert_eq!(
+        workloads(&done),
+        [
+            "Deployment cache-zone-a",
+            "Deployment cache-zone-b",
+            "Deployment cache-zone-d",
+        ]
     );
 }
 
@@ -429,4 +581,50 @@ fn without_last_applied_a_held_zone_keeps_its_observed_template() {
         };
         assert_eq!(find(&now), find(&old), "{zone}");
     }
+}
+
+#[test]
+fn turning_zones_on_for_a_statefulset_keeps_naming_its_pods_until_the_zones_are_ready() {
+    let mut sts = unzoned();
+    sts["workload"] = json!("StatefulSet");
+    let running = children(&sync_value(&request_with(sts, &[], [2, 2, 2])));
+    let mut zoned = spec();
+    zoned["workload"] = json!("StatefulSet");
+    let zoned_answer = sync_value(&request_with(zoned, &running, [0, 0, 0]));
+    assert_eq!(
+        workloads(&zoned_answer),
+        [
+            "StatefulSet cache-zone-a",
+            "StatefulSet cache-zone-b",
+            "StatefulSet cache-zone-c",
+            "StatefulSet cache",
+        ]
+    );
+    assert_eq!(
+        status(&zoned_answer).server_list.unwrap(),
+        [
+            "cache-0.cache.shop.svc:11211",
+            "cache-1.cache.shop.svc:11211"
+        ]
+    );
+    assert_eq!(condition(&zoned_answer, "Progressing").reason, "ZoneSwitch");
+}
+
+#[test]
+fn turning_zones_off_and_autoscaling_on_at_once_is_refused_and_keeps_the_zones() {
+    let running = children(&sync_value(&request(&[], [2, 2, 2])));
+    let mut auto = unzoned();
+    auto.as_object_mut().unwrap().remove("replicas");
+    auto["resources"] = json!({"requests": {"cpu": "100m"}});
+    auto["autoscaling"] = json!({"enabled": true, "minReplicas": 2, "maxReplicas": 6});
+    let answer = sync_value(&request_with(auto, &running, [2, 2, 2]));
+    assert_eq!(workloads(&answer), workloads(&json!({"children": running})));
+    let degraded = condition(&answer, "Degraded");
+    assert_eq!(degraded.reason, "InvalidSpec");
+    assert!(
+        degraded.message.contains("spec.autoscaling.enabled")
+            && degraded.message.contains("turn zones off first"),
+        "{}",
+        degraded.message
+    );
 }
