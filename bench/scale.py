@@ -4,6 +4,7 @@
 usage: scale.py run --system hook|reference --ns NS --n N --replicas R --steady S --zone Z
                     --timeout T --bound B --syncs-metrics URL --syncs-metric NAME:LABEL
                     --client-metrics URL --pids NAME=PID,... --summary FILE
+                    [--zones A,B,... [--rollout-image IMAGE]]
        scale.py compare SUMMARY.json SUMMARY.json...
        scale.py customize-stub --port P
 
@@ -28,6 +29,26 @@ under E2E_STATE_DIR), creates N Memcacheds (R replicas, a PodDisruptionBudget wi
   every parent is Ready again, the 429s, and for how long at most a parent's status.readyReplicas
   differed from its Deployment's (the truth), against the bound B seconds; skipped with
   --zone none.
+
+With --zones (the hook only), every Memcached has spec.zones with those names (the nodes'
+topology.kubernetes.io/zone values) and R replicas per zone, a budget per zone; Ready also needs
+status.zonesReady Z/Z and readyReplicas R x Z. Two phases change:
+
+- rollout (with --rollout-image, after the steady state): every parent's image changed; every
+  second every parent's zone Deployments are read; a zone is rolling while its Deployment
+  carries the new image and is not settled (observedGeneration current, replicas, updated,
+  ready and available all R). Fails when two zones of one parent roll at once, when a zone
+  carries the new image before every zone before it (names order) is settled on it, or when
+  the fleet does not converge;
+- drain (unless --zone none): half of the first zone's nodes and half of the second zone's
+  cordoned (the other half takes the evicted pods: a zone's pods need its nodes). Drainer 1
+  evicts the pods of the first zone's half; drainer 2, once drainer 1's first round is sent,
+  tries every second to evict the pods of the second zone's half, each parent's as soon as the
+  hook has answered its first zone's disruption (its second zone's budget seen at
+  maxUnavailable 0, or its first zone seen short and whole again). Before each eviction it reads
+  the parent's first-zone Deployment: one that succeeds while that zone is not whole (ready R,
+  none going) is a violation. Fails on a violation, when a pod on a node not drained is gone,
+  when the second zone's half is not emptied, or when the fleet does not re-converge.
 
 The same numbers go to --summary as JSON; `compare` prints the summaries of several systems side
 by side (measures of one run of each, on the same fleet), with the ratio of each to the first.
@@ -484,6 +505,8 @@ def zoned_drain(api, args, deadline):
     r2 = {"attempts": 0, "refused_short": 0, "evicted_whole": 0, "violations": [],
           "refused_whole": 0, "other": 0, "emptied": -1, "first_evicted": -1}
     seen_short, eligible = set(), set()
+    # A drained parent's zone-a first read whole, and how long its zone-b pod waited after that.
+    whole_at, handover = {}, []
     lock = threading.Lock()
 
     def try_b(pod):
@@ -494,6 +517,10 @@ def zoned_drain(api, args, deadline):
         t = time.monotonic() - start
         with lock:
             r2["attempts"] += 1
+            if ok_a and p in affected:
+                whole_at.setdefault(p, t)
+            if code in (200, 201) and p in whole_at:
+                handover.append(t - whole_at[p])
             if code in (200, 201):
                 if ok_a:
                     r2["evicted_whole"] += 1
@@ -546,6 +573,8 @@ def zoned_drain(api, args, deadline):
     lost = sorted(name for uid, name in kept.items() if uid not in after)
     return {"a_nodes": len(a_nodes), "b_nodes": len(b_nodes), "affected": len(affected),
             "both": len(in_a & in_b),
+            "handover": max(handover, default=-1),
+            "handover_median": sorted(handover)[len(handover) // 2] if handover else -1,
             "drainer1": r1, "drainer2": {**r2, "violations": len(r2["violations"])},
             "violation_list": r2["violations"][:5], "lost": lost, "ready": ready,
             "emptied": emptied - start, "lag": tracker.longest, "lag_name": tracker.longest_name}
@@ -634,6 +663,8 @@ def run(args):
               f"once it was whole (the first after {d2['first_evicted']:.1f} s), "
               f"{d2['refused_whole']} refused with it whole, {d2['other']} other answers; "
               f"empty after {d2['emptied']:.1f} s")
+        print(f"a drained parent's {zb} pod went at most {r['handover']:.1f} s (median "
+              f"{r['handover_median']:.1f} s) after its {za} was read whole (tried every second)")
         for v in r["violation_list"]:
             print(f"   VIOLATION a {zb} pod evicted while its parent's {za} was short: {v}")
         print(f"pods gone from nodes not drained: {len(r['lost'])} {r['lost'][:5]}")

@@ -43,7 +43,7 @@ if [[ ! -f "$WORK/hook.json" ]] || ! grep -q '"drain"' "$WORK/hook.json"; then
     echo "FAIL fleet zones: bench/scale.sh did not finish (N=$N)"
     exit 1
 fi
-grep -E '^(== |rollout|zone-|pods gone|both drains|   VIOLATION)' "$WORK/scale.log"
+grep -E '^(== |rollout|zone-|pods gone|both drains|a drained|   VIOLATION)' "$WORK/scale.log"
 
 python3 - "$WORK/hook.json" <<'PY'
 import json
