@@ -4,6 +4,7 @@
 usage: scale.py run --system hook|reference --ns NS --n N --replicas R --steady S --zone Z
                     --timeout T --bound B --syncs-metrics URL --syncs-metric NAME:LABEL
                     --client-metrics URL --pids NAME=PID,... --summary FILE
+                    [--zones A,B,... [--rollout-image IMAGE]]
        scale.py compare SUMMARY.json SUMMARY.json...
        scale.py customize-stub --port P
 
@@ -28,6 +29,26 @@ under E2E_STATE_DIR), creates N Memcacheds (R replicas, a PodDisruptionBudget wi
   every parent is Ready again, the 429s, and for how long at most a parent's status.readyReplicas
   differed from its Deployment's (the truth), against the bound B seconds; skipped with
   --zone none.
+
+With --zones (the hook only), every Memcached has spec.zones with those names (the nodes'
+topology.kubernetes.io/zone values) and R replicas per zone, a budget per zone; Ready also needs
+status.zonesReady Z/Z and readyReplicas R x Z. Two phases change:
+
+- rollout (with --rollout-image, after the steady state): every parent's image changed; every
+  second every parent's zone Deployments are read; a zone is rolling while its Deployment
+  carries the new image and is not settled (observedGeneration current, replicas, updated,
+  ready and available all R). Fails when two zones of one parent roll at once, when a zone
+  carries the new image before every zone before it (names order) is settled on it, or when
+  the fleet does not converge;
+- drain (unless --zone none): half of the first zone's nodes and half of the second zone's
+  cordoned (the other half takes the evicted pods: a zone's pods need its nodes). Drainer 1
+  evicts the pods of the first zone's half; drainer 2, once drainer 1's first round is sent,
+  tries every second to evict the pods of the second zone's half, each parent's as soon as the
+  hook has answered its first zone's disruption (its second zone's budget seen at
+  maxUnavailable 0, or its first zone seen short and whole again). Before each eviction it reads
+  the parent's first-zone Deployment: one that succeeds while that zone is not whole (ready R,
+  none going) is a violation. Fails on a violation, when a pod on a node not drained is gone,
+  when the second zone's half is not emptied, or when the fleet does not re-converge.
 
 The same numbers go to --summary as JSON; `compare` prints the summaries of several systems side
 by side (measures of one run of each, on the same fleet), with the ratio of each to the first.
@@ -113,17 +134,22 @@ class Api:
             return resp.read().decode()
 
 
-def memcached(ns, i, replicas):
+def memcached(ns, i, replicas, zones=None):
     name = f"cache-{i:04d}"
-    return {
-        "apiVersion": "memcached.c5c3.io/v1beta1", "kind": "Memcached",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {"replicas": replicas, "highAvailability": {
+    if zones:
+        # A full copy per zone (replicas per zone), a budget per zone; the zone is required.
+        spec = {"replicas": replicas, "zones": {"names": zones}, "highAvailability": {
+            "podDisruptionBudget": {"enabled": True, "maxUnavailable": 1}}}
+    else:
+        spec = {"replicas": replicas, "highAvailability": {
             "podDisruptionBudget": {"enabled": True, "maxUnavailable": 1},
             "topologySpreadConstraints": [{
                 "maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
                 "whenUnsatisfiable": "ScheduleAnyway",
-                "labelSelector": {"matchLabels": {"app.kubernetes.io/instance": name}}}]}},
+                "labelSelector": {"matchLabels": {"app.kubernetes.io/instance": name}}}]}}
+    return {
+        "apiVersion": "memcached.c5c3.io/v1beta1", "kind": "Memcached",
+        "metadata": {"name": name, "namespace": ns}, "spec": spec,
     }
 
 
@@ -222,19 +248,30 @@ def report(title, n, start, end):
 
 # --- the fleet's state -----------------------------------------------------------------------
 
-def fleet(api, ns, replicas):
-    """(ready parent count, {name: (status.readyReplicas, deployment readyReplicas)})."""
+def fleet(api, ns, replicas, zones=None):
+    """(ready parent count, {name: (status.readyReplicas, its workloads' readyReplicas)}).
+    With zones: Ready also needs every zone ready (status.zonesReady Z/Z), readyReplicas counts
+    every zone's pods and the truth is the sum of the workloads <name>-<zone>."""
     ready = 0
     seen = {}
+    total = replicas * (len(zones) if zones else 1)
     for m in api.items(f"{GROUP}/namespaces/{ns}/memcacheds"):
         st = m.get("status") or {}
         cond = {c["type"]: c["status"] for c in st.get("conditions") or []}
         ok = (st.get("observedGeneration") == m["metadata"]["generation"]
-              and st.get("readyReplicas") == replicas and cond.get("Ready") == "True")
+              and st.get("readyReplicas") == total and cond.get("Ready") == "True")
+        if zones:
+            ok = ok and st.get("zonesReady") == f"{len(zones)}/{len(zones)}"
         ready += ok
         seen[m["metadata"]["name"]] = st.get("readyReplicas", 0)
-    truth = {d["metadata"]["name"]: (d.get("status") or {}).get("readyReplicas", 0)
-             for d in api.items(f"/apis/apps/v1/namespaces/{ns}/deployments")}
+    truth = {}
+    for d in api.items(f"/apis/apps/v1/namespaces/{ns}/deployments"):
+        name = d["metadata"]["name"]
+        for z in zones or ():
+            if name.endswith("-" + z):
+                name = name[:-len(z) - 1]
+                break
+        truth[name] = truth.get(name, 0) + (d.get("status") or {}).get("readyReplicas", 0)
     return ready, {k: (v, truth.get(k)) for k, v in seen.items()}
 
 
@@ -260,7 +297,7 @@ def wait_ready(api, args, deadline, tracker=None):
     """Polls until every parent is Ready; returns the count Ready at the end."""
     ready = 0
     while time.monotonic() < deadline:
-        ready, pairs = fleet(api, args.ns, args.replicas)
+        ready, pairs = fleet(api, args.ns, args.replicas, args.zones)
         if tracker:
             tracker.observe(pairs, time.monotonic())
         if ready >= args.n:
@@ -274,7 +311,7 @@ def wait_ready(api, args, deadline, tracker=None):
 def create(api, args):
     for i in range(args.n):
         code, body = api.call("POST", f"{GROUP}/namespaces/{args.ns}/memcacheds",
-                              memcached(args.ns, i, args.replicas))
+                              memcached(args.ns, i, args.replicas, args.zones))
         if code != 201:
             sys.exit(f"creating Memcached {i}: {code} {str(body)[:300]}")
 
@@ -321,6 +358,228 @@ def drain(api, args, deadline):
     return len(nodes), evicted, refused, other
 
 
+# --- zones: a zone-by-zone rollout, and two drains in two zones ---------------------------------
+
+def deployments(api, ns):
+    return {d["metadata"]["name"]: d for d in api.items(f"/apis/apps/v1/namespaces/{ns}/deployments")}
+
+
+def settled(d, replicas):
+    """Whether a Deployment runs all its replicas from its latest spec, updated and ready (what
+    the hook calls settled)."""
+    st = d.get("status") or {}
+    return (st.get("observedGeneration", 0) >= d["metadata"].get("generation", 1)
+            and d["spec"].get("replicas", 1) == replicas
+            and all(st.get(k, 0) == replicas
+                    for k in ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas")))
+
+
+def whole(d, replicas):
+    """Whether a zone's Deployment has all its pods ready, none of them going."""
+    st = (d or {}).get("status") or {}
+    return st.get("readyReplicas", 0) >= replicas and st.get("replicas", 0) == replicas
+
+
+def image_of(d):
+    return [c.get("image") for c in d["spec"]["template"]["spec"]["containers"]
+            if c.get("name") == "memcached"] or [None]
+
+
+def rollout(api, args, deadline):
+    """Patches every parent's image; polls every second every parent's zone Deployments. A zone
+    is rolling while its Deployment carries the new image and is not settled. Returns the
+    summary: the most zones of one parent rolling at once, zones started out of order, seconds
+    until every zone runs the new image settled and until every parent is Ready again."""
+    image = args.rollout_image
+    parents = [f"cache-{i:04d}" for i in range(args.n)]
+    start = time.monotonic()
+    for name in parents:
+        code, body = api.call("PATCH", f"{GROUP}/namespaces/{args.ns}/memcacheds/{name}",
+                              {"spec": {"image": image}}, "application/merge-patch+json")
+        if code != 200:
+            sys.exit(f"patching {name}: {code} {str(body)[:300]}")
+    most, twice, disorder, polls, rolled_at = 0, [], [], 0, None
+    first_seen = {}  # (parent, zone) -> seconds after the patch the zone carried the new image
+    while time.monotonic() < deadline and polls < 100000:
+        polls += 1
+        t = time.monotonic()
+        deps = deployments(api, args.ns)
+        done = 0
+        for p in parents:
+            states = []
+            for z in args.zones:
+                d = deps.get(f"{p}-{z}")
+                new = d is not None and image_of(d)[0] == image
+                states.append((new, new and settled(d, args.replicas)))
+                if new:
+                    first_seen.setdefault((p, z), t - start)
+            rolling = sum(new and not ok for new, ok in states)
+            most = max(most, rolling)
+            if rolling > 1:
+                twice.append((round(t - start, 1), p, rolling))
+            for i, (new, _) in enumerate(states):
+                if new and not all(ok for _, ok in states[:i]):
+                    disorder.append((round(t - start, 1), p, args.zones[i]))
+            done += all(ok for _, ok in states)
+        if done == len(parents):
+            rolled_at = time.monotonic() - start
+            break
+        time.sleep(max(0.0, 1.0 - (time.monotonic() - t)))
+    ready = wait_ready(api, args, deadline)
+    out = {"most_rolling": most, "two_rolling": len(twice), "out_of_order": len(disorder),
+           "rolled": rolled_at if rolled_at is not None else -1,
+           "ready_after": time.monotonic() - start, "ready": ready, "polls": polls,
+           "per_zone": {z: max((v for (_, zz), v in first_seen.items() if zz == z), default=-1)
+                        for z in args.zones}}
+    for what, seen in (("two zones of one parent rolling", twice),
+                       ("a zone started before the zones before it were done", disorder)):
+        for entry in seen[:5]:
+            print(f"   VIOLATION {what}: {entry}")
+    return out
+
+
+def zone_nodes(api, zone):
+    selector = urllib.parse.quote(f"topology.kubernetes.io/zone={zone}")
+    return sorted(n["metadata"]["name"] for n in api.items(f"/api/v1/nodes?labelSelector={selector}"))
+
+
+def cordon(api, nodes):
+    for node in nodes:
+        code, body = api.call("PATCH", f"/api/v1/nodes/{node}", {"spec": {"unschedulable": True}},
+                              "application/strategic-merge-patch+json")
+        if code != 200:
+            sys.exit(f"cordoning {node}: {code} {str(body)[:300]}")
+
+
+def parent_of(pod):
+    return pod["metadata"].get("labels", {}).get("app.kubernetes.io/instance", "")
+
+
+def zoned_drain(api, args, deadline):
+    """Two drainers, in two zones A and B (the first two of the parents' zones), each on half of
+    its zone's nodes (the other half takes the evicted pods: a pod must stay in its zone).
+    Drainer 1 evicts every pod of A's drained nodes, as drain() does. Drainer 2, once drainer
+    1's first round is sent, tries every second to evict the pods on B's drained nodes: a
+    parent's pod as soon as the hook has answered the disruption of its zone A (its zone-B
+    budget seen at maxUnavailable 0, or its zone A seen short and whole again; at once for a
+    parent with no pod in A's drained nodes). Before each of its evictions it reads the parent's
+    zone-A Deployment: an eviction that succeeds while that zone is not whole is a violation.
+    Every pod on a node not drained must still run at the end."""
+    za, zb = args.zones[0], args.zones[1]
+    a_nodes, b_nodes = zone_nodes(api, za), zone_nodes(api, zb)
+    if len(a_nodes) < 2 or len(b_nodes) < 2:
+        sys.exit(f"zones {za} and {zb} need 2 nodes each, not {len(a_nodes)} and {len(b_nodes)}")
+    a_nodes, b_nodes = set(a_nodes[:len(a_nodes) // 2]), set(b_nodes[:len(b_nodes) // 2])
+    before = api.items(f"/api/v1/namespaces/{args.ns}/pods")
+    kept = {p["metadata"]["uid"]: p["metadata"]["name"] for p in before
+            if p["spec"].get("nodeName") not in a_nodes | b_nodes}
+    in_b = {parent_of(p) for p in before if p["spec"].get("nodeName") in b_nodes}
+    in_a = {parent_of(p) for p in before if p["spec"].get("nodeName") in a_nodes}
+    cordon(api, sorted(a_nodes) + sorted(b_nodes))
+    start = time.monotonic()
+    first_round = threading.Event()
+    affected = set()
+    r1 = {"evicted": 0, "refused": 0, "other": 0, "emptied": -1}
+
+    def drainer1():
+        for n in range(1000):
+            if time.monotonic() >= deadline:
+                break
+            pods = zone_pods(api, a_nodes)
+            if not pods:
+                r1["emptied"] = time.monotonic() - start
+                break
+            with ThreadPoolExecutor(EVICTORS) as pool:
+                codes = list(pool.map(lambda p: evict(api, p), pods))
+            for pod, code in zip(pods, codes):
+                if code in (200, 201):
+                    affected.add(parent_of(pod))
+            r1["evicted"] += codes.count(201) + codes.count(200)
+            r1["refused"] += codes.count(429)
+            r1["other"] += len(codes) - codes.count(201) - codes.count(200) - codes.count(429)
+            first_round.set()
+            if 429 in codes:
+                time.sleep(5)
+        first_round.set()
+
+    r2 = {"attempts": 0, "refused_short": 0, "evicted_whole": 0, "violations": [],
+          "refused_whole": 0, "other": 0, "emptied": -1, "first_evicted": -1}
+    seen_short, eligible = set(), set()
+    # A drained parent's zone-a first read whole, and how long its zone-b pod waited after that.
+    whole_at, handover = {}, []
+    lock = threading.Lock()
+
+    def try_b(pod):
+        p = parent_of(pod)
+        code, d = api.call("GET", f"/apis/apps/v1/namespaces/{args.ns}/deployments/{p}-{za}")
+        ok_a = code == 200 and whole(d, args.replicas)
+        code = evict(api, pod)
+        t = time.monotonic() - start
+        with lock:
+            r2["attempts"] += 1
+            if ok_a and p in affected:
+                whole_at.setdefault(p, t)
+            if code in (200, 201) and p in whole_at:
+                handover.append(t - whole_at[p])
+            if code in (200, 201):
+                if ok_a:
+                    r2["evicted_whole"] += 1
+                    if r2["first_evicted"] < 0:
+                        r2["first_evicted"] = t
+                else:
+                    r2["violations"].append((round(t, 1), p, pod["metadata"]["name"]))
+            elif code == 429:
+                r2["refused_short" if not ok_a else "refused_whole"] += 1
+            else:
+                r2["other"] += 1
+
+    def drainer2():
+        first_round.wait(max(deadline - time.monotonic(), 0))
+        for _ in range(100000):
+            t = time.monotonic()
+            if t >= deadline:
+                break
+            pods = zone_pods(api, b_nodes)
+            if not pods:
+                r2["emptied"] = t - start
+                break
+            deps = deployments(api, args.ns)
+            closed = {b["metadata"]["name"] for b in api.items(
+                f"/apis/policy/v1/namespaces/{args.ns}/poddisruptionbudgets")
+                if b["spec"].get("maxUnavailable") == 0}
+            for p in {parent_of(pod) for pod in pods}:
+                if p not in affected or f"{p}-{zb}" in closed:
+                    eligible.add(p)
+                elif not whole(deps.get(f"{p}-{za}"), args.replicas):
+                    seen_short.add(p)
+                elif p in seen_short:
+                    eligible.add(p)
+            with ThreadPoolExecutor(EVICTORS) as pool:
+                list(pool.map(try_b, [pod for pod in pods if parent_of(pod) in eligible]))
+            time.sleep(max(0.0, 1.0 - (time.monotonic() - t)))
+
+    workers = [threading.Thread(target=drainer1), threading.Thread(target=drainer2)]
+    for w in workers:
+        w.start()
+    tracker = WrongTracker()
+    while any(w.is_alive() for w in workers) and time.monotonic() < deadline:
+        tracker.observe(fleet(api, args.ns, args.replicas, args.zones)[1], time.monotonic())
+        workers[1].join(POLL)
+    for w in workers:
+        w.join(max(deadline - time.monotonic(), 0) + 60)
+    emptied = time.monotonic()
+    ready = wait_ready(api, args, deadline, tracker)
+    after = {p["metadata"]["uid"] for p in api.items(f"/api/v1/namespaces/{args.ns}/pods")}
+    lost = sorted(name for uid, name in kept.items() if uid not in after)
+    return {"a_nodes": len(a_nodes), "b_nodes": len(b_nodes), "affected": len(affected),
+            "both": len(in_a & in_b),
+            "handover": max(handover, default=-1),
+            "handover_median": sorted(handover)[len(handover) // 2] if handover else -1,
+            "drainer1": r1, "drainer2": {**r2, "violations": len(r2["violations"])},
+            "violation_list": r2["violations"][:5], "lost": lost, "ready": ready,
+            "emptied": emptied - start, "lag": tracker.longest, "lag_name": tracker.longest_name}
+
+
 def quiet(args, converged):
     """Waits out the steady state, sampling the sync counter; returns how long after its start
     the counter last moved (-1: never)."""
@@ -338,17 +597,23 @@ def quiet(args, converged):
 def run(args):
     api = Api()
     workdir = os.environ.get("SCALE_WORKDIR", "/tmp")
-    print(f"N={args.n} Memcacheds x {args.replicas} replicas, each with a PDB (maxUnavailable 1); "
-          f"{os.cpu_count()} CPUs", flush=True)
+    if args.zones:
+        print(f"N={args.n} Memcacheds x {args.replicas} replicas in each of the zones "
+              f"{', '.join(args.zones)}, a PDB per zone (maxUnavailable 1); {os.cpu_count()} CPUs",
+              flush=True)
+    else:
+        print(f"N={args.n} Memcacheds x {args.replicas} replicas, each with a PDB "
+              f"(maxUnavailable 1); {os.cpu_count()} CPUs", flush=True)
     summary = {"system": args.system, "n": args.n, "replicas": args.replicas,
-               "steady_seconds": args.steady, "zone": args.zone}
+               "steady_seconds": args.steady, "zone": args.zone, "zones": args.zones}
     save = lambda: json.dump(summary, open(args.summary, "w"), indent=1)  # noqa: E731
     start = Snapshot(api, args, workdir, "start")
     create(api, args)
     ready = wait_ready(api, args, time.monotonic() + args.timeout)
     converged = Snapshot(api, args, workdir, "converged")
+    total = args.replicas * (len(args.zones) if args.zones else 1)
     summary["create"] = report(f"create: {ready}/{args.n} Ready with readyReplicas "
-                               f"{args.replicas}", args.n, start, converged)
+                               f"{total}", args.n, start, converged)
     summary["create"]["ready"] = ready
     save()
     if ready < args.n:
@@ -365,7 +630,57 @@ def run(args):
           f"{POLL:.0f} s)" if last_sync >= 0 else "   no sync in the steady state")
     save()
 
+    if args.zones and args.rollout_image:
+        r = rollout(api, args, time.monotonic() + args.timeout)
+        rolled = Snapshot(api, args, workdir, "rolled")
+        per_zone = ", ".join(f"{z} {v:.1f} s" for z, v in r["per_zone"].items())
+        print(f"\nrollout to {args.rollout_image}: at most {r['most_rolling']} zone(s) of a parent "
+              f"rolling at once (polled every second, {r['polls']} polls); {r['two_rolling']} "
+              f"polls with two zones rolling, {r['out_of_order']} zones out of order; last zone "
+              f"started: {per_zone}; every zone rolled after {r['rolled']:.1f} s, "
+              f"{r['ready']}/{args.n} Ready after {r['ready_after']:.1f} s")
+        summary["rollout"] = report(f"zone-by-zone rollout: {r['ready']}/{args.n} Ready again",
+                                    args.n, steady, rolled)
+        summary["rollout"].update(r)
+        save()
+        if r["two_rolling"] or r["out_of_order"] or r["rolled"] < 0 or r["ready"] < args.n:
+            sys.exit("the rollout broke its rule or did not converge")
+        steady = rolled
     if args.zone == "none":
+        return
+    if args.zones:
+        r = zoned_drain(api, args, time.monotonic() + args.timeout)
+        drained = Snapshot(api, args, workdir, "drained")
+        d1, d2 = r["drainer1"], r["drainer2"]
+        za, zb = args.zones[0], args.zones[1]
+        print(f"\n{za}: {r['a_nodes']} of its nodes drained: {d1['evicted']} pods evicted "
+              f"({r['affected']} parents), {d1['refused']} refused (429), {d1['other']} other "
+              f"answers; empty after {d1['emptied']:.1f} s")
+        print(f"{zb}: {r['b_nodes']} of its nodes drained beside it ({r['both']} parents have a "
+              f"pod on both zones' drained nodes): {d2['attempts']} eviction "
+              f"attempts, {d2['refused_short']} refused (429) while the parent's {za} was short, "
+              f"{d2['violations']} succeeded while it was short, {d2['evicted_whole']} succeeded "
+              f"once it was whole (the first after {d2['first_evicted']:.1f} s), "
+              f"{d2['refused_whole']} refused with it whole, {d2['other']} other answers; "
+              f"empty after {d2['emptied']:.1f} s")
+        print(f"a drained parent's {zb} pod went at most {r['handover']:.1f} s (median "
+              f"{r['handover_median']:.1f} s) after its {za} was read whole (tried every second)")
+        for v in r["violation_list"]:
+            print(f"   VIOLATION a {zb} pod evicted while its parent's {za} was short: {v}")
+        print(f"pods gone from nodes not drained: {len(r['lost'])} {r['lost'][:5]}")
+        print(f"both drains done and {r['ready']}/{args.n} Ready after {r['emptied']:.1f} s + "
+              f"re-convergence; status.readyReplicas differed from the Deployments' for at most "
+              f"{r['lag']:.1f} s ({r['lag_name'] or 'never'}; polled every {POLL:.0f} s; bound "
+              f"{args.bound} s: {'ok' if r['lag'] <= args.bound else 'EXCEEDED'})")
+        summary["drain"] = report(f"zone drains ({za}, {zb} beside it): {r['ready']}/{args.n} "
+                                  f"Ready again", args.n, steady, drained)
+        r.pop("violation_list")
+        summary["drain"].update(r, evicted=d1["evicted"] + d2["evicted_whole"],
+                                refused=d1["refused"] + d2["refused_short"] + d2["refused_whole"],
+                                lost=len(r["lost"]))
+        save()
+        if d2["violations"] or r["lost"] or d2["emptied"] < 0 or r["ready"] < args.n:
+            sys.exit("the zone drains broke the budget rule or did not converge")
         return
     tracker = WrongTracker()
     deadline = time.monotonic() + args.timeout
@@ -373,7 +688,7 @@ def run(args):
     worker = threading.Thread(target=lambda: holder.update(r=drain(api, args, deadline)))
     worker.start()
     while worker.is_alive() and time.monotonic() < deadline:
-        tracker.observe(fleet(api, args.ns, args.replicas)[1], time.monotonic())
+        tracker.observe(fleet(api, args.ns, args.replicas, args.zones)[1], time.monotonic())
         worker.join(POLL)
     worker.join(max(deadline - time.monotonic(), 0) + 60)
     nodes, evicted, refused, other = holder.get("r", (0, 0, 0, 0))
@@ -470,6 +785,10 @@ def main():
     r.add_argument("--zone", default="zone-a")
     r.add_argument("--timeout", type=int, default=1200)
     r.add_argument("--bound", type=float, default=30)
+    r.add_argument("--zones", default="", type=lambda s: [z for z in s.split(",") if z],
+                   help="spec.zones.names of every Memcached, comma-separated (none: no zones)")
+    r.add_argument("--rollout-image", default="",
+                   help="with --zones: the image every Memcached is moved to after the steady state")
     r.add_argument("--syncs-metrics", required=True, help="URL of the page with the sync counter")
     r.add_argument("--syncs-metric", required=True, help="NAME:LABEL of the sync counter")
     r.add_argument("--client-metrics", required=True, help="URL of the controller's client metrics")

@@ -25,7 +25,11 @@
 #
 # Environment (defaults in brackets):
 #   SYSTEMS    hook, reference or both, in the order run [hook]
-#   N [1000] REPLICAS [3] NODES [100] ZONES [3] STEADY [600]
+#   N [1000] REPLICAS [3; per zone with ZONED=1: 1] NODES [100] ZONES [3] STEADY [600]
+#   ZONED      1: every Memcached has spec.zones (zone-a, zone-b, ... as the nodes), a budget per
+#              zone; after the steady state a zone-by-zone rollout to ROLLOUT_IMAGE
+#              [memcached:1.6-rollout], polled every second; the drain (unless DRAIN_ZONE=none)
+#              is then half of zone-a's nodes, with a second drainer on half of zone-b's [0]
 #   DRAIN_ZONE the zone drained at the end [zone-a]; none: no drain; zone-a,zone-b: both at once
 #              (each parent then has two pods to evict and its budget refuses the second, 429)
 #   VARIANT    Metacontroller's flags: install [default: metacontroller/components/tuning], stock
@@ -48,7 +52,9 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=../tests/e2e/versions.sh
 source "$ROOT/tests/e2e/versions.sh"
 N=${N:-1000}
-REPLICAS=${REPLICAS:-3}
+ZONED=${ZONED:-0}
+if [[ "$ZONED" == 1 ]]; then REPLICAS=${REPLICAS:-1}; else REPLICAS=${REPLICAS:-3}; fi
+ROLLOUT_IMAGE=${ROLLOUT_IMAGE:-memcached:1.6-rollout}
 NODES=${NODES:-100}
 ZONES=${ZONES:-3}
 STEADY=${STEADY:-600}
@@ -56,9 +62,14 @@ DRAIN_ZONE=${DRAIN_ZONE:-zone-a}
 VARIANT=${VARIANT:-install}
 WATCH_PODS=${WATCH_PODS:-0}
 TIMEOUT=${BENCH_TIMEOUT:-1800}
-for v in N REPLICAS NODES STEADY TIMEOUT; do
+for v in N REPLICAS NODES ZONES STEADY TIMEOUT; do
     [[ "${!v}" =~ ^[0-9]+$ ]] || { echo "$v must be a whole number, not ${!v}" >&2; exit 2; }
 done
+[[ "$ZONED" == 0 || "$ZONED" == 1 ]] || { echo "ZONED must be 0 or 1, not $ZONED" >&2; exit 2; }
+if [[ "$ZONED" == 1 ]] && { ((ZONES < 2 || ZONES > 9)) || [[ "${SYSTEMS:-hook}" != hook ]]; }; then
+    echo "ZONED=1 needs 2-9 ZONES and SYSTEMS=hook (the reference operator has no zones)" >&2
+    exit 2
+fi
 [[ "$DRAIN_ZONE" =~ ^[a-z0-9,-]+$ ]] || { echo "DRAIN_ZONE must be zone names separated by commas, or none" >&2; exit 2; }
 
 # More than one system: each in its own run of this script, then the comparison.
@@ -176,6 +187,12 @@ echo "$NODES simulated nodes over $ZONES zones (KWOK $KWOK_VERSION), Kubernetes 
 proc_list="$controllers,kube-apiserver=$(pid_of kube-apiserver)"
 proc_list+=",etcd=$(pid_of etcd),kube-controller-manager=$(pid_of kube-controller-manager)"
 proc_list+=",kube-scheduler=$(pid_of kube-scheduler),kwok=$(pid_of kwok)"
+zoned=()
+if [[ "$ZONED" == 1 ]]; then
+    letters=(a b c d e f g h i)
+    names=$(for ((i = 0; i < ZONES; i++)); do printf 'zone-%s,' "${letters[i]}"; done)
+    zoned=(--zones "${names%,}" --rollout-image "$ROLLOUT_IMAGE")
+fi
 python3 "$ROOT/bench/scale.py" run --system "$SYSTEM" --ns "$ns" --n "$N" --replicas "$REPLICAS" --steady "$STEADY" \
-    --zone "$DRAIN_ZONE" --timeout "$TIMEOUT" --bound "${STATUS_BOUND:-30}" \
+    --zone "$DRAIN_ZONE" --timeout "$TIMEOUT" --bound "${STATUS_BOUND:-30}" "${zoned[@]}" \
     "${measure[@]}" --pids "$proc_list" --summary "${SCALE_SUMMARY:-$WORK/summary.json}"

@@ -27,8 +27,9 @@
 #              (METACONTROLLER_BIN + METACONTROLLER_CRDS_DIR: .ci/run unpacks the one in
 #              ../shared/metacontroller; or KUBECONFIG + E2E_HOOK_HOST), else skipped
 #   fleet      tests/fleet/smoke.sh (bench/scale.sh: 100 Memcacheds on KWOK nodes under
-#              Metacontroller; bounds on syncs per parent and steady-state writes); only with a
-#              Metacontroller, else skipped
+#              Metacontroller; bounds on syncs per parent and steady-state writes) and
+#              tests/fleet/zones.sh (25 zoned Memcacheds: a zone-by-zone rollout, a drain of
+#              zone-a with a second drainer in zone-b); only with a Metacontroller, else skipped
 #   load       tests/load/run.sh (sustained load, SIGTERM mid-load, slow clients; loopback only)
 #   fuzz       tests/fuzz/smoke.sh (cargo-fuzz on stable, decode + sync, 200k executions or 60 s)
 # Select phases with PHASES="rust peers". Heavy caches live outside the clone, under
@@ -74,7 +75,10 @@ phase_fleet() {
         return 77
     }
     bash tests/manifests/static-build.sh >/dev/null || return 1
-    MEMCACHED_HOOK_BIN="$STATIC_BIN" bash tests/fleet/smoke.sh
+    local rc=0
+    MEMCACHED_HOOK_BIN="$STATIC_BIN" bash tests/fleet/smoke.sh || rc=1
+    MEMCACHED_HOOK_BIN="$STATIC_BIN" bash tests/fleet/zones.sh || rc=1
+    return "$rc"
 }
 # The load phase drives the optimised binary: the image's static release build (a no-op of
 # cargo after the manifests phase) instead of a second LTO build.
