@@ -96,14 +96,33 @@ export PYTHONUNBUFFERED=1
 CLOCK=$(mktemp -d "${TMPDIR:-/tmp}/memcached-hook-phases.XXXXXX")
 trap 'rm -rf "$CLOCK"' EXIT
 
+# The tools of the helm, monitoring and fuzz phases are built in the background, at the lowest
+# priority, from the start of the e2e phase (tests/lib/prebuild.sh); those phases wait for it.
+prebuild_pid=""
+prebuild_log="$CLOCK/prebuild.log"
+prebuild_wait() {
+    [[ -n "$prebuild_pid" ]] || return 0
+    local t0=$SECONDS
+    wait "$prebuild_pid"
+    echo "prebuild (tools built in the background since the e2e phase; waited $((SECONDS - t0))s here):"
+    sed 's/^/  /' "$prebuild_log"
+    prebuild_pid=""
+}
+
 passed=0
 failed=0
 skipped=0
 failed_names=()
 summary=()
 for phase in $PHASES; do
+    case " $PHASES " in *" helm "* | *" monitoring "* | *" fuzz "*) wants_tools=1 ;; *) wants_tools="" ;; esac
+    if [[ $phase == e2e && -n "$wants_tools" && -z "$prebuild_pid" ]]; then
+        bash tests/lib/prebuild.sh >"$prebuild_log" 2>&1 &
+        prebuild_pid=$!
+    fi
     echo "=== phase $phase ==="
     start=$(date +%s)
+    if [[ $phase == helm || $phase == monitoring || $phase == fuzz ]]; then prebuild_wait; fi
     "phase_$phase" 2>&1 | python3 tests/lib/phase-clock.py "$CLOCK/$phase"
     rc=${PIPESTATUS[0]}
     took=$(($(date +%s) - start))

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Bounded fuzz smoke run of decode + sync on the stable toolchain: bash tests/fuzz/smoke.sh
+# (--build-only: install cargo-fuzz and build the target, run nothing).
 #
 # Installs cargo-fuzz from crates.io when missing, builds the fuzz/ crate (libFuzzer is compiled
 # from the libfuzzer-sys crate with the system C++ compiler; no sanitizer, so no nightly), seeds
@@ -9,7 +10,9 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/memcached-hook/target}
+# Its own target dir: the fuzz build (other RUSTFLAGS, nothing shared with the test builds) may run in
+# the background (tests/lib/prebuild.sh) without holding the lock of the one other phases build in.
+export CARGO_TARGET_DIR=${FUZZ_TARGET_DIR:-$HOME/.cache/memcached-hook/target-fuzz}
 export PATH="$HOME/.cargo/bin:$PATH"
 RUNS=${RUNS:-200000}
 FUZZ_SECONDS=${FUZZ_SECONDS:-120}
@@ -19,6 +22,7 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 cd "$ROOT/fuzz"
 timeout 3600 cargo fuzz build --sanitizer none decode_sync
+[[ "${1:-}" == --build-only ]] && exit 0
 host=$(rustc -vV | sed -n 's/^host: //p')
 bin=$CARGO_TARGET_DIR/$host/release/decode_sync
 

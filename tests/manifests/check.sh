@@ -111,7 +111,7 @@ lint_dockerfile() {
 }
 
 # This directory's own scripts and the CI entry's, at shellcheck's default severity (style and up).
-LINTED_SCRIPTS=(tests/manifests/*.sh .ci/run tests/run-all.sh tests/lib/shared-metacontroller.sh
+LINTED_SCRIPTS=(tests/manifests/*.sh .ci/run tests/run-all.sh tests/lib/shared-metacontroller.sh tests/lib/prebuild.sh
     tests/ci/*.sh tests/cargo/*.sh tests/fleet/*.sh)
 lint_scripts() {
     (cd "$ROOT" && timeout 60 "$VENV/bin/shellcheck" -x -P SCRIPTDIR -P . "${LINTED_SCRIPTS[@]}") \
