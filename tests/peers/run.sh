@@ -75,7 +75,14 @@ if [ -n "$BIN" ] && [ -x "$BIN" ]; then
         [ -f "$cr" ] || continue
         name=$(basename "$cr" .yaml)
         [ "$(dirname "$cr")" = "$SAMPLES" ] && name=sample-$name
-        if ! timeout 60 "$BIN" render "$cr" >"$WORK/rendered/$name.yaml" 2>"$WORK/rendered/$name.err"; then
+        if grep -q '^# through: replay' "$cr"; then
+            # Values the API server refuses (an object stored before a rule existed): render refuses
+            # them as kubectl would, and the driver takes the workload from `replay` (the sync path).
+            if timeout 60 "$BIN" render "$cr" >/dev/null 2>"$WORK/rendered/$name.err"; then
+                echo "peers: render $name succeeded, but its values are out of the CRD's bounds" >&2
+                echo "# render accepted what the CRD refuses" >"$WORK/rendered/$name.refused"
+            fi
+        elif ! timeout 60 "$BIN" render "$cr" >"$WORK/rendered/$name.yaml" 2>"$WORK/rendered/$name.err"; then
             echo "peers: render $name failed: $(head -c 400 "$WORK/rendered/$name.err")" >&2
             rm -f "$WORK/rendered/$name.yaml"   # the driver reports the case as failed
         fi
