@@ -44,17 +44,7 @@ struct RebuiltMeta<'a> {
 /// `child` rebuilt from its labels (if any) and its spec as `body` sends them; an apply of it
 /// leaves the object as it is. `None` when `body` holds no such child or it has no spec.
 pub(super) fn labels_and_spec(body: &[u8], child: &ObservedChild) -> Option<Box<RawValue>> {
-    #[derive(Deserialize)]
-    struct Children {
-        #[serde(default)]
-        children: Observed<Workload>,
-    }
-    let req: Children = serde_json::from_slice(body).ok()?;
-    let sent = req.children.0.into_iter().find(|c| {
-        c.api_version == child.api_version
-            && c.kind == child.kind
-            && c.metadata.name == child.metadata.name
-    })?;
+    let sent = sent(body, child)?;
     let spec = sent.spec?;
     let rebuilt = Rebuilt {
         api_version: &child.api_version,
@@ -75,20 +65,24 @@ pub(super) fn template(
     child: &ObservedChild,
 ) -> Option<k8s_openapi::api::core::v1::PodTemplateSpec> {
     #[derive(Deserialize)]
+    struct Spec {
+        template: Option<k8s_openapi::api::core::v1::PodTemplateSpec>,
+    }
+    let spec: Spec = serde_json::from_str(sent(body, child)?.spec?.get()).ok()?;
+    spec.template
+}
+
+/// The observed workload `child` as the request `body` sends it; `None` when it holds none.
+fn sent(body: &[u8], child: &ObservedChild) -> Option<Workload> {
+    #[derive(Deserialize)]
     struct Children {
         #[serde(default)]
         children: Observed<Workload>,
     }
-    #[derive(Deserialize)]
-    struct Spec {
-        template: Option<k8s_openapi::api::core::v1::PodTemplateSpec>,
-    }
     let req: Children = serde_json::from_slice(body).ok()?;
-    let sent = req.children.0.into_iter().find(|c| {
+    req.children.0.into_iter().find(|c| {
         c.api_version == child.api_version
             && c.kind == child.kind
             && c.metadata.name == child.metadata.name
-    })?;
-    let spec: Spec = serde_json::from_str(sent.spec?.get()).ok()?;
-    spec.template
+    })
 }
