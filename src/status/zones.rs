@@ -1,7 +1,8 @@
 //! The `ZoneDisruption` condition: which zone's disruption budget lets pods go and why the
 //! others block ([`zone_budgets`](crate::children::zone_budgets)).
 
-use super::SpecCondition;
+use super::{SpecCondition, ZONE_DISRUPTION};
+use crate::api::Condition;
 use crate::children::zone_budgets::{Budgets, Why};
 
 /// Reason while every zone is whole and every budget is the user's.
@@ -14,6 +15,18 @@ pub const HANDING_OVER: &str = "HandingOver";
 pub const SETTLING: &str = "Settling";
 /// Reason while two or more zones are short and every budget blocks.
 pub const ZONE_OUTAGE: &str = "ZoneOutage";
+/// Reason from the zones' creation (or the budgets' first sync) until every zone has been whole
+/// once: the budgets follow the same rule, but no zone is disrupted, they are starting.
+pub const ZONES_STARTING: &str = "ZonesStarting";
+
+/// Whether the zones are still starting: the parent's `previous` conditions have no
+/// `ZoneDisruption` yet or say [`ZONES_STARTING`], and `why` is not every zone whole. Derived from
+/// the status the cluster holds, so a restarted hook reads the same.
+fn starting(previous: &[Condition], why: &Why) -> bool {
+    let before = previous.iter().find(|c| c.type_ == ZONE_DISRUPTION);
+    let was_starting = before.is_none_or(|c| c.reason == ZONES_STARTING);
+    was_starting && !matches!(why, Why::AllWhole | Why::Settling)
+}
 
 /// `zones` named, joined with `, `.
 fn named(zones: &[&str], indices: impl IntoIterator<Item = usize>) -> String {
@@ -24,11 +37,36 @@ fn named(zones: &[&str], indices: impl IntoIterator<Item = usize>) -> String {
         .join(", ")
 }
 
+/// The condition while the zones are starting: which zone may be disrupted, if any.
+fn starting_condition(zones: &[&str], budgets: &Budgets) -> SpecCondition {
+    let open = named(
+        zones,
+        (0..zones.len()).filter(|&i| budgets.open.get(i).copied().unwrap_or(false)),
+    );
+    let allows = if open.is_empty() {
+        "every zone blocks voluntary disruptions".to_owned()
+    } else {
+        format!("only zone {open} may be disrupted")
+    };
+    SpecCondition {
+        status: true,
+        reason: ZONES_STARTING,
+        message: format!(
+            "The zones are starting: not every zone has had all its pods ready yet; \
+             {allows} until every zone is whole"
+        ),
+    }
+}
+
 /// The condition of the budgets of `zones` (in spec order): `True` while any budget blocks
-/// because of a disruption, `False` while every zone is whole.
+/// because of a disruption, `False` while every zone is whole; [`ZONES_STARTING`] until every zone
+/// has been whole once (`previous`: the parent's current conditions).
 #[must_use]
-pub fn condition(zones: &[&str], budgets: &Budgets) -> SpecCondition {
+pub fn condition(zones: &[&str], budgets: &Budgets, previous: &[Condition]) -> SpecCondition {
     let others = |zone: usize| named(zones, (0..zones.len()).filter(|&i| i != zone));
+    if starting(previous, &budgets.why) {
+        return starting_condition(zones, budgets);
+    }
     let (status, reason, message) = match &budgets.why {
         Why::AllWhole => (
             false,
@@ -85,6 +123,52 @@ pub fn condition(zones: &[&str], budgets: &Budgets) -> SpecCondition {
 mod tests {
     use super::*;
 
+    fn seen(reason: &str) -> Condition {
+        Condition {
+            type_: ZONE_DISRUPTION.to_owned(),
+            status: "True".to_owned(),
+            reason: reason.to_owned(),
+            ..Condition::default()
+        }
+    }
+
+    #[test]
+    fn zones_start_until_every_zone_was_whole_once() {
+        let zones = ["zone-a", "zone-b", "zone-c"];
+        let outage = Budgets {
+            open: vec![false; 3],
+            why: Why::Outage(vec![0, 1, 2]),
+        };
+        // Created: no condition yet, then the one written by the first sync.
+        for previous in [vec![], vec![seen(ZONES_STARTING)]] {
+            let c = condition(&zones, &outage, &previous);
+            assert_eq!((c.status, c.reason), (true, ZONES_STARTING));
+            assert!(c.message.contains("every zone blocks"), "{}", c.message);
+        }
+        // One zone whole first: the others still start; the open zone is named.
+        let one = Budgets {
+            open: vec![true, false, false],
+            why: Why::Disrupted(0),
+        };
+        let c = condition(&zones, &one, &[seen(ZONES_STARTING)]);
+        assert_eq!(c.reason, ZONES_STARTING);
+        assert!(c.message.contains("only zone zone-a may"), "{}", c.message);
+        // Every zone whole once: the rule's own reasons from then on.
+        let settling = Budgets {
+            open: vec![false; 3],
+            why: Why::Settling,
+        };
+        assert_eq!(
+            condition(&zones, &settling, &[seen(ZONES_STARTING)]).reason,
+            SETTLING
+        );
+        // A later loss of every zone is an outage, not a start.
+        assert_eq!(
+            condition(&zones, &outage, &[seen(ALL_ZONES_WHOLE)]).reason,
+            ZONE_OUTAGE
+        );
+    }
+
     #[test]
     fn the_message_names_the_zones() {
         let zones = ["zone-a", "zone-b", "zone-c"];
@@ -92,6 +176,7 @@ mod tests {
             open: vec![false; 3],
             why,
         };
+        let condition = |zones: &[&str], b: &Budgets| condition(zones, b, &[seen(ZONE_DISRUPTED)]);
         let c = condition(&zones, &budgets(Why::Disrupted(1)));
         assert_eq!((c.status, c.reason), (true, ZONE_DISRUPTED));
         assert!(

@@ -2,6 +2,7 @@
 
 use k8s_openapi::jiff::Timestamp;
 
+use crate::api::Condition;
 use crate::api::effective::Effective;
 use crate::api::high_availability::Budget;
 use crate::api::validation;
@@ -262,21 +263,21 @@ fn inputs<'a>(
         zone_disruption: None,
     };
     if kept {
-        inputs
-    } else {
-        layout_inputs(inputs, (zoned, switch), client_port, &outcome.zones)
+        return inputs;
     }
+    let at = (client_port, parent.status.conditions.as_slice());
+    layout_inputs(inputs, (zoned, switch), at, &outcome.zones)
 }
 
 /// `inputs` of a valid spec with its zones (`zoned`) and the switch of the zone layout under way.
 fn layout_inputs<'a>(
     inputs: Inputs<'a>,
     (zoned, switch): (Option<&Zoned<'a>>, Option<&Switch<'a>>),
-    port: i32,
+    (port, previous): (i32, &[Condition]),
     built: &ZoneOutcome,
 ) -> Inputs<'a> {
     let inputs = match zoned {
-        Some(z) => zoned_inputs(inputs, z, port, (built, switch.is_some())),
+        Some(z) => zoned_inputs(inputs, z, (port, previous), (built, switch.is_some())),
         None => inputs,
     };
     match switch {
@@ -290,15 +291,16 @@ fn layout_inputs<'a>(
 }
 
 /// `inputs` of a Memcached with `spec.zones`: its zones counted together (the desired count is
-/// `replicas` times the zones), and each zone; `zones` as the zones' children say.
+/// `replicas` times the zones), and each zone; `zones` as the zones' children say; `previous`:
+/// the parent's current conditions.
 fn zoned_inputs<'a>(
     inputs: Inputs<'a>,
     z: &Zoned<'a>,
-    port: i32,
+    (port, previous): (i32, &[Condition]),
     (zones, switching): (&ZoneOutcome, bool),
 ) -> Inputs<'a> {
     let (budgets, current) = (zones.budgets.as_ref(), zones.current.as_deref());
-    let zone_disruption = budgets.map(|b| status::zones::condition(&z.names(), b));
+    let zone_disruption = budgets.map(|b| status::zones::condition(&z.names(), b, previous));
     let workload = z.workload(current);
     let migration = z.migration();
     // `inputs` (for the workload `<name>`, which zones never build) read as creating exactly when

@@ -76,6 +76,22 @@ fn request_by(spec: Value, previous: &[Value], ready: impl Fn(&str) -> i32) -> V
     })
 }
 
+/// `req` with the status of the previous `answer` as its parent's, as Metacontroller sends it.
+fn after(mut req: Value, answer: &Value) -> Value {
+    req["parent"]["status"] = answer["status"].clone();
+    req
+}
+
+/// The answer once a Memcached created with every zone ready has settled: every budget open.
+fn settled() -> Value {
+    let mut answer = sync_value(&request(&[], [2, 2, 2]));
+    for _ in 0..3 {
+        answer = sync_value(&after(request(&children(&answer), [2, 2, 2]), &answer));
+    }
+    assert_eq!(condition(&answer, "ZoneDisruption").reason, "AllZonesWhole");
+    answer
+}
+
 fn children(answer: &Value) -> Vec<Value> {
     answer["children"].as_array().expect("children").clone()
 }
@@ -137,7 +153,9 @@ fn zones_each_get_a_workload_selecting_only_their_pods_pinned_to_the_zone() {
 fn a_drain_of_one_zone_over_syncs_never_opens_two_zones() {
     // Each step: the zones' ready pods, then the budgets the answer must hold.
     let steps = [
-        ([0, 0, 0], "c c c", "ZoneOutage"),    // created: every zone short
+        ([0, 0, 0], "c c c", "ZonesStarting"), // created: every zone short
+        ([2, 0, 2], "c o c", "ZonesStarting"), // two zones whole, one still starting
+        ([2, 2, 2], "c c c", "Settling"),      // every zone whole once: the rule's own reasons
         ([2, 2, 2], "o o o", "AllZonesWhole"), // every zone ready
         ([2, 1, 2], "c o c", "ZoneDisrupted"), // a drain takes a pod of zone-b
         ([2, 1, 2], "c o c", "ZoneDisrupted"),
@@ -151,8 +169,9 @@ fn a_drain_of_one_zone_over_syncs_never_opens_two_zones() {
         ([2, 1, 2], "c o c", "ZoneDisrupted"),
     ];
     let mut previous = Vec::new();
+    let mut last = json!({});
     for (i, (ready, want, reason)) in steps.into_iter().enumerate() {
-        let answer = sync_value(&request(&previous, ready));
+        let answer = sync_value(&after(request(&previous, ready), &last));
         assert_eq!(budgets(&answer), want, "step {i}: {ready:?}");
         assert_eq!(
             condition(&answer, "ZoneDisruption").reason,
@@ -168,19 +187,23 @@ fn a_drain_of_one_zone_over_syncs_never_opens_two_zones() {
         let open: Vec<bool> = want.split(' ').map(|b| b == "o").collect();
         assert_eq!(allowed, open, "step {i}");
         previous = children(&answer);
+        last = answer;
     }
 }
 
 #[test]
 fn a_drain_moving_to_another_zone_waits_for_every_budget_to_block() {
-    let whole = sync_value(&request(&[], [2, 2, 2]));
-    let b_drained = sync_value(&request(&children(&whole), [2, 1, 2]));
+    let whole = settled();
+    let b_drained = sync_value(&after(request(&children(&whole), [2, 1, 2]), &whole));
     assert_eq!(budgets(&b_drained), "c o c");
     // zone-b is back while zone-a is drained: zone-a's budget does not open in this sync.
-    let moving = sync_value(&request(&children(&b_drained), [1, 2, 2]));
+    let moving = sync_value(&after(
+        request(&children(&b_drained), [1, 2, 2]),
+        &b_drained,
+    ));
     assert_eq!(budgets(&moving), "c c c");
     assert_eq!(condition(&moving, "ZoneDisruption").reason, "HandingOver");
-    let next = sync_value(&request(&children(&moving), [1, 2, 2]));
+    let next = sync_value(&after(request(&children(&moving), [1, 2, 2]), &moving));
     assert_eq!(budgets(&next), "o c c");
 }
 
