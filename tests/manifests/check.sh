@@ -23,6 +23,9 @@
 #                CompositeController against Metacontroller's CRD when tests/e2e has fetched it
 #   consistency  manifests agree with each other, with the Dockerfile and with the hook
 #                (tests/manifests/consistency.py)
+#   monitoring-kustomization  deploy/monitoring/prometheusrule.yaml equals alerts.yaml's groups,
+#                and what deploy/monitoring/ and overlays/monitoring-runbooks/ build
+#                (tests/monitoring/prometheusrule.py)
 #   image-override  `kustomize edit set image` (tag and digest) in deploy/ and in each overlay
 #                reaches both the hook container and MEMCACHED_HOOK_RELOAD_AGENT_IMAGE
 #
@@ -45,7 +48,7 @@ STATIC_BUILD=0
 for arg in "$@"; do
     case "$arg" in
         --static-build) STATIC_BUILD=1 ;;
-        -h|--help) sed -n '2,26p' "${BASH_SOURCE[0]}"; exit 0 ;;
+        -h|--help) sed -n '2,29p' "${BASH_SOURCE[0]}"; exit 0 ;;
         *) echo "unknown argument: $arg" >&2; exit 2 ;;
     esac
 done
@@ -130,6 +133,8 @@ KUSTOMIZATIONS=(
     "metacontroller-tls:metacontroller/overlays/tls"
     "deploy-servicemonitor:deploy/overlays/servicemonitor"
     "metacontroller-tuned:tests/manifests/fixtures/metacontroller-tuned"
+    "monitoring:deploy/monitoring"
+    "monitoring-runbooks:deploy/overlays/monitoring-runbooks"
 )
 
 build_kustomizations() {
@@ -173,6 +178,10 @@ validate() {
     fi
     timeout 300 "$VENV/bin/python" "$HERE/validate.py" --kubernetes-version "$K8S_VERSION" \
         "${crds[@]}" --samples "$ROOT/config/samples" "$WORK"/built/*.yaml
+}
+
+monitoring_kustomization() {
+    timeout 60 "$VENV/bin/python" "$ROOT/tests/monitoring/prometheusrule.py" --check --built "$WORK/built"
 }
 
 consistency() {
@@ -249,6 +258,7 @@ step shell-lint lint_scripts
 step kustomize build_kustomizations
 step validate validate
 step consistency consistency
+step monitoring-kustomization monitoring_kustomization
 step image-override image_override
 if [[ -n "${MEMCACHED_HOOK_BIN:-}" ]]; then
     step binary with_binary
