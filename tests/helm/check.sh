@@ -12,7 +12,8 @@
 #             under another release name); expect.py checks what particular files render to
 #             (no budget at one replica, OpenShift's security context, names and labels,
 #             the helm test pod); values the schema or the chart must refuse, and accept
-#   readme    charts/memcached-hook/README.md's values table names every value of values.yaml
+#   readme    charts/memcached-hook/README.md's values table names every value of values.yaml,
+#             with its default
 #   validate  every rendered object against the Kubernetes API schemas (kubernetes-validate
 #             --strict, tests/manifests/validate.py), custom resources against their CRDs
 #             (Memcached; CompositeController, ServiceMonitor and PrometheusRule when their CRDs
@@ -129,7 +130,8 @@ template() {
 }
 
 # Every value of values.yaml is in the chart README's table: as `key`, as `.key` after a sibling
-# in the same row, or under an object named whole (`resources`, `etag.*`).
+# in the same row, or under an object named whole (`resources`, `etag.*`); the defaults the table
+# states as literals (and the resources) are those of values.yaml.
 readme() {
     "$VENV/bin/python" - "$CHART/values.yaml" "$CHART/README.md" <<'PY'
 import re, sys, yaml
@@ -153,7 +155,34 @@ def leaves(node, prefix):
 named = {n.removesuffix(".*") for n in named}
 missing = [k for k in leaves(values, "") if not any(k == n or k.startswith(n + ".") for n in named)]
 print(f"{len(named)} values in the README table" + (f"; missing: {', '.join(missing)}" if missing else ""))
-sys.exit(1 if missing else 0)
+# The default column agrees with values.yaml: a row naming one scalar value whose default starts
+# with a literal, and the resources row.
+def value(key):
+    node = values
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+def literal(v):
+    return "true" if v is True else "false" if v is False else '""' if v == "" else str(v)
+wrong = []
+for row in rows:
+    cells = [c.strip() for c in row.split("|")[1:-1]]
+    keys = re.findall(r"`([^`]+)`", cells[0])
+    if len(keys) == 1 and cells[0] == f"`{keys[0]}`":
+        v = value(keys[0])
+        said = re.match(r"`([^`]*)`", cells[1])
+        if said and v is not None and not isinstance(v, (dict, list)) and said.group(1) != literal(v):
+            wrong.append(f"{keys[0]}: README {said.group(1)}, values.yaml {literal(v)}")
+    if cells[0] == "`resources`":
+        r = values["resources"]
+        want = (f"requests {r['requests']['cpu']}/{r['requests']['memory']}, "
+                f"limits {r['limits']['cpu']} CPU/{r['limits']['memory']}")
+        if cells[1] != want:
+            wrong.append(f"resources: README {cells[1]!r}, values.yaml {want!r}")
+print(f"defaults in the README table: " + ("; ".join(wrong) if wrong else "as in values.yaml"))
+sys.exit(1 if missing or wrong else 0)
 PY
 }
 
