@@ -12,6 +12,7 @@ mod defaults;
 mod discovery;
 mod features;
 mod first_status;
+mod from_bitnami;
 mod golden;
 mod http;
 mod no_secrets;
