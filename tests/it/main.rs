@@ -15,6 +15,7 @@ mod first_status;
 mod golden;
 mod http;
 mod no_secrets;
+mod pod_security;
 mod properties;
 mod reference;
 mod reload_report;
