@@ -95,7 +95,7 @@ fn violations(pod: &Value, numeric_user: bool) -> Vec<String> {
         if *user == json!(0) {
             fail("runAsUser 0");
         }
-        if numeric_user && !user.as_i64().is_some_and(|u| u > 0) {
+        if numeric_user && user.as_i64().is_none_or(|u| u <= 0) {
             fail(&format!("no numeric non-zero runAsUser ({user})"));
         }
         let seccomp = if sc["seccompProfile"].is_null() {
