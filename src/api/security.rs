@@ -33,12 +33,19 @@ pub const TLS_SECRET_MESSAGE: &str = "certificateSecretRef.name is required when
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SecuritySpec {
-    /// Pod security context, copied verbatim.
+    /// Pod security context: each field set here replaces the hook's default of that field
+    /// (non-root, the user of `defaultUser`, seccomp `RuntimeDefault`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod_security_context: Option<PodSecurityContext>,
-    /// Container security context, applied to every container.
+    /// Container security context, applied to every container: each field set here replaces
+    /// the hook's default of that field (no privilege escalation, every capability dropped, a
+    /// read-only root filesystem).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container_security_context: Option<SecurityContext>,
+    /// The user the pods run as when the security contexts name none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "Memcached"))]
+    pub default_user: Option<DefaultUser>,
     /// SASL (ASCII authentication file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sasl: Option<SaslSpec>,
@@ -54,6 +61,18 @@ pub struct SecuritySpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = "Reload"))]
     pub secret_rotation: Option<SecretRotation>,
+}
+
+/// The user the pods run as when the security contexts name none: `Memcached` (uid and gid
+/// 11211, the official image's `memcache` user) or `Platform` (`runAsUser`, `runAsGroup` and
+/// `fsGroup` left unset, for a platform that assigns them, such as OpenShift's `restricted-v2`).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum DefaultUser {
+    /// uid and gid 11211 (the official memcached image's `memcache` user).
+    #[default]
+    Memcached,
+    /// No user, group or fsGroup: the platform assigns them (OpenShift's `restricted-v2`).
+    Platform,
 }
 
 /// How Secret changes reach running pods.
@@ -185,6 +204,8 @@ pub struct Security<'a> {
     pub pod_security_context: Option<&'a PodSecurityContext>,
     /// Container security context (every container).
     pub container_security_context: Option<&'a SecurityContext>,
+    /// The user the pods run as when the security contexts name none.
+    pub default_user: DefaultUser,
     /// SASL credentials Secret, when SASL is enabled (`""` when unnamed: invalid).
     pub sasl_secret: Option<&'a str>,
     /// TLS, when enabled.
@@ -217,6 +238,7 @@ impl<'a> Security<'a> {
         Self {
             pod_security_context: s.pod_security_context.as_ref(),
             container_security_context: s.container_security_context.as_ref(),
+            default_user: s.default_user.unwrap_or_default(),
             sasl_secret: sasl.map(|x| secret_name(x.credentials_secret_ref.as_ref())),
             tls: tls.map(|t| Tls {
                 secret_name: secret_name(t.certificate_secret_ref.as_ref()),

@@ -9,6 +9,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use super::pod::{AUTH_COPY_VOLUME, SASL_VOLUME, mount, writable_mount};
 use super::{
     AUTH_COPY_FILE, AUTH_COPY_MOUNT_PATH, SASL_MOUNT_PATH, SASL_SECRET_FILE, reload_agent,
+    security_context,
 };
 use crate::api::effective::Effective;
 
@@ -52,7 +53,7 @@ pub fn container(e: &Effective<'_>, image: &str) -> Container {
             limits: Some(reload_agent::quantities(&[("memory", "64Mi")])),
             claims: None,
         }),
-        security_context: reload_agent::security_context(e),
+        security_context: Some(security_context::container(e)),
         // Why it failed stays in the pod's status (`lastState.terminated.message`): the log
         // names the file and the line at fault, never the content.
         termination_message_policy: Some("FallbackToLogsOnError".to_owned()),

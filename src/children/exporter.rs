@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::Container;
 
 use super::pod::{AUTH_COPY_VOLUME, mount, resources};
 use super::ports::{self, Port, Server, container_ports};
-use super::{AUTH_COPY_FILE, AUTH_COPY_MOUNT_PATH, reload_agent};
+use super::{AUTH_COPY_FILE, AUTH_COPY_MOUNT_PATH, reload_agent, security_context};
 use crate::api::effective::Effective;
 use crate::api::monitoring::Monitoring;
 
@@ -50,7 +50,7 @@ pub fn container(
         name: NAME.to_owned(),
         ports: Some(container_ports(served, Server::Exporter)),
         resources: resources(m.exporter_resources, None),
-        security_context: e.security.container_security_context.cloned(),
+        security_context: Some(security_context::container(e)),
         ..Container::default()
     };
     if e.security.sasl_secret.is_some() {

@@ -21,6 +21,7 @@ pub mod pod;
 pub mod ports;
 pub mod reload_agent;
 pub mod running_layouts;
+pub mod security_context;
 pub mod servers;
 pub mod service;
 pub mod service_monitor;

@@ -16,7 +16,7 @@ use super::ports::{self, Port, Server, container_ports};
 use super::zone::Zone;
 use super::{
     AUTH_COPY_MOUNT_PATH, SASL_MOUNT_PATH, TLS_MOUNT_PATH, affinity, agent_access, args, auth_file,
-    exporter, labels, reload_agent,
+    exporter, labels, reload_agent, security_context,
 };
 use crate::api::effective::Effective;
 use crate::api::quantity;
@@ -228,7 +228,7 @@ fn memcached_container(e: &Effective<'_>, served: &[Port], mounts: Vec<VolumeMou
             }),
             ..Lifecycle::default()
         }),
-        security_context: e.security.container_security_context.cloned(),
+        security_context: Some(security_context::container(e)),
         volume_mounts: (!mounts.is_empty()).then_some(mounts),
         ..Container::default()
     }
@@ -307,7 +307,8 @@ pub fn pod_template(pods: Pods<'_>) -> PodTemplateSpec {
                 .high_availability
                 .graceful_shutdown
                 .map(|g| g.termination_grace_period_seconds),
-            security_context: e.security.pod_security_context.cloned(),
+            // Warm restart adds its claim, and the fsGroup memcached's user writes it with.
+            security_context: Some(security_context::pod(e, false)),
             // memcached and the exporter never call the Kubernetes API; a reporting agent
             // mounts its own token.
             automount_service_account_token: Some(false),

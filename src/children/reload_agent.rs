@@ -5,10 +5,12 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Container, ResourceRequirements, SecurityContext, VolumeMount};
+use k8s_openapi::api::core::v1::{Container, ResourceRequirements, VolumeMount};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-use super::{AUTH_COPY_FILE, SASL_SECRET_FILE, TLS_MOUNT_PATH, agent_access, ports};
+use super::{
+    AUTH_COPY_FILE, SASL_SECRET_FILE, TLS_MOUNT_PATH, agent_access, ports, security_context,
+};
 use crate::api::effective::Effective;
 
 /// The sidecar's name.
@@ -21,9 +23,6 @@ pub const DEFAULT_IMAGE: &str = concat!(
 );
 /// The hook image's binary (its entrypoint runs `serve`).
 pub(super) const BINARY: &str = "/memcached-hook";
-/// The user of the official memcached image (`USER memcache`, uid 11211). SIGHUP needs the
-/// agent to run as memcached's user; used when no security context names a user.
-pub const MEMCACHED_UID: i64 = 11211;
 
 pub(super) fn quantities(pairs: &[(&str, &str)]) -> BTreeMap<String, Quantity> {
     pairs
@@ -66,33 +65,6 @@ pub fn args(e: &Effective<'_>, reports: bool) -> Vec<String> {
     args
 }
 
-/// The security context: the spec's container context (applied to every container); with SASL
-/// the agent signals memcached, so it runs as memcached's user unless a context names one (the
-/// auth-file init step too).
-pub(super) fn security_context(e: &Effective<'_>) -> Option<SecurityContext> {
-    if e.security.sasl_secret.is_some() {
-        as_memcached_user(e)
-    } else {
-        e.security.container_security_context.cloned()
-    }
-}
-
-/// The spec's container security context, run as memcached's user unless a context names one:
-/// for a container that signals memcached or reads the files it writes.
-pub(super) fn as_memcached_user(e: &Effective<'_>) -> Option<SecurityContext> {
-    let mut context = e.security.container_security_context.cloned();
-    let named = context.as_ref().is_some_and(|c| c.run_as_user.is_some())
-        || e.security
-            .pod_security_context
-            .is_some_and(|p| p.run_as_user.is_some());
-    if !named {
-        context
-            .get_or_insert_with(SecurityContext::default)
-            .run_as_user = Some(MEMCACHED_UID);
-    }
-    context
-}
-
 /// The sidecar with `mounts`: the Secret volumes, and the auth file copy it rewrites (and its
 /// API token when it `reports`).
 #[must_use]
@@ -118,7 +90,9 @@ pub fn container(
             claims: None,
         }),
         restart_policy: Some("Always".to_owned()),
-        security_context: security_context(e),
+        // SIGHUP needs the agent to run as memcached's user: every container of the pod runs as
+        // the pod's user unless `containerSecurityContext` (applied to all of them) names one.
+        security_context: Some(security_context::container(e)),
         volume_mounts: (!mounts.is_empty()).then(|| mounts.to_vec()),
         ..Container::default()
     }

@@ -14,13 +14,14 @@ use k8s_openapi::api::apps::v1::{
 };
 use k8s_openapi::api::core::v1::{
     Container, EmptyDirVolumeSource, ExecAction, Lifecycle, LifecycleHandler,
-    PersistentVolumeClaim, PersistentVolumeClaimSpec, PodSecurityContext, PodSpec, Volume,
-    VolumeMount, VolumeResourceRequirements,
+    PersistentVolumeClaim, PersistentVolumeClaimSpec, PodSpec, Volume, VolumeMount,
+    VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::reload_agent::{self, BINARY, MEMCACHED_UID};
+use super::reload_agent::BINARY;
+use super::security_context;
 use crate::api::effective::Effective;
 use crate::api::quantity::canonicalize;
 use crate::api::warm_restart::WarmRestart;
@@ -129,7 +130,7 @@ fn guard(e: &Effective<'_>, w: &WarmRestart<'_>, image: &str, args: &[String]) -
         image: Some(image.to_owned()),
         command: Some(vec![BINARY.to_owned()]),
         args: Some(guard_args(w, args)),
-        security_context: reload_agent::as_memcached_user(e),
+        security_context: Some(security_context::container(e)),
         volume_mounts: Some(vec![
             writable(VOLUME, MOUNT_PATH),
             writable(BIN_VOLUME, BIN_PATH),
@@ -173,8 +174,8 @@ fn pre_stop(e: &Effective<'_>) -> Lifecycle {
 
 /// Adds warm restart to a StatefulSet spec built for `e` (which has it enabled): the claim
 /// template, the retention policy, the guard, `-e` and the preStop hook of memcached, the
-/// grace period, and `fsGroup` (unless the spec sets one) so memcached's user can write to a
-/// freshly formatted volume.
+/// grace period, and `fsGroup` (the default user's, unless the spec sets one) so memcached's user
+/// can write to a freshly formatted volume.
 pub fn apply(spec: &mut StatefulSetSpec, e: &Effective<'_>, w: &WarmRestart<'_>, image: &str) {
     spec.volume_claim_templates = Some(vec![claim_template(w)]);
     // Scale-down deletes the claims of the removed pods and deleting the StatefulSet deletes
@@ -211,10 +212,6 @@ fn apply_to_pod(pod: &mut PodSpec, e: &Effective<'_>, w: &WarmRestart<'_>, image
         ..Volume::default()
     });
     pod.termination_grace_period_seconds = Some(termination_grace_period_seconds(e));
-    let context = pod
-        .security_context
-        .get_or_insert_with(PodSecurityContext::default);
-    if context.fs_group.is_none() {
-        context.fs_group = Some(MEMCACHED_UID);
-    }
+    // memcached's user writes the claim: the kubelet gives a freshly formatted volume to fsGroup.
+    pod.security_context = Some(security_context::pod(e, true));
 }

@@ -186,3 +186,26 @@ pub fn decoded<T: serde::de::DeserializeOwned>(value: Value) -> T {
 fn strict_decoding_refuses_a_field_the_type_does_not_know() {
     strict::<Container>(&json!({"name": "memcached", "imagee": "memcached:1.6"}));
 }
+
+/// The container security context the hook writes when the spec sets none (Pod Security
+/// `restricted`).
+pub fn restricted_container() -> Value {
+    serde_json::json!({"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]},
+                       "readOnlyRootFilesystem": true})
+}
+
+/// The pod security context the hook writes when the spec sets none.
+pub fn restricted_pod() -> Value {
+    serde_json::json!({"runAsNonRoot": true, "runAsUser": 11211, "runAsGroup": 11211,
+                       "seccompProfile": {"type": "RuntimeDefault"}})
+}
+
+/// `base` with each top-level field of `over` replacing its own (both objects).
+pub fn overlaid(mut base: Value, over: &Value) -> Value {
+    if let (Some(b), Some(o)) = (base.as_object_mut(), over.as_object()) {
+        for (k, v) in o {
+            b.insert(k.clone(), v.clone());
+        }
+    }
+    base
+}

@@ -118,7 +118,7 @@ fn an_empty_spec_is_stored_with_its_settings_blocks_and_nothing_that_turns_a_chi
                           "hardening": {"disableFlushAll": false, "disableDumping": true,
                                         "disableWatch": true}},
             "monitoring": {"exporterImage": "prom/memcached-exporter:v0.15.4"},
-            "security": {"secretRotation": "Reload"},
+            "security": {"defaultUser": "Memcached", "secretRotation": "Reload"},
             "service": {"publishNotReadyAddresses": false}
         })
     );

@@ -12,8 +12,8 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::{Value, json};
 
 use crate::common::{
-    child, condition, decoded, map, memcached, pod_spec, render, request_json, status, strict,
-    sync_value, typed, words,
+    child, condition, decoded, map, memcached, overlaid, pod_spec, render, request_json,
+    restricted_container, restricted_pod, status, strict, sync_value, typed, words,
 };
 use crate::service_monitor::{self, Endpoint};
 
@@ -56,7 +56,8 @@ fn exporter_sidecar_and_metrics_port() {
         decoded::<Container>(
             json!({"name": "exporter", "image": "prom/memcached-exporter:v0.15.4",
             "ports": [{"name": "metrics", "containerPort": 9150, "protocol": "TCP"}],
-            "resources": {"limits": {"memory": "64Mi"}}, "securityContext": csc})
+            "resources": {"limits": {"memory": "64Mi"}},
+            "securityContext": overlaid(restricted_container(), &csc)})
         )
     );
     let ports = service_ports(&r);
@@ -95,6 +96,7 @@ fn sasl_metrics_sidecar_is_the_stats_exporter() {
             "args": ["stats-exporter", "--auth-file", "/run/memcached/sasl/password-file",
                      "--memcached-addr", "127.0.0.1:11211"],
             "ports": [{"name": "metrics", "containerPort": 9150, "protocol": "TCP"}],
+            "securityContext": restricted_container(),
             "volumeMounts": [{"name": "sasl-auth-file", "mountPath": "/run/memcached/sasl",
                               "readOnly": true}]
         }))
@@ -199,7 +201,7 @@ fn sasl_volumes_mounts_and_args() {
                "args": ["auth-file", "--from", "/etc/memcached/sasl/password-file",
                         "--to", "/run/memcached/sasl/password-file"],
                "resources": {"limits": {"memory": "64Mi"}, "requests": {"cpu": "10m", "memory": "16Mi"}},
-               "securityContext": {"runAsUser": 11211},
+               "securityContext": restricted_container(),
                "terminationMessagePolicy": "FallbackToLogsOnError",
                "volumeMounts": [
                    {"name": "sasl-credentials", "mountPath": "/etc/memcached/sasl", "readOnly": true},
@@ -582,11 +584,13 @@ fn reload_agent_sidecar() {
             {"name": "tls-certificates", "mountPath": "/etc/memcached/tls", "readOnly": true}
         ])))
     );
+    // The agent signals memcached: it runs as the pod's user, memcached's.
     assert_eq!(
         typed_agent.security_context,
-        Some(strict(&json!({"runAsUser": 11211})))
+        Some(strict(&restricted_container()))
     );
-    // TLS only: no signal, no shared process namespace, the user's context as it is.
+    assert_eq!(typed_pod.security_context, Some(strict(&restricted_pod())));
+    // TLS only: no signal, no shared process namespace, the user's fields over the defaults.
     let tls = render(
         json!({"security": {"containerSecurityContext": {"runAsNonRoot": true},
         "tls": {"enabled": true, "allowPlaintext": true, "certificateSecretRef": {"name": "t"}}}}),
@@ -596,7 +600,10 @@ fn reload_agent_sidecar() {
     let agent = &tls_pod.init_containers.as_deref().expect("init containers")[0];
     assert_eq!(
         agent.security_context,
-        Some(strict(&json!({"runAsNonRoot": true})))
+        Some(strict(&overlaid(
+            restricted_container(),
+            &json!({"runAsNonRoot": true})
+        )))
     );
     assert_eq!(
         agent.args.as_deref().expect("args"),

@@ -16,6 +16,7 @@ mod from_bitnami;
 mod golden;
 mod http;
 mod no_secrets;
+mod pod_security;
 mod properties;
 mod reference;
 mod reload_report;

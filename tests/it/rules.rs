@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::common::{
     child, condition, decode, decoded, map, memcached, must, pod_spec, render, request_json,
-    strict, sync_value, try_typed, typed, words,
+    restricted_container, restricted_pod, strict, sync_value, try_typed, typed, words,
 };
 
 fn base_labels(name: &str) -> BTreeMap<String, String> {
@@ -184,9 +184,9 @@ fn deployment_strategy_and_container() {
         ("startupProbe", c.startup_probe.is_none()),
         ("imagePullPolicy", c.image_pull_policy.is_none()),
         ("lifecycle", c.lifecycle.is_none()),
-        ("securityContext", c.security_context.is_none()),
         ("volumeMounts", c.volume_mounts.is_none()),
     ]);
+    assert_eq!(c.security_context, Some(strict(&restricted_container())));
     let template = spec.template;
     assert_eq!(template.metadata.expect("metadata").annotations, None);
     let typed_pod = template.spec.expect("pod spec");
@@ -200,9 +200,9 @@ fn deployment_strategy_and_container() {
             "terminationGracePeriodSeconds",
             typed_pod.termination_grace_period_seconds.is_none(),
         ),
-        ("securityContext", typed_pod.security_context.is_none()),
         ("volumes", typed_pod.volumes.is_none()),
     ]);
+    assert_eq!(typed_pod.security_context, Some(strict(&restricted_pod())));
     assert_eq!(typed_pod.containers.len(), 1);
     assert_eq!(
         typed_pod.automount_service_account_token,
@@ -323,14 +323,68 @@ fn graceful_shutdown() {
 }
 
 #[test]
-fn security_contexts_are_passed_through() {
-    let pod_sc = json!({"runAsNonRoot": true, "runAsUser": 11211, "fsGroup": 11211, "seccompProfile": {"type": "RuntimeDefault"}});
-    let c_sc = json!({"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true, "capabilities": {"drop": ["ALL"]}});
+fn security_contexts_set_their_fields_over_the_defaults() {
+    let pod_sc = json!({"runAsUser": 2000, "fsGroup": 3000, "supplementalGroups": [4000],
+                        "seccompProfile": {"type": "Localhost", "localhostProfile": "memcached.json"}});
+    let c_sc = json!({"readOnlyRootFilesystem": false, "capabilities": {"drop": ["NET_RAW"]},
+                      "runAsUser": 5000});
     let r = render(
         json!({"security": {"podSecurityContext": pod_sc, "containerSecurityContext": c_sc}}),
     );
-    assert_eq!(pod_spec(&r).security_context, Some(decoded(pod_sc)));
-    assert_eq!(memcached(&r).security_context, Some(decoded(c_sc)));
+    // Each field the user sets is theirs, whole; the others keep the hook's defaults.
+    assert_eq!(
+        pod_spec(&r).security_context,
+        Some(strict(
+            &json!({"runAsNonRoot": true, "runAsUser": 2000, "runAsGroup": 11211,
+                            "fsGroup": 3000, "supplementalGroups": [4000],
+                            "seccompProfile": {"type": "Localhost",
+                                               "localhostProfile": "memcached.json"}})
+        ))
+    );
+    assert_eq!(
+        memcached(&r).security_context,
+        Some(strict(&json!({"allowPrivilegeEscalation": false,
+                            "readOnlyRootFilesystem": false,
+                            "capabilities": {"drop": ["NET_RAW"]}, "runAsUser": 5000})))
+    );
+    // What the defaults already are changes nothing.
+    let same = render(json!({"security": {"podSecurityContext": restricted_pod(),
+                                           "containerSecurityContext": restricted_container()}}));
+    assert_eq!(
+        pod_spec(&same).security_context,
+        pod_spec(&render(json!({}))).security_context
+    );
+    assert_eq!(
+        memcached(&same).security_context,
+        memcached(&render(json!({}))).security_context
+    );
+}
+
+#[test]
+fn platform_leaves_the_user_to_the_platform_everywhere() {
+    let spec = json!({"workload": "StatefulSet", "warmRestart": {"enabled": true},
+                      "security": {"defaultUser": "Platform"}});
+    let r = sync_value(&crate::warm_restart::request(spec, json!({})));
+    let sts = must(&r, "StatefulSet");
+    let pod = &sts["spec"]["template"]["spec"];
+    assert_eq!(
+        pod["securityContext"],
+        json!({"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}}),
+        "no runAsUser, runAsGroup or fsGroup"
+    );
+    let text = pod.to_string();
+    for field in ["runAsUser", "runAsGroup", "fsGroup"] {
+        assert!(!text.contains(field), "{field} in {text}");
+    }
+    // A user the spec names still wins.
+    let named = render(json!({"security": {"defaultUser": "Platform",
+                                            "podSecurityContext": {"runAsUser": 1000700000}}}));
+    assert_eq!(
+        pod_spec(&named)
+            .security_context
+            .and_then(|c| c.run_as_user),
+        Some(1_000_700_000)
+    );
 }
 
 #[test]

@@ -100,8 +100,12 @@ fn the_statefulset_gets_a_volume_the_guard_and_a_graceful_stop() {
         "the guard checks memcached's own arguments"
     );
     assert_eq!(
-        guard.security_context.as_ref().and_then(|c| c.run_as_user),
-        Some(11211)
+        guard
+            .security_context
+            .as_ref()
+            .and_then(|c| c.read_only_root_filesystem),
+        Some(true),
+        "the guard writes only to its volumes"
     );
     let stop = memcached
         .lifecycle

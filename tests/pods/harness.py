@@ -137,13 +137,36 @@ class Test:
                 f.write(f"{self.scenario}\t{what}\t{seconds:.1f}\n")
 
 
+# Every scenario's namespace enforces the Pod Security Standards' `restricted` profile: the hook's
+# pods, and the scenarios' own, must pass it to be created at all.
+POD_SECURITY = {"pod-security.kubernetes.io/enforce": "restricted"}
+# What the scenarios' own pods (client pods) run with to pass `restricted`.
+RESTRICTED_POD = {"runAsUser": 65534, "runAsGroup": 65534, "runAsNonRoot": True,
+                  "seccompProfile": {"type": "RuntimeDefault"}}
+RESTRICTED_CONTAINER = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+
+
 class Namespace:
-    """A namespace of the scenario's own, with a client pod; deleted by close()."""
+    """A namespace of the scenario's own (enforcing Pod Security `restricted`), with a client pod;
+    deleted by close()."""
 
     def __init__(self, name):
         self.name = f"mc-{name}" if METACONTROLLER else name  # both modes can share a cluster
-        kubectl("create", "namespace", self.name)
+        ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.name, "labels": POD_SECURITY}}
+        kubectl("create", "-f", "-", stdin=json.dumps(ns))
         self.client_ready = False
+
+    def refuses_privileged(self):
+        """Whether the API server refuses a privileged pod in this namespace, naming Pod Security
+        (the label is honoured); returns (refused, what it answered)."""
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "privileged", "namespace": self.name},
+               "spec": {"containers": [{"name": "c", "image": CLIENT_IMAGE, "imagePullPolicy": "Never",
+                                        "securityContext": {"privileged": True}}]}}
+        p = kubectl("create", "-f", "-", stdin=json.dumps(pod), check=False)
+        out = (p.stdout + p.stderr).strip()
+        if p.returncode == 0:
+            kubectl("delete", "pod", "-n", self.name, "privileged", "--wait=false", check=False)
+        return p.returncode != 0 and "PodSecurity" in out and "restricted" in out, out[:400]
 
     def apply(self, objs):
         for o in objs:
@@ -174,8 +197,9 @@ class Namespace:
             spec = {
                 "automountServiceAccountToken": False,
                 "terminationGracePeriodSeconds": 1,
-                "securityContext": {"runAsUser": 65534, "runAsGroup": 65534, "runAsNonRoot": True},
+                "securityContext": RESTRICTED_POD,
                 "containers": [{"name": "client", "image": CLIENT_IMAGE, "imagePullPolicy": "Never",
+                                "securityContext": RESTRICTED_CONTAINER,
                                 "volumeMounts": [{"name": v, "mountPath": f"/secrets/{v}"} for v in volumes]}],
                 "volumes": [{"name": v, "secret": {"secretName": v}} for v in volumes],
             }

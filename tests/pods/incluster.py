@@ -14,7 +14,7 @@ import json
 import time
 import uuid
 
-from harness import CLIENT_IMAGE, Namespace, Test, get, kubectl
+from harness import CLIENT_IMAGE, RESTRICTED_CONTAINER, RESTRICTED_POD, Namespace, Test, get, kubectl
 
 SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 CONDITION = "example.com/InClusterAPI"
@@ -71,8 +71,9 @@ def pod(name, sa):
         "serviceAccountName": sa,
         "automountServiceAccountToken": True,
         "terminationGracePeriodSeconds": 1,
-        "securityContext": {"runAsUser": 65534, "runAsGroup": 65534, "runAsNonRoot": True},
+        "securityContext": RESTRICTED_POD,
         "containers": [{"name": "client", "image": CLIENT_IMAGE, "imagePullPolicy": "Never",
+                        "securityContext": RESTRICTED_CONTAINER,
                         "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]}],
     }
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}

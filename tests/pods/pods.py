@@ -94,6 +94,8 @@ def scenario_deployment(t: Test):
     is killed and comes back."""
     ns = Namespace("pods-deployment")
     try:
+        refused, answer = ns.refuses_privileged()
+        t.check("the namespace enforces Pod Security restricted: a privileged pod is refused", refused, answer)
         mc = Memcached(ns, "cache", {"replicas": 2, "image": MEMCACHED_IMAGE,
                                      "highAvailability": {"podDisruptionBudget": {"enabled": True}}})
         start = time.monotonic()
@@ -104,6 +106,11 @@ def scenario_deployment(t: Test):
         diffs = mc.differences(rendered)
         t.check("what render printed is what was applied (no Secrets: same objects)", not diffs, "\n".join(diffs))
         t.check("2 pods Ready", len(pods) == 2)
+        code, out = ns.container_sh(pods[0]["metadata"]["name"], "memcached",
+                                    "busybox id -u; busybox id -g; busybox touch /written 2>&1; echo rc=$?")
+        lines = out.split()
+        t.check("memcached runs as uid and gid 11211 on a read-only root filesystem",
+                lines[:2] == ["11211", "11211"] and "Read-only file system" in out and "rc=0" not in out, out[:300])
         st = mc.sync_until("status readyReplicas 2", lambda s: s.get("readyReplicas") == 2)
         t.check("status: readyReplicas 2, Available and Ready True",
                 st.get("readyReplicas") == 2 and mc.condition("Available") == "True" and mc.condition("Ready") == "True",
