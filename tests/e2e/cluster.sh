@@ -21,7 +21,10 @@
 # With E2E_KWOK_NODES=N the cluster gets N simulated nodes instead (tests/e2e/kwok.sh): KWOK's
 # controller plays the kubelet for them, kube-scheduler places the pods, and the controller
 # manager runs its controllers but the node lifecycle one, so Deployments make ReplicaSets and
-# pods that become Ready without any container or host change (bench/scale.sh).
+# pods that become Ready without any container or host change (bench/scale.sh). Both together
+# (E2E_NODE=1 with E2E_KWOK_NODES) give a real node in zone-a beside simulated nodes in the next
+# zones; the simulated ones are tainted `kwok.x-k8s.io/node=fake:NoSchedule`, so only pods that
+# tolerate it leave the real node (the pods phase's zones scenario).
 #
 # Usage: cluster.sh up | down | env | status | restart-metacontroller | restart-apiserver
 #        | host-state
@@ -78,7 +81,7 @@ S="${E2E_STATE_DIR:-${TMPDIR:-/tmp}/memcached-hook-e2e-$(id -u)}"
 APPLY_STRATEGY="${E2E_APPLY_STRATEGY:-dynamic-apply}"
 WANT_MC="${E2E_METACONTROLLER:-auto}"
 NODE="${E2E_NODE:-0}"
-if [[ "${NODE}" == 1 ]]; then
+if [[ "${NODE}" == 1 && "${E2E_KWOK_NODES:-0}" == 0 ]]; then
   KCM_CONTROLLERS="${E2E_KCM_CONTROLLERS:-*}"
 elif [[ "${E2E_KWOK_NODES:-0}" != 0 ]]; then
   KCM_CONTROLLERS="${E2E_KCM_CONTROLLERS:-*,-node-lifecycle-controller}"

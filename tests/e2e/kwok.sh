@@ -25,7 +25,6 @@ kwok_check() {
   ((KWOK_NODES == 0)) && return 0
   [[ "${KWOK_ZONES}" =~ ^[1-9]$ ]] || die "E2E_KWOK_ZONES must be 1-9, not ${KWOK_ZONES}"
   [[ "${KWOK_CLIENT_QPS}" =~ ^[1-9][0-9]*$ ]] || die "E2E_KWOK_CLIENT_QPS must be a positive integer"
-  [[ "${NODE}" == 0 ]] || die "E2E_KWOK_NODES and E2E_NODE=1 exclude each other"
   [[ -x "${KWOK_BIN}" ]] || die "missing ${KWOK_BIN} (run tests/e2e/build-bins.sh kwok, or set KWOK_BIN)"
   [[ -x "${KUBE_SCHEDULER_BIN}" ]] || die "missing ${KUBE_SCHEDULER_BIN} (run tests/e2e/build-bins.sh kube)"
 }
@@ -36,14 +35,19 @@ kwok_kcm_args() {
   printf '%s\n' "--kube-api-qps=${KWOK_CLIENT_QPS}" "--kube-api-burst=$((2 * KWOK_CLIENT_QPS))"
 }
 
-# kwok_nodes_manifest: the fake Nodes, zones assigned round-robin.
+# kwok_nodes_manifest: the fake Nodes, zones assigned round-robin (from zone-b on beside a real
+# node, which is zone-a; then tainted, so that only pods that tolerate it land there).
 kwok_nodes_manifest() {
-  local i name zones=(a b c d e f g h i)
+  local i name zones=(a b c d e f g h i j) first=0
+  [[ "${NODE}" == 1 ]] && first=1
   for ((i = 0; i < KWOK_NODES; i++)); do
     name="kwok-node-$(printf '%03d' "${i}")"
     printf -- '---\napiVersion: v1\nkind: Node\nmetadata:\n  name: %s\n  labels:\n' "${name}"
     printf '    kwok.x-k8s.io/node: fake\n    kubernetes.io/hostname: %s\n' "${name}"
-    printf '    topology.kubernetes.io/zone: zone-%s\n' "${zones[i % KWOK_ZONES]}"
+    printf '    topology.kubernetes.io/zone: zone-%s\n' "${zones[first + i % KWOK_ZONES]}"
+    if [[ "${NODE}" == 1 ]]; then
+      printf 'spec:\n  taints:\n  - {key: kwok.x-k8s.io/node, value: fake, effect: NoSchedule}\n'
+    fi
   done
 }
 
@@ -52,12 +56,26 @@ kwok_up() {
   local sport kport kc
   kc="$(kubectl_bin)"
   read -r sport kport <<<"$(free_ports 2)"
-  spawn kube-scheduler "${KUBE_SCHEDULER_BIN}" \
-    --kubeconfig="${S}/kubeconfig" \
-    --authentication-kubeconfig="${S}/kubeconfig" --authorization-kubeconfig="${S}/kubeconfig" \
-    --bind-address="${HOST}" --secure-port="${sport}" --leader-elect=false \
-    --kube-api-qps="${KWOK_CLIENT_QPS}" --kube-api-burst="$((2 * KWOK_CLIENT_QPS))"
-  wait_for kube-scheduler "healthy on ${HOST}:${sport}" curl -sfk --max-time 2 "https://${HOST}:${sport}/healthz"
+  # Beside a real node: its scheduler places every pod; it is zone-a, and without the node
+  # lifecycle controller nobody lifts its not-ready taint either.
+  if [[ "${NODE}" == 1 ]]; then
+    "${kc}" --kubeconfig="${S}/kubeconfig" label --overwrite node "${NODE_NAME}" \
+      topology.kubernetes.io/zone=zone-a >>"${S}/logs/kubectl.log" 2>&1 \
+      || { tail -n 20 "${S}/logs/kubectl.log" >&2; die "labelling node ${NODE_NAME} zone-a failed"; }
+    if "${kc}" --kubeconfig="${S}/kubeconfig" get node "${NODE_NAME}" \
+      -o jsonpath='{.spec.taints[*].key}' | grep -qw node.kubernetes.io/not-ready; then
+      "${kc}" --kubeconfig="${S}/kubeconfig" taint nodes "${NODE_NAME}" \
+        node.kubernetes.io/not-ready:NoSchedule- >>"${S}/logs/kubectl.log" 2>&1 \
+        || { tail -n 20 "${S}/logs/kubectl.log" >&2; die "untainting node ${NODE_NAME} failed"; }
+    fi
+  else
+    spawn kube-scheduler "${KUBE_SCHEDULER_BIN}" \
+      --kubeconfig="${S}/kubeconfig" \
+      --authentication-kubeconfig="${S}/kubeconfig" --authorization-kubeconfig="${S}/kubeconfig" \
+      --bind-address="${HOST}" --secure-port="${sport}" --leader-elect=false \
+      --kube-api-qps="${KWOK_CLIENT_QPS}" --kube-api-burst="$((2 * KWOK_CLIENT_QPS))"
+    wait_for kube-scheduler "healthy on ${HOST}:${sport}" curl -sfk --max-time 2 "https://${HOST}:${sport}/healthz"
+  fi
   spawn kwok "${KWOK_BIN}" \
     --kubeconfig="${S}/kubeconfig" \
     --config="${here}/kwok/stages.yaml" \

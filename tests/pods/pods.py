@@ -75,6 +75,7 @@ from harness import (
 from incluster import scenario_in_cluster_api
 from warm import scenario_warm_restart
 from reload import scenario_reload_report
+from zones import scenario_zones
 
 
 
@@ -746,6 +747,7 @@ SCENARIOS = {
     "warm-restart": scenario_warm_restart,
     "in-cluster-api": scenario_in_cluster_api,
     "reload-report": scenario_reload_report,
+    "zones": scenario_zones,
 }
 
 

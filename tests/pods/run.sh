@@ -3,11 +3,13 @@
 # plane with a node (E2E_NODE=1: containerd, CNI bridge, CoreDNS, kube-scheduler, kubelet; images
 # built here), pods.py runs the scenarios against it, and the host is checked to be as it was.
 #
-#   bins      etcd, kube-apiserver, kube-controller-manager, kubectl, kubelet, kube-scheduler and
-#             CoreDNS from the Go module proxy (tests/e2e/build-bins.sh; cached)
+#   bins      etcd, kube-apiserver, kube-controller-manager, kubectl, kubelet, kube-scheduler,
+#             CoreDNS and KWOK from the Go module proxy (tests/e2e/build-bins.sh; cached)
 #   image     the hook's own image, by the image phase's script (tests/image/build.sh, kept as an
 #             OCI archive): the reload-agent sidecar of the Reload scenarios
-#   up        cluster.sh up with E2E_NODE=1 and the hook's image imported
+#   up        cluster.sh up with E2E_NODE=1 and the hook's image imported; the real node is in
+#             zone-a, and two KWOK nodes (zone-b, zone-c; tainted, so only the zones scenario's
+#             pods, which tolerate it, go there) stand for the other zones
 #   scenarios pods.py (each scenario in its own namespace; see its docstring)
 #   metacontroller  with METACONTROLLER_BIN + METACONTROLLER_CRDS_DIR (a Metacontroller built by
 #             hand outside the repository): cluster.sh also starts Metacontroller (deploy/crd/crd.yaml
@@ -132,8 +134,8 @@ source "${ROOT}/tests/lib/hook-bin.sh"
 log "the hook: MEMCACHED_HOOK_BIN or cargo build"
 HOOK=$(hook_bin "${WORK}/cargo.log") || { bad "cargo build"; exit 1; }
 [[ -x "${HOOK}" ]] || { bad "hook binary ${HOOK} missing"; exit 1; }
-log "building/locating the cluster's binaries (tests/e2e/build-bins.sh etcd kube coredns)"
-"${E2E}/build-bins.sh" etcd kube coredns >"${WORK}/build-bins.log" 2>&1 \
+log "building/locating the cluster's binaries (tests/e2e/build-bins.sh etcd kube coredns kwok)"
+"${E2E}/build-bins.sh" etcd kube coredns kwok >"${WORK}/build-bins.log" 2>&1 \
   || { bad "build-bins.sh" "$(tail -n 30 "${WORK}/build-bins.log")"; exit 1; }
 timed bins
 
@@ -151,7 +153,7 @@ timed image
 "${E2E}/cluster.sh" host-state >"${WORK}/host-before.txt" 2>&1
 log "cluster.sh up with a node"
 cluster_started=1
-if ! E2E_NODE=1 E2E_NODE_IMAGES="${WORK}/hook.oci.tar" "${E2E}/cluster.sh" up >"${WORK}/env.sh" 2>"${WORK}/cluster-up.log"; then
+if ! E2E_NODE=1 E2E_KWOK_NODES=2 E2E_KWOK_ZONES=2 E2E_NODE_IMAGES="${WORK}/hook.oci.tar" "${E2E}/cluster.sh" up >"${WORK}/env.sh" 2>"${WORK}/cluster-up.log"; then
   bad "cluster.sh up (E2E_NODE=1)" "$(tail -n 30 "${WORK}/cluster-up.log")"
   exit 1
 fi
