@@ -305,6 +305,14 @@ fn load_auth(args: &ServeArgs) -> anyhow::Result<Option<Arc<Authenticator>>> {
 
 fn serve(args: &ServeArgs, options: memcached_hook::Options) -> anyhow::Result<()> {
     init_logging(args.log_format);
+    if memcached_hook::children::reload_agent::is_placeholder(&options.reload_agent_image) {
+        tracing::warn!(
+            image = %options.reload_agent_image,
+            "the reload-agent image is the placeholder: set --reload-agent-image \
+             (MEMCACHED_HOOK_RELOAD_AGENT_IMAGE) to the hook's own image, or pods that reload \
+             Secrets in place cannot pull it"
+        );
+    }
     let auth = load_auth(args)?;
     let tls = load_tls(args)?;
     let config = Config {

@@ -104,7 +104,7 @@ mod tests {
         let spec = MemcachedSpec::default();
         let e = Effective::of(&spec);
         assert_eq!(e.replicas, Some(1));
-        assert_eq!(e.image, "memcached:1.6");
+        assert_eq!(e.image, "memcached:1.6.45");
         assert_eq!(e.memcached, Server::of(None));
         assert_eq!(e.high_availability, HighAvailability::default());
         assert!(e.monitoring.is_none() && e.autoscaling.is_none());

@@ -36,8 +36,9 @@ use super::zones::ZonesSpec;
 pub const REPLICAS: (i32, i32) = (0, 64);
 /// Default replicas when neither `spec.replicas` nor autoscaling is set.
 pub const DEFAULT_REPLICAS: i32 = 1;
-/// Default memcached image.
-pub const DEFAULT_IMAGE: &str = "memcached:1.6";
+/// Default memcached image: an exact release, so that what runs changes with an upgrade of the
+/// hook and not with a re-pull of a floating tag.
+pub const DEFAULT_IMAGE: &str = "memcached:1.6.45";
 /// Memory the memory limit must leave above `maxMemoryMB`, in MiB (connections, threads,
 /// hash table).
 pub const MEMORY_OVERHEAD_MB: i32 = 32;

@@ -8,6 +8,7 @@ use super::pods::{self, named};
 use crate::api::bounds::cut;
 use crate::api::effective::Effective;
 use crate::api::security::Rotation;
+use crate::children::reload_agent;
 use crate::hook::{Observed, RelatedObject};
 
 const IN_PLACE: &str = "Changes to the certificate, key and password file are reloaded in place \
@@ -24,15 +25,28 @@ const POD_MESSAGE: usize = 256;
 
 /// The `SecretReload` condition of `e`; `None` without SASL and TLS. `related` are the related
 /// objects of the sync: a related Pod of `namespace` whose reload agent reports a failure makes
-/// it `False`.
+/// it `False`. `agent_image` is the hook's `--reload-agent-image`: still the placeholder, it
+/// makes the condition `False` (the pods cannot pull the agent).
 #[must_use]
 pub fn condition(
     e: &Effective<'_>,
     related: &Observed<RelatedObject>,
     namespace: &str,
+    agent_image: &str,
 ) -> Option<SpecCondition> {
     Some(match e.security.rotation? {
         Rotation::Reload => {
+            if reload_agent::is_placeholder(agent_image) {
+                return Some(SpecCondition {
+                    status: false,
+                    reason: "AgentImagePlaceholder",
+                    message: format!(
+                        "The reload-agent image {agent_image} is a placeholder no node can pull: \
+                         set the hook's --reload-agent-image (MEMCACHED_HOOK_RELOAD_AGENT_IMAGE) \
+                         to the hook's own image"
+                    ),
+                });
+            }
             if let Some(failed) = failed(related, namespace) {
                 return Some(failed);
             }

@@ -190,7 +190,8 @@ pub fn sync(
         missing_kinds,
         ..outcome
     };
-    let inputs = inputs(req, &e, (&plan, zoned.as_ref(), switch.as_ref()), outcome);
+    let plans = (&plan, zoned.as_ref(), switch.as_ref());
+    let inputs = inputs(req, &e, plans, outcome, &options.reload_agent_image);
     let status = status::build(&inputs, &parent.status.conditions, &condition_time(now));
     Ok(SyncResponse { children, status })
 }
@@ -201,6 +202,7 @@ fn inputs<'a>(
     e: &Effective<'_>,
     (plan, zoned, switch): (&Plan<'a>, Option<&Zoned<'a>>, Option<&Switch<'a>>),
     outcome: Outcome,
+    agent_image: &str,
 ) -> Inputs<'a> {
     let parent = &req.parent;
     let name = parent.metadata.name.as_str();
@@ -253,7 +255,7 @@ fn inputs<'a>(
         client_port: Some(client_port).filter(|p| *p != ports::MEMCACHED.number),
         tls: e.security.tls.is_some(),
         secret_rotation: (!kept)
-            .then(|| status::secret_reload::condition(e, &req.related, namespace))
+            .then(|| status::secret_reload::condition(e, &req.related, namespace, agent_image))
             .flatten(),
         warm_restart: (!kept)
             .then(|| status::warm_restart::condition(e, plan, &req.related, namespace))

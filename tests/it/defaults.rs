@@ -111,7 +111,7 @@ fn an_empty_spec_is_stored_with_its_settings_blocks_and_nothing_that_turns_a_chi
     assert_eq!(
         stored,
         json!({
-            "image": "memcached:1.6",
+            "image": "memcached:1.6.45",
             "workload": "Deployment",
             "memcached": {"maxMemoryMB": 64, "maxConnections": 1024, "threads": 4, "maxItemSize": "1m",
                           "verbosity": 0,

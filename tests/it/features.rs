@@ -617,7 +617,39 @@ fn reload_agent_sidecar() {
             "127.0.0.1:11211"
         ]
     );
-    assert_eq!(condition(&r, "SecretReload").reason, "InPlace");
+    // The hook's reload-agent image is still the placeholder: the children are rendered, and
+    // the status names the placeholder and the flag that replaces it.
+    let placeholder = condition(&r, "SecretReload");
+    assert_eq!(
+        (placeholder.status.as_str(), placeholder.reason.as_str()),
+        ("False", "AgentImagePlaceholder")
+    );
+    assert!(
+        placeholder
+            .message
+            .contains("registry.example.com/memcached-hook:")
+            && placeholder.message.contains("--reload-agent-image"),
+        "{}",
+        placeholder.message
+    );
+    let real = memcached_hook::Options {
+        reload_agent_image: "ghcr.io/corp/memcached-hook:0.1.0".into(),
+        ..memcached_hook::Options::default()
+    };
+    let tls_request = crate::common::request_json(json!({"security": {
+        "containerSecurityContext": {"runAsNonRoot": true},
+        "tls": {"enabled": true, "allowPlaintext": true, "certificateSecretRef": {"name": "t"}}}}));
+    let with_real = crate::common::sync_with(&tls_request, &real);
+    assert_eq!(condition(&with_real, "SecretReload").reason, "InPlace");
+    assert_eq!(
+        pod_spec(&with_real)
+            .init_containers
+            .as_deref()
+            .expect("init containers")[0]
+            .image
+            .as_deref(),
+        Some("ghcr.io/corp/memcached-hook:0.1.0")
+    );
     // A memcached too old for the reload: the pods roll, and the status says why.
     let old = render(json!({"image": "memcached:1.5.12", "security": {
         "sasl": {"enabled": true, "credentialsSecretRef": {"name": "s"}}}}));

@@ -14,7 +14,7 @@ const AGENT_TYPE: &str = "memcached.c5c3.io/SecretReload";
 fn relate() -> Options {
     Options {
         relate_pods: true,
-        ..Options::default()
+        reload_agent_image: "ghcr.io/corp/memcached-hook:0.1.0".into(),
     }
 }
 

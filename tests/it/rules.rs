@@ -53,7 +53,7 @@ fn every_child_carries_the_three_recommended_labels() {
     assert_eq!(typed::<PodDisruptionBudget>(&r).metadata.labels, base);
     let dep: Deployment = typed(&r);
     let mut with_version = base_labels("my-cache");
-    with_version.insert("app.kubernetes.io/version".to_owned(), "1.6".to_owned());
+    with_version.insert("app.kubernetes.io/version".to_owned(), "1.6.45".to_owned());
     assert_eq!(dep.metadata.labels.as_ref(), Some(&with_version));
     let template = dep.spec.expect("spec").template.metadata.expect("metadata");
     assert_eq!(template.labels, Some(with_version));
@@ -217,7 +217,7 @@ fn image_defaults_and_resources_are_written_canonically() {
         json!({"resources": {"limits": {"memory": "1024Mi", "cpu": "1000m"}, "requests": {"memory": "0.5Gi", "cpu": "0.25"}}}),
     );
     let c = memcached(&r);
-    assert_eq!(c.image.as_deref(), Some("memcached:1.6"));
+    assert_eq!(c.image.as_deref(), Some("memcached:1.6.45"));
     assert_eq!(
         c.resources,
         Some(strict(
