@@ -71,6 +71,13 @@ const MIB: u32 = 1 << 20;
     singular = "memcached",
     namespaced,
     status = "MemcachedStatus",
+    // `kubectl scale` and HorizontalPodAutoscalers: the scale's replicas are `spec.replicas`
+    // (per zone with `spec.zones`), `status.replicas` and `status.selector` (docs/behaviour.md).
+    scale(
+        spec_replicas_path = ".spec.replicas",
+        status_replicas_path = ".status.replicas",
+        label_selector_path = ".status.selector"
+    ),
     doc = "Memcached is a memcached cache managed by the memcached-hook Metacontroller sync hook.",
     printcolumn = r#"{"name":"Replicas","type":"integer","jsonPath":".status.desiredReplicas","description":"Number of desired Memcached pods (spec.replicas, 1 when unset, or the autoscaler's count)"}"#,
     printcolumn = r#"{"name":"Ready","type":"integer","jsonPath":".status.readyReplicas","description":"Number of ready Memcached pods"}"#,
