@@ -104,7 +104,8 @@ if [[ "${mode}" == local ]]; then
   log "building/locating the control plane (tests/e2e/build-bins.sh kube etcd)"
   "${HERE}/build-bins.sh" etcd kube >"${WORK}/build-bins.log" 2>&1 || { tail -n 30 "${WORK}/build-bins.log"; exit 1; }
   SM_CRD="$("${HERE}/fetch-servicemonitor-crd.sh" 2>/dev/null)" || SM_CRD=""
-  export METACONTROLLER_BIN METACONTROLLER_CRDS_DIR E2E_METACONTROLLER=1
+  # KUBE_CONTROLLER_MANAGER_BIN: the scale_subresource scenario runs its HPA controller.
+  export METACONTROLLER_BIN METACONTROLLER_CRDS_DIR E2E_METACONTROLLER=1 KUBE_CONTROLLER_MANAGER_BIN
   export E2E_STATE_DIR="${WORK}/cluster"
   for strategy in ${E2E_APPLY_STRATEGIES:-dynamic-apply server-side-apply}; do
     log "control plane + Metacontroller (${METACONTROLLER_BIN}, --apply-strategy=${strategy})"
