@@ -1115,6 +1115,21 @@ class Suite:
         self.check(sc, "selector" not in status and "replicas" in status,
                    f"its status has replicas ({status.get('replicas')}) but no selector", json.dumps(status))
 
+        # spec.replicas unset (1 pod): the API server cannot read the scale, but kubectl scale
+        # (a patch of the scale) sets it.
+        unset = {"apiVersion": f"{GROUP}/v1beta1", "kind": "Memcached", "metadata": {"name": "unset"},
+                 "spec": {}}
+        self.create(unset, ns)
+        self.wait("unset", lambda: self.converged(ns, "unset"), 30)
+        read_rc, read_out = self.kubectl("get", "--raw", f"{PARENT_API}/namespaces/{ns}/memcacheds/unset/scale")
+        rc, out = self.kubectl("scale", "-n", ns, "memcached/unset", "--replicas=2")
+        upath = obj_path("apps/v1", "Deployment", ns, "unset")
+        res, took = self.wait("unset-2", lambda: (self.api.get(upath) or {}).get("spec", {}).get("replicas") == 2
+                              and self.converged(ns, "unset"), 30)
+        self.check(sc, read_rc != 0 and rc == 0 and res,
+                   f"spec.replicas unset: the scale cannot be read ({read_out[-90:]}); kubectl scale "
+                   f"--replicas=2 sets it, the Deployment has 2 ({took:.1f}s)", out)
+
         # spec.zones: spec.replicas counts per zone, and so does the scale; no selector (an HPA
         # would average over every zone's pods and set that many per zone).
         zoned = {"apiVersion": f"{GROUP}/v1beta1", "kind": "Memcached", "metadata": {"name": "zoned"},
