@@ -115,7 +115,8 @@ const MIB: u32 = 1 << 20;
 pub struct MemcachedSpec {
     /// Number of memcached pods (0 scales to zero). Defaults to 1 unless autoscaling is enabled;
     /// must not be set when autoscaling is enabled. With `zones`, the number of pods per zone:
-    /// each zone runs a full copy of the cache.
+    /// each zone runs a full copy of the cache. The scale subresource's count: `kubectl scale`
+    /// and an autoscaler that targets the Memcached set it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = REPLICAS.0, max = REPLICAS.1))]
     pub replicas: Option<i32>,
