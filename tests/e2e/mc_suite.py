@@ -310,9 +310,12 @@ class Suite:
     def compositecontroller(self):
         with open(os.path.join(self.root, "metacontroller/base/compositecontroller.yaml")) as f:
             cc = yaml.safe_load(f)
+        # The shipped manifest names the hook's in-cluster Service; this one calls the relay.
         base = f"http://{self.hook_host}:{self.relay.port}"
-        cc["spec"]["hooks"]["sync"]["webhook"]["url"] = base + "/sync"
-        cc["spec"]["hooks"]["customize"]["webhook"]["url"] = base + "/customize"
+        for hook in ("sync", "customize"):
+            webhook = cc["spec"]["hooks"][hook]["webhook"]
+            webhook["url"] = base + webhook.pop("path")
+            del webhook["service"]
         if self.sm:
             cc["spec"]["childResources"].append({"apiVersion": "monitoring.coreos.com/v1",
                                                  "resource": "servicemonitors",
@@ -1231,11 +1234,74 @@ class Suite:
         for hname in ("external", "on-autoscaled", "on-zoned"):
             self.api.delete(f"{hpas}/{hname}")
 
+    def s_namespace_overlay(self):
+        """deploy/overlays/platform-cache/ (`namespace: platform-cache` over the hook and the
+        CompositeController): kube-apiserver takes its CompositeController as kubectl applies it,
+        keeps the Service reference, and Metacontroller calls the hook at
+        memcached-hook.platform-cache:8080. This cluster has no cluster DNS and the hook runs on
+        this machine, so the call cannot reach it: the scenario asserts on the address
+        Metacontroller reports in its failed syncs, then puts the suite's CompositeController back."""
+        sc = "namespace_overlay"
+        rc, out = self.kubectl("kustomize", os.path.join(self.root, "deploy/overlays/platform-cache"))
+        if not self.check(sc, rc == 0, "kubectl kustomize deploy/overlays/platform-cache", out[-300:]):
+            return
+        docs = [d for d in yaml.safe_load_all(out) if d]
+        cc = next(d for d in docs if d["kind"] == "CompositeController")
+        hooks = cc["spec"]["hooks"]
+        refs = {h: hooks[h]["webhook"].get("service") for h in ("sync", "customize")}
+        self.check(sc, all(r and r.get("namespace") == "platform-cache" for r in refs.values())
+                   and "memcached-system" not in out,
+                   f"built: both webhooks name Service memcached-hook in platform-cache, and nothing "
+                   f"names memcached-system ({len(docs)} objects)", json.dumps(refs))
+        src = os.path.join(self.work, "platform-cache-cc.yaml")
+        with open(src, "w") as f:
+            yaml.safe_dump(cc, f)
+        rc, out = self.kubectl("apply", "--server-side", "--force-conflicts", "--dry-run=server", "-f", src)
+        self.check(sc, rc == 0, f"kubectl apply --dry-run=server of that CompositeController (cluster-scoped, "
+                   f"built with metadata.namespace): {out}")
+        cc_path = "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/memcached-controller"
+        cc.setdefault("metadata", {}).pop("namespace", None)
+        t0 = time.time()
+        try:
+            self.api.apply(cc_path, cc)
+            live = self.api.get(cc_path)["spec"]["hooks"]["sync"]["webhook"]
+            self.check(sc, live.get("service", {}).get("namespace") == "platform-cache" and "url" not in live,
+                       "applied: the API server keeps the Service reference (Metacontroller's CRD knows it)",
+                       json.dumps(live))
+            ns = self.ns("movedhook")
+            name = "moved"
+            self.create({"apiVersion": f"{GROUP}/v1beta1", "kind": "Memcached", "metadata": {"name": name},
+                         "spec": {"replicas": 1}}, ns)
+            want = "memcached-hook.platform-cache:8080/"
+
+            def reported():
+                evs = (self.api.get(f"/api/v1/namespaces/{ns}/events") or {"items": []})["items"]
+                for e in evs:
+                    if e.get("involvedObject", {}).get("name") == name and want in (e.get("message") or ""):
+                        return e
+                return None
+            ev, took = self.wait("event", reported, 60, 1.0)
+            self.check(sc, ev, f"Metacontroller calls http://{want}...: its {ev and ev.get('reason')} event on the "
+                       f"Memcached names that address ({took:.1f}s)",
+                       json.dumps([e.get("message") for e in (self.api.get(f"/api/v1/namespaces/{ns}/events")
+                                                              or {"items": []})["items"]][-3:]))
+            if ev:
+                print(f"       event: {ev['message'][:240]}", flush=True)
+        finally:
+            # The suite's own CompositeController (the relay) again; the same field manager, so
+            # the service reference is dropped.
+            self.api.apply(cc_path, self.compositecontroller())
+        live = self.api.get(cc_path)["spec"]["hooks"]["sync"]["webhook"]
+        res, took = self.wait("restored", lambda: self.converged(ns, name), 60, 1.0)
+        self.check(sc, "service" not in live and res,
+                   f"the suite's CompositeController is back and the Memcached converges "
+                   f"({time.time() - t0:.1f}s in all)", json.dumps(live))
+
     # ---- driver -------------------------------------------------------------------------------------
     ALL = ["samples", "idempotency", "readiness", "workload_switch", "updates", "secret_rotation",
            "invalid_spec", "drift",
            "delete_gc", "hook_down", "hook_500", "hook_timeout", "hook_restart", "two_replicas",
-           "apiserver_restart", "mc_restart", "scale_subresource", "scale"]
+           "apiserver_restart", "mc_restart", "scale_subresource", "namespace_overlay", "scale"]
 
     def run(self):
         wanted = self.args.scenarios.split(",") if self.args.scenarios else self.ALL
