@@ -19,6 +19,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=../tests/e2e/versions.sh
 source "$ROOT/tests/e2e/versions.sh"
+# shellcheck source=../tests/lib/local-hook-cc.sh
+source "$ROOT/tests/lib/local-hook-cc.sh"
 N=${N:-200}
 VARIANTS=${VARIANTS:-stock install}
 TIMEOUT=${BENCH_TIMEOUT:-400}
@@ -46,9 +48,8 @@ E2E_METACONTROLLER=0 E2E_PRELOAD_MANIFESTS="$ROOT/deploy/crd/crd.yaml:$METACONTR
 source "$WORK/env.sh"
 kc() { "$E2E_KUBECTL" "$@"; }
 # The CompositeController of metacontroller/, calling the local hook.
-"$HOME/.cache/memcached-hook/bin/kustomize-v5.8.2/kustomize" build "$ROOT/metacontroller" 2>/dev/null \
-    | sed "s#http://memcached-hook.memcached-system.svc:8080#http://127.0.0.1:$port#" >"$WORK/cc.yaml" \
-    || kc kustomize "$ROOT/metacontroller" | sed "s#http://memcached-hook.memcached-system.svc:8080#http://127.0.0.1:$port#" >"$WORK/cc.yaml"
+{ "$HOME/.cache/memcached-hook/bin/kustomize-v5.8.2/kustomize" build "$ROOT/metacontroller" 2>/dev/null \
+    || kc kustomize "$ROOT/metacontroller"; } | local_hook_cc "http://127.0.0.1:$port" >"$WORK/cc.yaml" || exit 1
 kc apply -f "$WORK/cc.yaml" >/dev/null
 
 results=()

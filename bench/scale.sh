@@ -51,6 +51,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=../tests/e2e/versions.sh
 source "$ROOT/tests/e2e/versions.sh"
+# shellcheck source=../tests/lib/local-hook-cc.sh
+source "$ROOT/tests/lib/local-hook-cc.sh"
 N=${N:-1000}
 ZONED=${ZONED:-0}
 if [[ "$ZONED" == 1 ]]; then REPLICAS=${REPLICAS:-1}; else REPLICAS=${REPLICAS:-3}; fi
@@ -146,9 +148,8 @@ if [[ "$SYSTEM" == hook ]]; then
     E2E_METACONTROLLER=1 E2E_MC_TUNING=$tuning E2E_MC_ARGS="$extra" \
         E2E_PRELOAD_MANIFESTS="$ROOT/deploy/crd/crd.yaml" cluster_up
     # The CompositeController of metacontroller/, calling the local hook (or the stub for customize).
-    kc kustomize "$ROOT/metacontroller" \
-        | sed -e "s#http://memcached-hook.memcached-system.svc:8080/customize#$customize_url#" \
-            -e "s#http://memcached-hook.memcached-system.svc:8080#http://127.0.0.1:$port#" >"$WORK/cc.yaml"
+    kc kustomize "$ROOT/metacontroller" | local_hook_cc "http://127.0.0.1:$port" "$customize_url" >"$WORK/cc.yaml" \
+        || exit 1
     kc apply -f "$WORK/cc.yaml" >/dev/null
     flags=$(tr '\0' ' ' <"/proc/$(pid_of metacontroller)/cmdline" | { grep -o -- '--\(client-go-qps\|client-go-burst\|workers\)=[^ ]*' || echo '(Metacontroller defaults)'; } | tr '\n' ' ')
     echo "hook $("$HOOK_BIN" --version 2>/dev/null || echo "$HOOK_BIN"), Metacontroller $VARIANT: $flags; pods watched by Metacontroller: $([[ $WATCH_PODS == 1 ]] && echo yes || echo no)"

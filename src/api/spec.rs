@@ -72,6 +72,13 @@ const MIB: u32 = 1 << 20;
     singular = "memcached",
     namespaced,
     status = "MemcachedStatus",
+    // `kubectl scale` and HorizontalPodAutoscalers: the scale's replicas are `spec.replicas`
+    // (per zone with `spec.zones`), `status.replicas` and `status.selector` (docs/behaviour.md).
+    scale(
+        spec_replicas_path = ".spec.replicas",
+        status_replicas_path = ".status.replicas",
+        label_selector_path = ".status.selector"
+    ),
     doc = "Memcached is a memcached cache managed by the memcached-hook Metacontroller sync hook.",
     printcolumn = r#"{"name":"Replicas","type":"integer","jsonPath":".status.desiredReplicas","description":"Number of desired Memcached pods (spec.replicas, 1 when unset, or the autoscaler's count)"}"#,
     printcolumn = r#"{"name":"Ready","type":"integer","jsonPath":".status.readyReplicas","description":"Number of ready Memcached pods"}"#,
@@ -109,7 +116,8 @@ const MIB: u32 = 1 << 20;
 pub struct MemcachedSpec {
     /// Number of memcached pods (0 scales to zero). Defaults to 1 unless autoscaling is enabled;
     /// must not be set when autoscaling is enabled. With `zones`, the number of pods per zone:
-    /// each zone runs a full copy of the cache.
+    /// each zone runs a full copy of the cache. The scale subresource's count: `kubectl scale`
+    /// and an autoscaler that targets the Memcached set it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = REPLICAS.0, max = REPLICAS.1))]
     pub replicas: Option<i32>,

@@ -22,6 +22,17 @@ pub struct MemcachedStatus {
     /// observed workload's count (the HPA's choice). Shown as the REPLICAS column.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub desired_replicas: Option<i32>,
+    /// The pods the workload has now, in the unit of `spec.replicas`: with `zones`, per zone
+    /// (the zones' pods divided by the zone count, rounded down). The scale subresource's
+    /// current count (`kubectl scale`, HorizontalPodAutoscaler).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i32>,
+    /// The label selector of this Memcached's memcached pods, as a string
+    /// (`app.kubernetes.io/instance=<name>,...`): the pods a HorizontalPodAutoscaler that
+    /// targets the Memcached averages its metrics over. Absent with `zones` or `autoscaling`,
+    /// where such an autoscaler would count wrong or fight the hook's own (docs/behaviour.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
     /// The `metadata.generation` this status describes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,

@@ -29,6 +29,17 @@ pub fn base(name: &str) -> BTreeMap<String, String> {
     ])
 }
 
+/// [`selector`] as a label selector string, `key=value` pairs joined by commas in key order
+/// (the scale subresource's `status.selector`).
+#[must_use]
+pub fn selector_string(name: &str) -> String {
+    base(name)
+        .iter()
+        .map(|(key, value)| format!("{key}={value}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// `metadata` of a child other than the workload: its name and the base labels.
 #[must_use]
 pub fn metadata(name: &str) -> ObjectMeta {

@@ -6,7 +6,7 @@
 //! does not sync again and again.
 
 use crate::api::{Condition, MemcachedStatus, ZoneStatus};
-use crate::children::{ChildKind, discovery, ports, statefulset};
+use crate::children::{ChildKind, discovery, labels, ports, statefulset};
 use crate::hook::ChildStatus;
 
 mod conditions;
@@ -117,6 +117,10 @@ pub struct Inputs<'a> {
     pub zone_replicas: i32,
     /// With `spec.zones` and a disruption budget: `ZoneDisruption`.
     pub zone_disruption: Option<SpecCondition>,
+    /// Publish `status.selector`: the spec has neither `zones` nor `autoscaling`, so an
+    /// autoscaler that targets the Memcached counts pods in the unit of `spec.replicas` and is
+    /// the only one to set it.
+    pub scale_selector: bool,
 }
 
 /// A switch between workloads under way: the old workload still serves.
@@ -255,6 +259,8 @@ pub fn build(inputs: &Inputs<'_>, previous: &[Condition], now: &str) -> Memcache
         conditions: Some(conditions),
         ready_replicas: (serving != 0).then_some(serving),
         desired_replicas: Some(desired(inputs)),
+        replicas: Some(scale_replicas(inputs)),
+        selector: inputs.scale_selector.then(|| labels::selector_string(name)),
         observed_generation: inputs.generation,
         server_list,
         srv_name: Some(discovery::srv_name(
@@ -265,6 +271,20 @@ pub fn build(inputs: &Inputs<'_>, previous: &[Condition], now: &str) -> Memcache
         tls_server_names,
         zones_ready: (!inputs.zones.is_empty()).then(|| zones_ready(inputs)),
         zones: (!inputs.zones.is_empty()).then(|| inputs.zones.clone()),
+    }
+}
+
+/// The scale subresource's current count: the workload's pods, per zone with `spec.zones`
+/// (`spec.replicas` counts per zone), rounded down.
+fn scale_replicas(inputs: &Inputs<'_>) -> i32 {
+    let pods = inputs
+        .workload
+        .as_ref()
+        .and_then(|w| w.replicas)
+        .unwrap_or(0);
+    match i32::try_from(inputs.zones.len()) {
+        Ok(zones) if zones > 1 => pods / zones,
+        _ => pods,
     }
 }
 

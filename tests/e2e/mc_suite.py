@@ -310,9 +310,12 @@ class Suite:
     def compositecontroller(self):
         with open(os.path.join(self.root, "metacontroller/base/compositecontroller.yaml")) as f:
             cc = yaml.safe_load(f)
+        # The shipped manifest names the hook's in-cluster Service; this one calls the relay.
         base = f"http://{self.hook_host}:{self.relay.port}"
-        cc["spec"]["hooks"]["sync"]["webhook"]["url"] = base + "/sync"
-        cc["spec"]["hooks"]["customize"]["webhook"]["url"] = base + "/customize"
+        for hook in ("sync", "customize"):
+            webhook = cc["spec"]["hooks"][hook]["webhook"]
+            webhook["url"] = base + webhook.pop("path")
+            del webhook["service"]
         if self.sm:
             cc["spec"]["childResources"].append({"apiVersion": "monitoring.coreos.com/v1",
                                                  "resource": "servicemonitors",
@@ -1035,11 +1038,270 @@ class Suite:
             json.dump(self.scale_numbers, f)
         self.api.delete(f"/api/v1/namespaces/{ns}")
 
+    def kubectl(self, *args):
+        """kubectl against the suite's cluster: (exit status, stdout + stderr)."""
+        out = subprocess.run([os.environ.get("E2E_KUBECTL", "kubectl"), *args], capture_output=True,
+                             text=True, timeout=60)
+        return out.returncode, (out.stdout + out.stderr).strip()
+
+    def scale_of(self, ns, name):
+        """The Memcached's scale subresource, read as kubectl and the HPA controller read it."""
+        rc, out = self.kubectl("get", "--raw", f"{PARENT_API}/namespaces/{ns}/memcacheds/{name}/scale")
+        return json.loads(out) if rc == 0 else None
+
+    def hpa_controller(self):
+        """A kube-controller-manager of this cluster running only the HPA controller (the suite's
+        own runs without it, so no HPA child of the other scenarios is acted on); None if its
+        binary is not at hand (an existing cluster)."""
+        kcm = os.environ.get("KUBE_CONTROLLER_MANAGER_BIN")
+        if not (self.local and kcm and os.access(kcm, os.X_OK)):
+            return None
+        log = open(os.path.join(self.work, "hpa-controller.log"), "w")
+        return subprocess.Popen([kcm, f"--kubeconfig={os.environ['KUBECONFIG']}", "--leader-elect=false",
+                                 "--secure-port=0", "--controllers=horizontal-pod-autoscaler-controller",
+                                 "--horizontal-pod-autoscaler-sync-period=2s"],
+                                stdout=log, stderr=subprocess.STDOUT)
+
+    def s_scale_subresource(self):
+        """`kubectl scale` and a HorizontalPodAutoscaler on the Memcached itself: the scale
+        subresource reads spec.replicas, status.replicas and status.selector; a change of its
+        spec.replicas reaches the Deployment. With spec.autoscaling (the hook's own HPA) the scale
+        cannot be set, and no selector is published."""
+        sc = "scale_subresource"
+        ns = self.ns("scalesub")
+        name = "scaled"
+        cr = {"apiVersion": f"{GROUP}/v1beta1", "kind": "Memcached", "metadata": {"name": name},
+              "spec": {"replicas": 2}}
+        self.create(cr, ns)
+        res, took = self.wait_render(cr, ns)
+        self.check(sc, res, f"created with 2 replicas ({took:.1f}s)", "" if res else self.matches_render(cr, ns))
+        selector = (f"app.kubernetes.io/instance={name},app.kubernetes.io/managed-by=memcached-operator,"
+                    "app.kubernetes.io/name=memcached")
+        self.set_deployment_status(ns, name, ready=2)
+        got, took = self.wait("scale-2", lambda: (lambda s: s and s["spec"].get("replicas") == 2
+                                                  and s["status"].get("replicas") == 2
+                                                  and s["status"].get("selector") == selector and s)(
+            self.scale_of(ns, name)), 30)
+        self.check(sc, got, f"GET .../memcacheds/{name}/scale: spec.replicas 2, status.replicas 2, "
+                   f"status.selector {selector} ({took:.1f}s)", json.dumps(self.scale_of(ns, name)))
+        dpath = obj_path("apps/v1", "Deployment", ns, name)
+        t0 = time.time()
+        rc, out = self.kubectl("scale", "-n", ns, f"memcached/{name}", "--replicas=5")
+        self.check(sc, rc == 0, f"kubectl scale memcached/{name} --replicas=5: {out}")
+        res, took = self.wait("deployment-5", lambda: (self.api.get(dpath) or {}).get("spec", {}).get("replicas") == 5
+                              and self.converged(ns, name), 30)
+        self.check(sc, res and self.parent(ns, name)["spec"].get("replicas") == 5,
+                   f"spec.replicas 5 and the Deployment's replicas 5 ({time.time() - t0:.1f}s after kubectl scale)",
+                   json.dumps((self.api.get(dpath) or {}).get("spec", {}).get("replicas")))
+        self.set_deployment_status(ns, name, ready=5)
+        got, took = self.wait("status-5", lambda: (self.parent(ns, name).get("status") or {}).get("replicas") == 5
+                              and (self.scale_of(ns, name) or {}).get("status", {}).get("replicas") == 5, 30)
+        self.check(sc, got, f"status.replicas follows the Deployment's pods: 5 ({took:.1f}s)",
+                   json.dumps(self.parent(ns, name).get("status")))
+
+        # The hook's own autoscaling: spec.replicas must stay unset, so the scale cannot set it,
+        # and no selector invites a second autoscaler.
+        auto = {"apiVersion": f"{GROUP}/v1beta1", "kind": "Memcached", "metadata": {"name": "autoscaled"},
+                "spec": {"resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+                         "autoscaling": {"enabled": True, "minReplicas": 2, "maxReplicas": 4}}}
+        self.create(auto, ns)
+        res, took = self.wait("auto", lambda: self.converged(ns, "autoscaled"), 30)
+        self.check(sc, res, f"a Memcached with spec.autoscaling converged ({took:.1f}s)")
+        rc, out = self.kubectl("scale", "-n", ns, "memcached/autoscaled", "--replicas=3")
+        self.check(sc, rc != 0 and "autoscaling" in out,
+                   f"kubectl scale of a Memcached with spec.autoscaling is refused: {out[-200:]}")
+        # spec.replicas unset: the API server refuses to read the scale at all.
+        rc, out = self.kubectl("get", "--raw", f"{PARENT_API}/namespaces/{ns}/memcacheds/autoscaled/scale")
+        self.check(sc, rc != 0 and ".spec.replicas" in out and "does not exist" in out,
+                   f"its scale cannot be read: {out[-160:]}")
+        status = self.parent(ns, "autoscaled").get("status") or {}
+        self.check(sc, "selector" not in status and "replicas" in status,
+                   f"its status has replicas ({status.get('replicas')}) but no selector", json.dumps(status))
+
+        # spec.replicas unset (1 pod): the API server cannot read the scale, but kubectl scale
+        # (a patch of the scale) sets it.
+        unset = {"apiVersion": f"{GROUP}/v1beta1", "kind": "Memcached", "metadata": {"name": "unset"},
+                 "spec": {}}
+        self.create(unset, ns)
+        self.wait("unset", lambda: self.converged(ns, "unset"), 30)
+        read_rc, read_out = self.kubectl("get", "--raw", f"{PARENT_API}/namespaces/{ns}/memcacheds/unset/scale")
+        rc, out = self.kubectl("scale", "-n", ns, "memcached/unset", "--replicas=2")
+        upath = obj_path("apps/v1", "Deployment", ns, "unset")
+        res, took = self.wait("unset-2", lambda: (self.api.get(upath) or {}).get("spec", {}).get("replicas") == 2
+                              and self.converged(ns, "unset"), 30)
+        self.check(sc, read_rc != 0 and rc == 0 and res,
+                   f"spec.replicas unset: the scale cannot be read ({read_out[-90:]}); kubectl scale "
+                   f"--replicas=2 sets it, the Deployment has 2 ({took:.1f}s)", out)
+
+        # spec.zones: spec.replicas counts per zone, and so does the scale; no selector (an HPA
+        # would average over every zone's pods and set that many per zone).
+        zoned = {"apiVersion": f"{GROUP}/v1beta1", "kind": "Memcached", "metadata": {"name": "zoned"},
+                 "spec": {"replicas": 1, "zones": {"names": ["a", "b"]}}}
+        self.create(zoned, ns)
+        self.wait("zoned", lambda: self.converged(ns, "zoned"), 30)
+        rc, out = self.kubectl("scale", "-n", ns, "memcached/zoned", "--replicas=3")
+        zpaths = [obj_path("apps/v1", "Deployment", ns, f"zoned-{z}") for z in ("a", "b")]
+        res, took = self.wait("zoned-3", lambda: all((self.api.get(p) or {}).get("spec", {}).get("replicas") == 3
+                                                     for p in zpaths) and self.converged(ns, "zoned"), 30)
+        self.check(sc, rc == 0 and res, f"kubectl scale memcached/zoned --replicas=3: each zone's Deployment "
+                   f"has 3 ({took:.1f}s)", out)
+        for p in zpaths:
+            self.set_deployment_status(ns, p.rsplit("/", 1)[-1], ready=3)
+        got, took = self.wait("zoned-scale", lambda: (lambda s: s and s["spec"].get("replicas") == 3
+                                                      and s["status"].get("replicas") == 3 and s)(
+            self.scale_of(ns, "zoned")), 30)
+        self.check(sc, got and not got["status"].get("selector"),
+                   f"its scale: spec.replicas 3, status.replicas 3 (6 pods in 2 zones), no selector ({took:.1f}s)",
+                   json.dumps(self.scale_of(ns, "zoned")))
+
+        kcm = self.hpa_controller()
+        if kcm is None:
+            self.check(sc, True, "SKIPPED the HorizontalPodAutoscaler part (no kube-controller-manager "
+                       "binary for this cluster)")
+            return
+        try:
+            self._scale_hpa(sc, ns, name, dpath, selector)
+        finally:
+            kcm.terminate()
+            try:
+                kcm.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                kcm.kill()
+
+    def _scale_hpa(self, sc, ns, name, dpath, selector):
+        """An autoscaling/v2 HPA whose scaleTargetRef is the Memcached: minReplicas 6 above the
+        current 5 makes the HPA controller set the scale to 6 without any metric (this cluster
+        has no metrics API); after that it reads the pods by the selector for its metric."""
+        hpas = "/apis/autoscaling/v2/namespaces/" + ns + "/horizontalpodautoscalers"
+
+        def hpa(hname, target, low=6):
+            return {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+                    "metadata": {"name": hname, "namespace": ns},
+                    "spec": {"scaleTargetRef": {"apiVersion": f"{GROUP}/v1beta1", "kind": "Memcached",
+                                                "name": target},
+                             "minReplicas": low, "maxReplicas": 8,
+                             "metrics": [{"type": "Resource", "resource": {
+                                 "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}}}]}}
+
+        def cond(hname, ctype):
+            h = self.api.get(f"{hpas}/{hname}") or {}
+            for c in (h.get("status") or {}).get("conditions") or []:
+                if c["type"] == ctype:
+                    return c
+            return None
+        t0 = time.time()
+        self.api.apply(f"{hpas}/external", hpa("external", name))
+        res, took = self.wait("hpa-6", lambda: (self.api.get(dpath) or {}).get("spec", {}).get("replicas") == 6
+                              and self.converged(ns, name), 60, 1.0)
+        self.check(sc, res and self.parent(ns, name)["spec"].get("replicas") == 6,
+                   f"the HPA raised the Memcached to its minReplicas 6 through the scale; the Deployment "
+                   f"has 6 ({time.time() - t0:.1f}s)",
+                   json.dumps({"hpa": (self.api.get(f"{hpas}/external") or {}).get("status"),
+                               "spec": self.parent(ns, name)["spec"]}))
+        self.set_deployment_status(ns, name, ready=6)
+        res, took = self.wait("hpa-read", lambda: (lambda h, a: h.get("currentReplicas") == 6 and a
+                                                   and a["status"] == "True")(
+            (self.api.get(f"{hpas}/external") or {}).get("status") or {}, cond("external", "AbleToScale")), 60, 1.0)
+        status = (self.api.get(f"{hpas}/external") or {}).get("status") or {}
+        conds = {c["type"]: (c["status"], c["reason"]) for c in status.get("conditions") or []}
+        self.check(sc, res, f"HPA status: currentReplicas {status.get('currentReplicas')} (the scale's "
+                   f"status.replicas), conditions {conds} ({took:.1f}s)", json.dumps(status))
+        # With the selector it goes on to the metric, which this cluster cannot serve.
+        active = cond("external", "ScalingActive") or {}
+        self.check(sc, active.get("reason") not in (None, "InvalidSelector", "SelectorRequired"),
+                   f"ScalingActive {active.get('status')}/{active.get('reason')}: the selector was accepted "
+                   f"and the HPA asked for pod metrics", json.dumps(active))
+        # The same HPA on the autoscaled Memcached: no selector, and its spec.replicas is unset.
+        self.api.apply(f"{hpas}/on-autoscaled", hpa("on-autoscaled", "autoscaled"))
+        res, took = self.wait("hpa-refused", lambda: (cond("on-autoscaled", "AbleToScale") or {}).get("reason")
+                              == "FailedGetScale", 60, 1.0)
+        c = cond("on-autoscaled", "AbleToScale") or {}
+        spec = self.parent(ns, "autoscaled")["spec"]
+        self.check(sc, res and c.get("status") == "False" and "replicas" not in spec,
+                   f"an HPA on a Memcached with spec.autoscaling does nothing: AbleToScale False/"
+                   f"{c.get('reason')}, spec.replicas still unset ({took:.1f}s)",
+                   json.dumps({"cond": c, "spec": spec}))
+        # On the zoned Memcached (3 per zone, within 1..8) the HPA turns to its metric and stops
+        # at the missing selector.
+        self.api.apply(f"{hpas}/on-zoned", hpa("on-zoned", "zoned", low=1))
+        res, took = self.wait("hpa-zoned", lambda: (cond("on-zoned", "ScalingActive") or {}).get("reason")
+                              == "InvalidSelector", 60, 1.0)
+        spec = self.parent(ns, "zoned")["spec"]
+        self.check(sc, res and spec.get("replicas") == 3,
+                   f"an HPA on a Memcached with spec.zones does nothing: ScalingActive False/InvalidSelector, "
+                   f"spec.replicas still 3 ({took:.1f}s)",
+                   json.dumps({"cond": cond("on-zoned", "ScalingActive"), "spec": spec}))
+        for hname in ("external", "on-autoscaled", "on-zoned"):
+            self.api.delete(f"{hpas}/{hname}")
+
+    def s_namespace_overlay(self):
+        """deploy/overlays/platform-cache/ (`namespace: platform-cache` over the hook and the
+        CompositeController): kube-apiserver takes its CompositeController as kubectl applies it,
+        keeps the Service reference, and Metacontroller calls the hook at
+        memcached-hook.platform-cache:8080. This cluster has no cluster DNS and the hook runs on
+        this machine, so the call cannot reach it: the scenario asserts on the address
+        Metacontroller reports in its failed syncs, then puts the suite's CompositeController back."""
+        sc = "namespace_overlay"
+        rc, out = self.kubectl("kustomize", os.path.join(self.root, "deploy/overlays/platform-cache"))
+        if not self.check(sc, rc == 0, "kubectl kustomize deploy/overlays/platform-cache", out[-300:]):
+            return
+        docs = [d for d in yaml.safe_load_all(out) if d]
+        cc = next(d for d in docs if d["kind"] == "CompositeController")
+        hooks = cc["spec"]["hooks"]
+        refs = {h: hooks[h]["webhook"].get("service") for h in ("sync", "customize")}
+        self.check(sc, all(r and r.get("namespace") == "platform-cache" for r in refs.values())
+                   and "memcached-system" not in out,
+                   f"built: both webhooks name Service memcached-hook in platform-cache, and nothing "
+                   f"names memcached-system ({len(docs)} objects)", json.dumps(refs))
+        src = os.path.join(self.work, "platform-cache-cc.yaml")
+        with open(src, "w") as f:
+            yaml.safe_dump(cc, f)
+        rc, out = self.kubectl("apply", "--server-side", "--force-conflicts", "--dry-run=server", "-f", src)
+        self.check(sc, rc == 0, f"kubectl apply --dry-run=server of that CompositeController (cluster-scoped, "
+                   f"built with metadata.namespace): {out}")
+        cc_path = "/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/memcached-controller"
+        cc.setdefault("metadata", {}).pop("namespace", None)
+        t0 = time.time()
+        try:
+            self.api.apply(cc_path, cc)
+            live = self.api.get(cc_path)["spec"]["hooks"]["sync"]["webhook"]
+            self.check(sc, live.get("service", {}).get("namespace") == "platform-cache" and "url" not in live,
+                       "applied: the API server keeps the Service reference (Metacontroller's CRD knows it)",
+                       json.dumps(live))
+            ns = self.ns("movedhook")
+            name = "moved"
+            self.create({"apiVersion": f"{GROUP}/v1beta1", "kind": "Memcached", "metadata": {"name": name},
+                         "spec": {"replicas": 1}}, ns)
+            want = "memcached-hook.platform-cache:8080/"
+
+            def reported():
+                evs = (self.api.get(f"/api/v1/namespaces/{ns}/events") or {"items": []})["items"]
+                for e in evs:
+                    if e.get("involvedObject", {}).get("name") == name and want in (e.get("message") or ""):
+                        return e
+                return None
+            ev, took = self.wait("event", reported, 60, 1.0)
+            self.check(sc, ev, f"Metacontroller calls http://{want}...: its {ev and ev.get('reason')} event on the "
+                       f"Memcached names that address ({took:.1f}s)",
+                       json.dumps([e.get("message") for e in (self.api.get(f"/api/v1/namespaces/{ns}/events")
+                                                              or {"items": []})["items"]][-3:]))
+            if ev:
+                print(f"       event: {ev['message'][:240]}", flush=True)
+        finally:
+            # The suite's own CompositeController (the relay) again; the same field manager, so
+            # the service reference is dropped.
+            self.api.apply(cc_path, self.compositecontroller())
+        live = self.api.get(cc_path)["spec"]["hooks"]["sync"]["webhook"]
+        res, took = self.wait("restored", lambda: self.converged(ns, name), 60, 1.0)
+        self.check(sc, "service" not in live and res,
+                   f"the suite's CompositeController is back and the Memcached converges "
+                   f"({time.time() - t0:.1f}s in all)", json.dumps(live))
+
     # ---- driver -------------------------------------------------------------------------------------
     ALL = ["samples", "idempotency", "readiness", "workload_switch", "updates", "secret_rotation",
            "invalid_spec", "drift",
            "delete_gc", "hook_down", "hook_500", "hook_timeout", "hook_restart", "two_replicas",
-           "apiserver_restart", "mc_restart", "scale"]
+           "apiserver_restart", "mc_restart", "scale_subresource", "namespace_overlay", "scale"]
 
     def run(self):
         wanted = self.args.scenarios.split(",") if self.args.scenarios else self.ALL

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The hook under a real Metacontroller, once per apply strategy (tests/e2e/mc_suite.py):
 # samples converge to `memcached-hook render`, readiness, updates, Secret rotation, invalid spec,
-# drift, idempotency, garbage collection; faults (hook down, 500, timeout, restart, two replicas,
+# drift, idempotency, garbage collection, `kubectl scale` and an HPA on the Memcached (its own
+# HPA controller); faults (hook down, 500, timeout, restart, two replicas,
 # API server and Metacontroller restarts); 200 Memcacheds at once.
 #
 # Metacontroller is never built by this project (build it by hand outside the repository, see
@@ -104,7 +105,8 @@ if [[ "${mode}" == local ]]; then
   log "building/locating the control plane (tests/e2e/build-bins.sh kube etcd)"
   "${HERE}/build-bins.sh" etcd kube >"${WORK}/build-bins.log" 2>&1 || { tail -n 30 "${WORK}/build-bins.log"; exit 1; }
   SM_CRD="$("${HERE}/fetch-servicemonitor-crd.sh" 2>/dev/null)" || SM_CRD=""
-  export METACONTROLLER_BIN METACONTROLLER_CRDS_DIR E2E_METACONTROLLER=1
+  # KUBE_CONTROLLER_MANAGER_BIN: the scale_subresource scenario runs its HPA controller.
+  export METACONTROLLER_BIN METACONTROLLER_CRDS_DIR E2E_METACONTROLLER=1 KUBE_CONTROLLER_MANAGER_BIN
   export E2E_STATE_DIR="${WORK}/cluster"
   for strategy in ${E2E_APPLY_STRATEGIES:-dynamic-apply server-side-apply}; do
     log "control plane + Metacontroller (${METACONTROLLER_BIN}, --apply-strategy=${strategy})"

@@ -326,8 +326,8 @@ install() {
     fi
     if ((${#with_cc[@]} == 0)); then
         local url
-        url=$(kc get compositecontroller memcached-controller -o jsonpath='{.spec.hooks.sync.webhook.url} {.spec.hooks.sync.webhook.authorization.secretRef.name}')
-        [[ $url == "https://memcached-hook.memcached-system.svc:8080/sync memcached-hook-auth" ]] || {
+        url=$(kc get compositecontroller memcached-controller -o jsonpath='{.spec.hooks.sync.webhook.service.protocol}://{.spec.hooks.sync.webhook.service.name}.{.spec.hooks.sync.webhook.service.namespace}:{.spec.hooks.sync.webhook.service.port}{.spec.hooks.sync.webhook.path} {.spec.hooks.sync.webhook.authorization.secretRef.name}')
+        [[ $url == "https://memcached-hook.memcached-system:8080/sync memcached-hook-auth" ]] || {
             echo "CompositeController after the upgrade: $url"
             ok=1
         }

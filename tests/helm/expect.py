@@ -81,8 +81,10 @@ def names(objs):
     assert pod["spec"]["serviceAccountName"] == "platform-hook"
     assert deployment["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"] == "cache-hook"
     assert "ServiceAccount" not in kinds(objs)
-    url = one(objs, "CompositeController")["spec"]["hooks"]["sync"]["webhook"]["url"]
-    assert url == "http://platform-cache-hook.memcached-system.svc:8080/sync", url
+    webhook = one(objs, "CompositeController")["spec"]["hooks"]["sync"]["webhook"]
+    ref = (webhook["service"], webhook["path"])
+    assert ref == ({"name": "platform-cache-hook", "namespace": "memcached-system", "port": 8080,
+                    "protocol": "http"}, "/sync"), ref
     return "fullnameOverride, nameOverride, commonLabels on every object, existing ServiceAccount"
 
 

@@ -6,7 +6,8 @@ use std::process::Command;
 
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceDefinition, CustomResourceSubresourceStatus, CustomResourceSubresources,
+    CustomResourceDefinition, CustomResourceSubresourceScale, CustomResourceSubresourceStatus,
+    CustomResourceSubresources,
 };
 use serde_json::Value;
 
@@ -57,13 +58,20 @@ fn golden_files_crd_matches_the_generated_one() {
         ("v1beta1", true, true)
     );
     assert_eq!(alpha.schema, beta.schema, "identical schemas");
-    assert_eq!(
-        beta.subresources,
-        Some(CustomResourceSubresources {
-            status: Some(CustomResourceSubresourceStatus(serde_json::json!({}))),
-            scale: None,
-        })
-    );
+    // Both versions: `kubectl scale` and autoscalers may name either.
+    for version in [alpha, beta] {
+        assert_eq!(
+            version.subresources,
+            Some(CustomResourceSubresources {
+                status: Some(CustomResourceSubresourceStatus(serde_json::json!({}))),
+                scale: Some(CustomResourceSubresourceScale {
+                    spec_replicas_path: ".spec.replicas".to_owned(),
+                    status_replicas_path: ".status.replicas".to_owned(),
+                    label_selector_path: Some(".status.selector".to_owned()),
+                }),
+            })
+        );
+    }
     let columns: Vec<&str> = (beta.additional_printer_columns.iter().flatten())
         .map(|c| c.name.as_str())
         .collect();

@@ -337,3 +337,62 @@ fn last_transition_time_is_carried_over_until_the_status_flips() {
         "unchanged inputs, unchanged status: no sync loop"
     );
 }
+
+/// The scale subresource's view: `status.replicas` in the unit of `spec.replicas`, and the
+/// pod selector only where an external autoscaler would count right and be alone.
+#[test]
+fn scale_replicas_and_selector() {
+    let selector = "app.kubernetes.io/instance=cache,app.kubernetes.io/managed-by=memcached-operator,\
+                    app.kubernetes.io/name=memcached";
+    let plain = build(
+        &Inputs {
+            scale_selector: true,
+            ..inputs(Some(5), dep(2, 3, 3))
+        },
+        &[],
+        NOW,
+    );
+    assert_eq!(
+        (plain.replicas, plain.selector.as_deref()),
+        (Some(3), Some(selector))
+    );
+
+    let zone = |name: &str| memcached_hook::api::ZoneStatus {
+        name: name.to_owned(),
+        ..Default::default()
+    };
+    let zoned = build(
+        &Inputs {
+            zones: vec![zone("a"), zone("b"), zone("c")],
+            zone_replicas: 2,
+            ..inputs(Some(6), dep(7, 7, 7))
+        },
+        &[],
+        NOW,
+    );
+    assert_eq!(
+        (zoned.replicas, zoned.selector),
+        (Some(2), None),
+        "7 pods in 3 zones"
+    );
+
+    let autoscaled = build(
+        &Inputs {
+            autoscaling: true,
+            ..inputs(None, dep(4, 4, 4))
+        },
+        &[],
+        NOW,
+    );
+    assert_eq!((autoscaled.replicas, autoscaled.selector), (Some(4), None));
+
+    let none = build(
+        &Inputs {
+            scale_selector: true,
+            ..inputs(Some(1), None)
+        },
+        &[],
+        NOW,
+    );
+    assert_eq!(none.replicas, Some(0), "no workload observed: no pods");
+}

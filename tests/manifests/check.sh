@@ -115,6 +115,7 @@ lint_dockerfile() {
 
 # This directory's own scripts and the CI entry's, at shellcheck's default severity (style and up).
 LINTED_SCRIPTS=(tests/manifests/*.sh .ci/run tests/run-all.sh tests/lib/shared-metacontroller.sh tests/lib/prebuild.sh
+    tests/lib/local-hook-cc.sh
     tests/ci/*.sh tests/cargo/*.sh tests/fleet/*.sh)
 lint_scripts() {
     (cd "$ROOT" && timeout 60 "$VENV/bin/shellcheck" -x -P SCRIPTDIR -P . "${LINTED_SCRIPTS[@]}") \
@@ -135,6 +136,8 @@ KUSTOMIZATIONS=(
     "metacontroller-tuned:tests/manifests/fixtures/metacontroller-tuned"
     "monitoring:deploy/monitoring"
     "monitoring-runbooks:deploy/overlays/monitoring-runbooks"
+    "platform-cache:deploy/overlays/platform-cache"
+    "tls-platform-cache:tests/manifests/fixtures/tls-platform-cache"
 )
 
 build_kustomizations() {
@@ -197,9 +200,10 @@ IMAGE_OVERRIDES=(
 
 image_override() {
     local ok=0 dir image got
-    for dir in . overlays/tls-auth overlays/servicemonitor; do
+    for dir in . overlays/tls-auth overlays/servicemonitor overlays/platform-cache; do
         for image in "${IMAGE_OVERRIDES[@]}"; do
-            rm -rf "$WORK/override" && mkdir -p "$WORK/override" && cp -r "$ROOT/deploy" "$WORK/override/"
+            rm -rf "$WORK/override" && mkdir -p "$WORK/override" &&
+                cp -r "$ROOT/deploy" "$ROOT/metacontroller" "$WORK/override/"
             got=$(cd "$WORK/override/deploy/$dir" &&
                 "$KUSTOMIZE" edit set image "registry.example.com/memcached-hook=$image" &&
                 "$KUSTOMIZE" build . | "$VENV/bin/python" -c '

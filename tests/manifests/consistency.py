@@ -168,10 +168,18 @@ def check_webhook(hook_name, hook, where, scheme="http"):
         check(("cacheTimeoutSeconds" in etag) == ("cacheCleanupSeconds" in etag),
               f"{where}: hooks.{hook_name}.webhook.etag: set both cacheTimeoutSeconds and "
               f"cacheCleanupSeconds or neither (Metacontroller dereferences a nil pointer otherwise)")
-    url = webhook.get("url")
-    if not check(isinstance(url, str), f"{where}: hooks.{hook_name}.webhook.url missing "
-                 f"(use the url form: the service form has no .svc suffix)"):
+    # The service form, so that an overlay's `namespace:` moves the hook's address with the
+    # hook (metacontroller/base/namespace-fields.yaml). Metacontroller calls
+    # <protocol>://<name>.<namespace>:<port><path>.
+    service = webhook.get("service")
+    if not check(isinstance(service, dict) and "url" not in webhook,
+                 f"{where}: hooks.{hook_name}.webhook must name the hook's Service (service + path), "
+                 f"not a url: a url does not follow an overlay's namespace"):
         return None
+    check(set(service) <= {"name", "namespace", "port", "protocol"},
+          f"{where}: hooks.{hook_name}.webhook.service has unknown fields {sorted(service)}")
+    url = (f"{service.get('protocol', 'http')}://{service.get('name')}.{service.get('namespace')}"
+           f":{service.get('port', 80)}{webhook.get('path', '')}")
     parsed = urllib.parse.urlsplit(url)
     check(parsed.path == HOOK_PATHS[hook_name],
           f"{where}: hooks.{hook_name} URL path is {parsed.path!r}, the hook serves {HOOK_PATHS[hook_name]!r}")
@@ -223,7 +231,7 @@ def check_composite_controller(objects, where, expected_children, scheme="http")
     return cc, urls.get("sync"), declared
 
 
-def check_url_reaches_hook(url, deploy, where):
+def check_url_reaches_hook(url, deploy, where, namespace=HOOK_NAMESPACE):
     """The URL's host names the hook Service, its port is a Service port, and that port leads to
     the container port the binary listens on."""
     host = url.hostname or ""
@@ -231,8 +239,8 @@ def check_url_reaches_hook(url, deploy, where):
     check(len(labels) >= 2 and labels[2:] in ([], ["svc"], ["svc", "cluster", "local"]),
           f"{where}: URL host {host!r} is not <service>.<namespace>[.svc[.cluster.local]]")
     svc_name, svc_ns = (labels + ["", ""])[:2]
-    check((svc_name, svc_ns) == (HOOK_NAME, HOOK_NAMESPACE),
-          f"{where}: URL host {host!r} does not name Service {HOOK_NAME} in {HOOK_NAMESPACE}")
+    check((svc_name, svc_ns) == (HOOK_NAME, namespace),
+          f"{where}: URL host {host!r} does not name Service {HOOK_NAME} in {namespace}")
     port = url.port or 80
     service = one(deploy, "Service", svc_name, "deploy")
     deployment = one(deploy, "Deployment", HOOK_NAME, "deploy")
@@ -631,6 +639,31 @@ def check_samples(samples_dir):
                   f"{where}: needs autoscaling with minReplicas and maxReplicas")
 
 
+def check_other_namespace(built):
+    """An overlay with `namespace: platform-cache` over the hook and the CompositeController
+    (deploy/overlays/platform-cache/, and the HTTPS pair in tests/manifests/fixtures/) moves the
+    hook's address and Secrets with it: nothing names memcached-system any more."""
+    for name, scheme in (("platform-cache", "http"), ("tls-platform-cache", "https")):
+        objects = built.get(name) or []
+        if not check(objects, f"{name}: no kustomize output (did the build fail?)"):
+            continue
+        check(HOOK_NAMESPACE not in json.dumps(objects),
+              f"{name}: the output still names {HOOK_NAMESPACE}")
+        result = check_composite_controller(objects, name, CHILDREN, scheme=scheme)
+        if not result:
+            continue
+        cc, sync_url, _ = result
+        for hook in ("sync", "customize"):
+            service = ((cc["spec"]["hooks"].get(hook) or {}).get("webhook") or {}).get("service") or {}
+            check(service.get("namespace") == "platform-cache",
+                  f"{name}: hooks.{hook}.webhook.service.namespace is {service.get('namespace')!r}, "
+                  f"not the overlay's platform-cache")
+        if sync_url:
+            check_url_reaches_hook(sync_url, objects, name, namespace="platform-cache")
+        namespaces = [o["metadata"]["name"] for o in find(objects, "Namespace")]
+        check(namespaces == ["platform-cache"], f"{name}: Namespace objects {namespaces}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=pathlib.Path, required=True)
@@ -639,7 +672,8 @@ def main():
 
     built = {}
     for name in ("crd", "deploy", "deploy-tls-auth", "metacontroller", "metacontroller-servicemonitor",
-                 "metacontroller-tls", "rbac", "rbac-servicemonitor"):
+                 "metacontroller-tls", "rbac", "rbac-servicemonitor", "platform-cache",
+                 "tls-platform-cache"):
         path = args.built / f"{name}.yaml"
         built[name] = load(path) if path.exists() else []
         check(built[name], f"{name}: no kustomize output (did the build fail?)")
@@ -653,6 +687,7 @@ def main():
         if result and result[1]:
             check_url_reaches_hook(result[1], built["deploy"], name)
     check_tls_pair(built["metacontroller-tls"], built["deploy-tls-auth"], "metacontroller-tls")
+    check_other_namespace(built)
     check_rbac(built["rbac"], "rbac", CHILDREN)
     check_rbac(built["rbac-servicemonitor"], "rbac-servicemonitor", CHILDREN + [SERVICEMONITOR])
     check_samples(args.root / "config" / "samples")

@@ -442,7 +442,9 @@ def serve_hook():
     path = os.path.join(ROOT, "metacontroller", "base", "compositecontroller.yaml")
     cc = json.loads(kubectl("create", "--dry-run=client", "-o", "json", "-f", path).stdout)
     for name in ("sync", "customize"):
-        cc["spec"]["hooks"][name]["webhook"]["url"] = f"http://127.0.0.1:{hook.port}/{name}"
+        webhook = cc["spec"]["hooks"][name]["webhook"]
+        webhook.pop("service")  # the in-cluster Service; this hook runs on the host
+        webhook["url"] = f"http://127.0.0.1:{hook.port}{webhook.pop('path')}"
     kubectl("apply", "-f", "-", stdin=json.dumps(cc))
     return hook
 

@@ -77,6 +77,16 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{ include "memcached-hook.scheme" . }}://{{ include "memcached-hook.fullname" . }}.{{ .Release.Namespace }}.svc:8080
 {{- end -}}
 
+{{/* The hook's Service as a webhook names it; Metacontroller calls
+<protocol>://<fullname>.<namespace>:8080<path> (no .svc: the DNS search path of its pod). */}}
+{{- define "memcached-hook.webhookService" -}}
+service:
+  name: {{ include "memcached-hook.fullname" . }}
+  namespace: {{ .Release.Namespace }}
+  port: 8080
+  protocol: {{ include "memcached-hook.scheme" . }}
+{{- end -}}
+
 {{/* The CA bundle and the bearer token of a webhook, when TLS / auth are on. */}}
 {{- define "memcached-hook.webhookSecurity" -}}
 {{- if .Values.tls.enabled }}
