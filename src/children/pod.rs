@@ -16,7 +16,7 @@ use super::ports::{self, Port, Server, container_ports};
 use super::zone::Zone;
 use super::{
     AUTH_COPY_MOUNT_PATH, SASL_MOUNT_PATH, TLS_MOUNT_PATH, affinity, agent_access, args, auth_file,
-    exporter, labels, reload_agent,
+    exporter, extstore, labels, reload_agent,
 };
 use crate::api::effective::Effective;
 use crate::api::quantity;
@@ -204,6 +204,10 @@ fn volumes_and_mounts(e: &Effective<'_>) -> (Vec<Volume>, Vec<VolumeMount>, Vec<
         mounts.push(mount(TLS_VOLUME, TLS_MOUNT_PATH));
         agent_mounts.push(mount(TLS_VOLUME, TLS_MOUNT_PATH));
     }
+    if let Some(x) = &e.extstore {
+        volumes.push(extstore::volume(x));
+        mounts.push(extstore::mount());
+    }
     (volumes, mounts, agent_mounts)
 }
 
@@ -285,7 +289,7 @@ pub fn pod_template(pods: Pods<'_>) -> PodTemplateSpec {
         agent_mounts.push(agent_access::mount());
     }
     let (init_containers, containers) = containers(pods, mounts, &agent_mounts);
-    PodTemplateSpec {
+    let mut template = PodTemplateSpec {
         metadata: Some(ObjectMeta {
             labels: Some(pod_labels),
             annotations,
@@ -320,7 +324,11 @@ pub fn pod_template(pods: Pods<'_>) -> PodTemplateSpec {
             volumes: (!volumes.is_empty()).then_some(volumes),
             ..PodSpec::default()
         }),
+    };
+    if let (Some(_), Some(spec)) = (&e.extstore, template.spec.as_mut()) {
+        extstore::own_group(spec);
     }
+    template
 }
 
 /// The init containers (the auth-file step under SASL, the reload agent when it runs) and the
