@@ -260,28 +260,42 @@ impl<'a> Extstore<'a> {
         self.size_mib / i64::from(self.page_size_mb.max(1))
     }
 
-    /// memcached's `-o` value: the tuning options set, then the path (memcached reads
+    /// memcached's `-o` value: the tuning options set to other than memcached's default (so the
+    /// defaults the API server stores change no argument), then the path (memcached reads
     /// `ext_page_size` only before `ext_path`).
     #[must_use]
     pub fn option(&self) -> String {
         let s = self.spec;
         let mut options = Vec::new();
-        let mut push = |name: &str, value: Option<String>| {
-            if let Some(v) = value {
+        let mut push = |name: &str, value: Option<i32>, default: Option<i32>| {
+            if let Some(v) = value.filter(|v| Some(*v) != default) {
                 options.push(format!("{name}={v}"));
             }
         };
-        let text = |v: Option<i32>| v.map(|v| v.to_string());
-        push("ext_page_size", text(s.page_size_mb));
-        push("ext_wbuf_size", text(s.write_buffer_size_mb));
-        push("ext_threads", text(s.threads));
-        push("ext_item_size", text(s.item_size_bytes));
-        push("ext_item_age", text(s.item_age_seconds));
-        push("ext_low_ttl", text(s.low_ttl_seconds));
-        push("ext_recache_rate", text(s.recache_rate));
-        push("ext_compact_under", text(s.compact_under_pages));
-        push("ext_drop_under", text(s.drop_under_pages));
-        push("ext_max_frag", s.max_frag.map(|f| format!("{f:.2}")));
+        push("ext_page_size", s.page_size_mb, Some(DEFAULT_PAGE_SIZE_MB));
+        let wbuf = Some(DEFAULT_WRITE_BUFFER_SIZE_MB);
+        push("ext_wbuf_size", s.write_buffer_size_mb, wbuf);
+        push("ext_threads", s.threads, Some(DEFAULT_THREADS));
+        push(
+            "ext_item_size",
+            s.item_size_bytes,
+            Some(DEFAULT_ITEM_SIZE_BYTES),
+        );
+        push("ext_item_age", s.item_age_seconds, None);
+        push("ext_low_ttl", s.low_ttl_seconds, Some(0));
+        push(
+            "ext_recache_rate",
+            s.recache_rate,
+            Some(DEFAULT_RECACHE_RATE),
+        );
+        push("ext_compact_under", s.compact_under_pages, None);
+        push("ext_drop_under", s.drop_under_pages, None);
+        if let Some(f) = s
+            .max_frag
+            .filter(|f| (f - DEFAULT_MAX_FRAG).abs() > f64::EPSILON)
+        {
+            options.push(format!("ext_max_frag={f:.2}"));
+        }
         options.push(format!("ext_path={FILE}:{}m", self.size_mib));
         options.join(",")
     }
