@@ -424,6 +424,16 @@ pub const WARM_RESTART_RULE: &str = "!has(self.extstore) || !has(self.extstore.e
     !self.extstore.enabled || !has(self.warmRestart) || !has(self.warmRestart.enabled) || \
     !self.warmRestart.enabled";
 
+/// The UDP port an argument sets (`-U 11211`, `-U11211`, `--udp-port=11211`), `next` being the
+/// argument after it.
+fn udp_port<'a>(arg: &'a str, next: Option<&'a str>) -> Option<&'a str> {
+    if arg == "-U" || arg == "--udp-port" {
+        return next;
+    }
+    arg.strip_prefix("--udp-port=")
+        .or_else(|| arg.strip_prefix("-U").filter(|v| !v.is_empty()))
+}
+
 /// The detail of extstore with warm restart.
 pub const WARM_RESTART_DETAIL: &str = "extstore cannot be used with warmRestart: memcached \
     starts with both but never restores (\"memory restart with extstore not presently \
@@ -455,7 +465,19 @@ pub(super) fn validate_rules(out: &mut Out, spec: &MemcachedSpec, server: &memca
             WARM_RESTART_DETAIL,
         ));
     }
-    for (index, arg) in server.extra_args.iter().enumerate() {
+    let args = server.extra_args;
+    for (index, arg) in args.iter().enumerate() {
+        let next = args.get(index + 1).map(String::as_str);
+        if let Some(port) = udp_port(arg, next).filter(|p| *p != "0") {
+            out.push(Violation::invalid(
+                format!("spec.memcached.extraArgs[{index}]"),
+                quoted(arg),
+                format!(
+                    "UDP port {port} with extstore: memcached refuses UDP with extstore enabled \
+                     (\"Cannot use UDP with extstore enabled\")"
+                ),
+            ));
+        }
         if sets_extstore(arg) {
             out.push(Violation::invalid(
                 format!("spec.memcached.extraArgs[{index}]"),
@@ -623,6 +645,14 @@ mod tests {
         for arg in ["-o", "no_lru_crawler", "--max-reqs-per-event", "text"] {
             assert!(!sets_extstore(arg), "{arg}");
         }
+    }
+
+    #[test]
+    fn udp_ports_are_found_in_any_spelling() {
+        assert_eq!(udp_port("-U", Some("11211")), Some("11211"));
+        assert_eq!(udp_port("-U11211", None), Some("11211"));
+        assert_eq!(udp_port("--udp-port=0", None), Some("0"));
+        assert_eq!(udp_port("-m", Some("64")), None);
     }
 
     #[test]

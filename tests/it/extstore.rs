@@ -205,6 +205,17 @@ fn refusals() {
             ],
         ),
         (
+            "UDP in extraArgs",
+            with(
+                on(json!({})),
+                "memcached",
+                json!({"extraArgs": ["-U", "11211"]}),
+            ),
+            vec![
+                "spec.memcached.extraArgs[0]: Invalid value: \"-U\": UDP port 11211 with extstore: memcached refuses UDP with extstore enabled (\"Cannot use UDP with extstore enabled\")",
+            ],
+        ),
+        (
             "with warm restart",
             with(
                 with(on(json!({})), "workload", json!("StatefulSet")),

@@ -3,7 +3,7 @@
 start memcached, values written beyond its memory go to the extstore file and read back intact; and
 what validation refuses really fails (or does nothing) in memcached alone: `ext_path` without a size,
 `-I` larger than the write buffer, a page size the write buffer does not divide or that is not a
-multiple of 2 MiB, 65535 pages, a file below four pages (memcached starts, but keeps next to nothing
+multiple of 2 MiB, 65535 pages, UDP, a file below four pages (memcached starts, but keeps next to nothing
 on it), extstore beside warm restart (memcached starts, but restores nothing).
 
   extstore.py --hook BIN --memcached BIN --workdir DIR
@@ -228,6 +228,8 @@ def main():
         lambda: r.refused_alone("a page size not a multiple of 2 MiB",
                                 ["-o", f"ext_page_size=3,ext_wbuf_size=1,ext_path={r.dir}/extstore:1024m"],
                                 "page_size and wbuf_size must be divisible by 1024*1024*2"),
+        lambda: r.refused_alone("UDP beside extstore", ["-U", "11299", "-o", f"ext_path={r.dir}/extstore:1024m"],
+                                "Cannot use UDP with extstore enabled"),
         lambda: r.refused_alone("65536 pages",
                                 ["-o", f"ext_page_size=2,ext_wbuf_size=2,ext_path={r.dir}/extstore:131072m"],
                                 "page_count must total to < 65536"),
