@@ -11,6 +11,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use super::autoscaling::Autoscaling;
 use super::discovery::Discovery;
+use super::extstore::Extstore;
 use super::high_availability::HighAvailability;
 use super::memcached::{Server, memory_request_mib};
 use super::monitoring::Monitoring;
@@ -54,6 +55,8 @@ pub struct Effective<'a> {
     pub pod: Pod<'a>,
     /// `spec.warmRestart`, when enabled.
     pub warm_restart: Option<WarmRestart<'a>>,
+    /// `spec.extstore`, when enabled with a size.
+    pub extstore: Option<Extstore<'a>>,
     /// The zones, each running a full copy of the cache (`spec.zones`).
     pub zones: Option<Zones<'a>>,
 }
@@ -71,6 +74,8 @@ impl<'a> Effective<'a> {
         let memory_given = resources
             .is_some_and(|r| has_memory(r.requests.as_ref()) || has_memory(r.limits.as_ref()));
         let image = spec.image.as_deref().unwrap_or(DEFAULT_IMAGE);
+        let extstore = Extstore::of(spec.extstore.as_ref());
+        let extstore_mib = extstore.as_ref().map_or(0, Extstore::memory_mib);
         Self {
             replicas: match autoscaling {
                 Some(_) => None,
@@ -79,8 +84,10 @@ impl<'a> Effective<'a> {
             workload: spec.workload.unwrap_or_default(),
             image,
             resources,
-            memory_request_mib: (!memory_given)
-                .then(|| memory_request_mib(memcached.max_memory_mb, memcached.max_connections)),
+            memory_request_mib: (!memory_given).then(|| {
+                memory_request_mib(memcached.max_memory_mb, memcached.max_connections)
+                    + extstore_mib
+            }),
             memcached,
             high_availability: HighAvailability::of(spec.high_availability.as_ref()),
             monitoring: Monitoring::of(spec.monitoring.as_ref()),
@@ -90,6 +97,7 @@ impl<'a> Effective<'a> {
             discovery: Discovery::of(spec.discovery.as_ref()),
             pod: Pod::of(spec),
             warm_restart: WarmRestart::of(spec.warm_restart.as_ref(), memcached.max_memory_mb),
+            extstore,
             zones: Zones::of(spec.zones.as_ref()),
         }
     }

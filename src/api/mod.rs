@@ -1,5 +1,5 @@
 //! The Memcached custom resource, one module per spec block (`memcached`, `high_availability`,
-//! `monitoring`, `security`, `autoscaling`, `service`, `discovery`, `pod`, `zones`; the other top-level fields in `spec`). Each
+//! `monitoring`, `security`, `autoscaling`, `service`, `discovery`, `pod`, `zones`, `warm_restart`, `extstore`; the other top-level fields in `spec`). Each
 //! block holds its types, its bounds and defaults as constants used by both the schema and the
 //! checks, its effective view and its rules; `effective` and `validation` put them together.
 
@@ -11,6 +11,7 @@ mod check;
 mod crd;
 pub mod discovery;
 pub mod effective;
+pub mod extstore;
 pub mod hardening;
 pub mod high_availability;
 pub mod memcached;
@@ -28,6 +29,7 @@ pub mod zones;
 pub use autoscaling::AutoscalingSpec;
 pub use crd::{crd, crd_yaml};
 pub use discovery::{DiscoverySpec, ServerListConfigMapSpec};
+pub use extstore::{ExtstoreSpec, ExtstoreVolume};
 pub use hardening::HardeningSpec;
 pub use high_availability::{
     AntiAffinityPreset, GracefulShutdownSpec, HighAvailabilitySpec, PdbSpec,

@@ -21,6 +21,7 @@ use super::autoscaling::{self, AutoscalingSpec};
 use super::bounds;
 use super::check::{self, Out, Violation, Zero, quoted};
 use super::discovery::DiscoverySpec;
+use super::extstore::{self, ExtstoreSpec};
 use super::high_availability::HighAvailabilitySpec;
 use super::memcached::{self, MemcachedConfig};
 use super::monitoring::MonitoringSpec;
@@ -103,6 +104,12 @@ const MIB: u32 = 1 << 20;
         "rule": warm_restart::WORKLOAD_RULE,
         "message": warm_restart::WORKLOAD_MESSAGE,
         "fieldPath": ".warmRestart.enabled",
+        "reason": "FieldValueForbidden"
+    },
+    {
+        "rule": extstore::WARM_RESTART_RULE,
+        "message": extstore::WARM_RESTART_DETAIL,
+        "fieldPath": ".extstore.enabled",
         "reason": "FieldValueForbidden"
     },
     {
@@ -221,6 +228,13 @@ pub struct MemcachedSpec {
     /// gets a volume holding memcached's item memory, and a rollout restores the items.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warm_restart: Option<WarmRestartSpec>,
+
+    /// memcached's external storage: the values of cold items on a file of each pod's own
+    /// volume (an ephemeral volume claim or an `emptyDir`), keys and item headers in memory.
+    /// Holds many more items than `maxMemoryMB` for the price of a disk read on their hits.
+    /// Not with `warmRestart`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extstore: Option<ExtstoreSpec>,
 
     /// Run one full copy of the cache in each of these zones: a workload `<name>-<zone>` of
     /// `replicas` pods per zone, pinned to its zone by a required node affinity, and with

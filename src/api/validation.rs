@@ -10,7 +10,8 @@
 //! a summary lists at most 32 of them, so the status stays small whatever the spec.
 
 use super::effective::Effective;
-use super::{MemcachedSpec, autoscaling, high_availability, memcached, monitoring, security};
+use super::security;
+use super::{MemcachedSpec, autoscaling, extstore, high_availability, memcached, monitoring};
 use super::{pod, service, spec, warm_restart, zones};
 
 pub(crate) use super::check::quoted;
@@ -71,12 +72,16 @@ pub fn validate_effective(name: &str, spec: &MemcachedSpec, e: &Effective<'_>) -
     if let Some(w) = &spec.warm_restart {
         warm_restart::validate(&mut out, w);
     }
+    if let Some(x) = &spec.extstore {
+        extstore::validate(&mut out, x);
+    }
     zones::validate(&mut out, name, spec);
     pod::validate(&mut out, spec);
     spec::validate_rules(&mut out, spec, e.memcached.max_memory_mb);
     high_availability::validate_rules(&mut out, &e.high_availability);
     security::validate_rules(&mut out, &e.security);
     warm_restart::validate_rules(&mut out, spec);
+    extstore::validate_rules(&mut out, spec, &e.memcached);
     zones::validate_rules(&mut out, spec);
     if let Some(a) = &e.autoscaling {
         autoscaling::validate_rules(&mut out, a, spec);

@@ -38,8 +38,9 @@ pub const WORKLOAD_MESSAGE: &str = "warmRestart.enabled needs workload StatefulS
 #[serde(rename_all = "camelCase")]
 pub struct WarmRestartSpec {
     /// Keep the items across a restart (memcached `-e` on a volume per pod, stopped with
-    /// SIGUSR1). Needs `workload: StatefulSet`. Not with memcached's extstore (`-o ext_path` in
-    /// `extraArgs`): memcached 1.6.18 starts with both but never restores. Turning it on or off, or changing the volume, on
+    /// SIGUSR1). Needs `workload: StatefulSet`. Not with memcached's extstore (`spec.extstore`,
+    /// or `-o ext_path` in `extraArgs`): memcached 1.6.18 starts with both but never restores.
+    /// Turning it on or off, or changing the volume, on
     /// a running cache replaces the StatefulSet through a Deployment (the cache starts cold).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = false))]

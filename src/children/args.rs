@@ -12,7 +12,7 @@ pub const LISTEN_ADDRESS: &str = "*";
 
 /// The argument list, every flag and value its own element, in the reference order:
 /// `-m -c -t -I`, verbosity, SASL, TLS (with its minimum version and explicit listeners), then
-/// the refused commands (`-F -X -W`) and `extraArgs` verbatim.
+/// the refused commands (`-F -X -W`), extstore's `-o` and `extraArgs` verbatim.
 #[must_use]
 pub fn memcached(e: &Effective<'_>) -> Vec<String> {
     let mut args = vec![
@@ -73,6 +73,9 @@ pub fn memcached(e: &Effective<'_>) -> Vec<String> {
         }
     }
     args.extend(e.memcached.hardening.flags().map(str::to_owned));
+    if let Some(x) = &e.extstore {
+        args.extend(["-o".to_owned(), x.option()]);
+    }
     args.extend(e.memcached.extra_args.iter().cloned());
     args
 }

@@ -12,6 +12,7 @@ pub mod auth_file;
 pub mod deployment;
 pub mod discovery;
 pub mod exporter;
+pub mod extstore;
 pub mod hpa;
 pub mod labels;
 pub mod layout;

@@ -16,7 +16,7 @@ use super::ports::{self, Port, Server, container_ports};
 use super::zone::Zone;
 use super::{
     AUTH_COPY_MOUNT_PATH, SASL_MOUNT_PATH, TLS_MOUNT_PATH, affinity, agent_access, args, auth_file,
-    exporter, labels, reload_agent, security_context,
+    exporter, extstore, labels, reload_agent, security_context,
 };
 use crate::api::effective::Effective;
 use crate::api::quantity;
@@ -204,6 +204,10 @@ fn volumes_and_mounts(e: &Effective<'_>) -> (Vec<Volume>, Vec<VolumeMount>, Vec<
         mounts.push(mount(TLS_VOLUME, TLS_MOUNT_PATH));
         agent_mounts.push(mount(TLS_VOLUME, TLS_MOUNT_PATH));
     }
+    if let Some(x) = &e.extstore {
+        volumes.push(extstore::volume(x));
+        mounts.push(extstore::mount());
+    }
     (volumes, mounts, agent_mounts)
 }
 
@@ -307,8 +311,9 @@ pub fn pod_template(pods: Pods<'_>) -> PodTemplateSpec {
                 .high_availability
                 .graceful_shutdown
                 .map(|g| g.termination_grace_period_seconds),
-            // Warm restart adds its claim, and the fsGroup memcached's user writes it with.
-            security_context: Some(security_context::pod(e, false)),
+            // Warm restart adds its claim, and the fsGroup memcached's user writes it with;
+            // extstore's volume is written by memcached's user too.
+            security_context: Some(security_context::pod(e, e.extstore.is_some())),
             // memcached and the exporter never call the Kubernetes API; a reporting agent
             // mounts its own token.
             automount_service_account_token: Some(false),

@@ -117,10 +117,6 @@ pub struct Inputs<'a> {
     pub zone_replicas: i32,
     /// With `spec.zones` and a disruption budget: `ZoneDisruption`.
     pub zone_disruption: Option<SpecCondition>,
-    /// Publish `status.selector`: the spec has neither `zones` nor `autoscaling`, so an
-    /// autoscaler that targets the Memcached counts pods in the unit of `spec.replicas` and is
-    /// the only one to set it.
-    pub scale_selector: bool,
 }
 
 /// A switch between workloads under way: the old workload still serves.
@@ -260,7 +256,11 @@ pub fn build(inputs: &Inputs<'_>, previous: &[Condition], now: &str) -> Memcache
         ready_replicas: (serving != 0).then_some(serving),
         desired_replicas: Some(desired(inputs)),
         replicas: Some(scale_replicas(inputs)),
-        selector: inputs.scale_selector.then(|| labels::selector_string(name)),
+        // Only without zones and without the hook's own autoscaler: an autoscaler that targets
+        // the Memcached then counts pods in the unit of `spec.replicas` and is the only one to
+        // set it.
+        selector: (!inputs.autoscaling && inputs.zone_replicas == 0)
+            .then(|| labels::selector_string(name)),
         observed_generation: inputs.generation,
         server_list,
         srv_name: Some(discovery::srv_name(

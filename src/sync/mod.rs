@@ -263,7 +263,6 @@ fn inputs<'a>(
         zones: Vec::new(),
         zone_replicas: 0,
         zone_disruption: None,
-        scale_selector: e.autoscaling.is_none() && zoned.is_none() && parent.spec.zones.is_none(),
     };
     if kept {
         return inputs;

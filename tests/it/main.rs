@@ -10,6 +10,7 @@ mod cli;
 mod common;
 mod defaults;
 mod discovery;
+mod extstore;
 mod features;
 mod first_status;
 mod from_bitnami;

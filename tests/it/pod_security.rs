@@ -196,6 +196,11 @@ fn specs() -> Vec<(String, Value)> {
             "zones, statefulset".into(),
             json!({"workload": "StatefulSet", "zones": {"names": ["zone-a", "zone-b"]}}),
         ),
+        (
+            "extstore on an emptyDir, SASL, monitoring".into(),
+            json!({"extstore": {"enabled": true, "size": "512Mi", "volume": "EmptyDir"},
+                   "monitoring": {"enabled": true}, "security": {"sasl": sasl}}),
+        ),
     ];
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/config/samples");
     let mut samples: Vec<_> = std::fs::read_dir(dir)
@@ -203,7 +208,7 @@ fn specs() -> Vec<(String, Value)> {
         .map(|e| e.expect("entry").path())
         .collect();
     samples.sort();
-    assert_eq!(samples.len(), 8, "the table covers every sample");
+    assert_eq!(samples.len(), 9, "the table covers every sample");
     for path in samples {
         let text = std::fs::read_to_string(&path).expect("sample");
         let object: Value = serde_saphyr::from_str(&text).expect("YAML");

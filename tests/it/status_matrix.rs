@@ -346,7 +346,6 @@ fn scale_replicas_and_selector() {
                     app.kubernetes.io/name=memcached";
     let plain = build(
         &Inputs {
-            scale_selector: true,
             ..inputs(Some(5), dep(2, 3, 3))
         },
         &[],
@@ -388,7 +387,6 @@ fn scale_replicas_and_selector() {
 
     let none = build(
         &Inputs {
-            scale_selector: true,
             ..inputs(Some(1), None)
         },
         &[],

@@ -221,9 +221,9 @@ def synthetic_deployment(cr, args, want):
 
 def materialise_mounts(deploy, workdir, secret_data, hook=None):
     """Write each Secret volume mounted into containers[0] or a plain init container to workdir/mounts/<volume>,
-    give each writable volume (a StatefulSet's claim template, an emptyDir) an empty directory memcached's
-    user may write to, then run the init containers (the hook's `auth-file`, which writes memcached's copy
-    of the auth file) with `hook`; return mountPath -> dir."""
+    give each writable volume (a StatefulSet's claim template, an emptyDir, an ephemeral claim) an empty
+    directory memcached's user may write to, then run the init containers (the hook's `auth-file`, which
+    writes memcached's copy of the auth file) with `hook`; return mountPath -> dir."""
     pod = dig(deploy, "spec", "template", "spec", default={})
     volumes = {v.get("name"): v for v in pod.get("volumes") or []}
     claims = {dig(c, "metadata", "name") for c in dig(deploy, "spec", "volumeClaimTemplates", default=[]) or []}
@@ -232,7 +232,7 @@ def materialise_mounts(deploy, workdir, secret_data, hook=None):
     mapping, problems = {}, []
     for m in [m for c in [c0] + inits for m in c.get("volumeMounts") or []]:
         vol = volumes.get(m.get("name"))
-        if (vol is None and m.get("name") in claims) or (vol is not None and "emptyDir" in vol):
+        if (vol is None and m.get("name") in claims) or (vol is not None and ("emptyDir" in vol or "ephemeral" in vol)):
             target = os.path.join(workdir, "mounts", m["name"])
             os.makedirs(target, exist_ok=True)
             os.chmod(target, 0o777)  # kubelet's mode for an emptyDir

@@ -8,6 +8,7 @@
 #   PEERS_SECURE=0 bash tests/peers/run.sh  # without the TLS-only / Secret rotation suite (secure_rotation.py)
 #
 #   (then tests/peers/warm_restart.py: warm restart with memcached -e and the hook's guard; "warm-restart: N passed, M failed")
+#   (then tests/peers/extstore.py: spec.extstore with a real memcached; "extstore: N passed, M failed")
 #
 # Environment: MEMCACHED_HOOK_BIN (use this binary instead of building), CARGO_TARGET_DIR (default
 # $HOME/.cache/memcached-hook/target), PEERS_REQUIRE_HOOK=1 (fail instead of falling back to the hand-written
@@ -170,6 +171,23 @@ if [ -z "${PEERS_BREAK:-}" ]; then
         set -e
     fi
 fi
+# ---- 8. Extstore: the rendered -o ext_path holds values beyond -m and reads them back; what validation ------
+# refuses fails (or keeps nothing) in memcached alone. memcached on 127.0.0.1 only, a free port.
+# Last line: "extstore: N passed, M failed (S s)".
+ext_rc=0
+if [ -z "${PEERS_BREAK:-}" ]; then
+    if [ -z "$BIN" ] || [ ! -x "$BIN" ]; then
+        echo "extstore: 0 passed, 1 failed (no hook binary to render the arguments)"
+        ext_rc=1
+    else
+        set +e
+        timeout --kill-after=10 400 "$PY" "$HERE/extstore.py" --hook "$BIN" --memcached "$MEMCACHED" \
+            --workdir "$WORK/extstore"
+        ext_rc=$?
+        set -e
+    fi
+fi
 [ $rc -eq 0 ] && rc=$secure_rc
 [ $rc -eq 0 ] && rc=$warm_rc
+[ $rc -eq 0 ] && rc=$ext_rc
 exit $rc
