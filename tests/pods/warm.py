@@ -141,7 +141,9 @@ class Volumes:
 
 
 def node_name():
-    return get("nodes")["items"][0]["metadata"]["name"]
+    """The real node (the cluster also has KWOK nodes, labelled kwok.x-k8s.io/node=fake)."""
+    nodes = get("nodes", selector="!kwok.x-k8s.io/node")["items"]
+    return nodes[0]["metadata"]["name"]
 
 
 def check_rollout(t, label, before, after, uids, mc, want_warm):
