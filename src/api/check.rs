@@ -276,6 +276,21 @@ pub(crate) fn quantity(out: &mut Out, field: String, text: &str) {
     }
 }
 
+/// A volume size (`warmRestart.size`, `extstore.size`): well formed and greater than 0.
+pub(crate) fn positive_quantity(out: &mut Out, field: &'static str, text: &str) {
+    match Quantity::parse(text) {
+        Err(e) => out.push(Violation::invalid(field, quoted(text), e.to_string())),
+        Ok(q) if q.is_negative() || q.ceil().unwrap_or(0) == 0 => {
+            out.push(Violation::invalid(
+                field,
+                quoted(text),
+                "must be greater than 0",
+            ));
+        }
+        Ok(_) => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -367,7 +367,7 @@ pub(super) fn validate(out: &mut Out, x: &ExtstoreSpec) {
         STORAGE_CLASS_LENGTH,
     );
     if let Some(size) = &x.size {
-        validate_size(out, size);
+        check::positive_quantity(out, "spec.extstore.size", &size.0);
     }
 }
 
@@ -380,22 +380,6 @@ fn validate_aligned(out: &mut Out, name: &str, v: Option<i32>, bounds: (i32, i32
             v,
             format!("must be a multiple of {ALIGNMENT_MB}"),
         ));
-    }
-}
-
-/// A well-formed size greater than 0.
-fn validate_size(out: &mut Out, size: &KubeQuantity) {
-    let field = "spec.extstore.size";
-    match Quantity::parse(&size.0) {
-        Err(e) => out.push(Violation::invalid(field, quoted(&size.0), e.to_string())),
-        Ok(q) if q.is_negative() || q.ceil().unwrap_or(0) == 0 => {
-            out.push(Violation::invalid(
-                field,
-                quoted(&size.0),
-                "must be greater than 0",
-            ));
-        }
-        Ok(_) => {}
     }
 }
 

@@ -10,7 +10,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::check::{self, Out, Violation, Zero, quoted};
-use super::quantity::Quantity;
 use super::{MemcachedSpec, Workload};
 
 /// Default of `maxStaleSeconds`: a restart within five minutes of the stop restores the items.
@@ -124,18 +123,7 @@ pub(super) fn validate(out: &mut Out, w: &WarmRestartSpec) {
         STORAGE_CLASS_LENGTH,
     );
     if let Some(size) = &w.size {
-        let field = "spec.warmRestart.size";
-        match Quantity::parse(&size.0) {
-            Err(e) => out.push(Violation::invalid(field, quoted(&size.0), e.to_string())),
-            Ok(q) if q.is_negative() || q.ceil().unwrap_or(0) == 0 => {
-                out.push(Violation::invalid(
-                    field,
-                    quoted(&size.0),
-                    "must be greater than 0",
-                ));
-            }
-            Ok(_) => {}
-        }
+        check::positive_quantity(out, "spec.warmRestart.size", &size.0);
     }
 }
 
