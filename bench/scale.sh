@@ -28,7 +28,7 @@
 #   N [1000] REPLICAS [3; per zone with ZONED=1: 1] NODES [100] ZONES [3] STEADY [600]
 #   ZONED      1: every Memcached has spec.zones (zone-a, zone-b, ... as the nodes), a budget per
 #              zone; after the steady state a zone-by-zone rollout to ROLLOUT_IMAGE
-#              [memcached:1.6-rollout], polled every second; the drain (unless DRAIN_ZONE=none)
+#              [memcached:1.6-rollout; none: no rollout], polled every second; the drain (unless DRAIN_ZONE=none)
 #              is then half of zone-a's nodes, with a second drainer on half of zone-b's [0]
 #   DRAIN_ZONE the zone drained at the end [zone-a]; none: no drain; zone-a,zone-b: both at once
 #              (each parent then has two pods to evict and its budget refuses the second, 429)
@@ -192,7 +192,8 @@ zoned=()
 if [[ "$ZONED" == 1 ]]; then
     letters=(a b c d e f g h i)
     names=$(for ((i = 0; i < ZONES; i++)); do printf 'zone-%s,' "${letters[i]}"; done)
-    zoned=(--zones "${names%,}" --rollout-image "$ROLLOUT_IMAGE")
+    zoned=(--zones "${names%,}")
+    [[ "$ROLLOUT_IMAGE" == none ]] || zoned+=(--rollout-image "$ROLLOUT_IMAGE")
 fi
 python3 "$ROOT/bench/scale.py" run --system "$SYSTEM" --ns "$ns" --n "$N" --replicas "$REPLICAS" --steady "$STEADY" \
     --zone "$DRAIN_ZONE" --timeout "$TIMEOUT" --bound "${STATUS_BOUND:-30}" "${zoned[@]}" \
