@@ -5,7 +5,7 @@
 # binary is missing.
 HOOK_BIN=${MEMCACHED_HOOK_BIN:-${CARGO_TARGET_DIR:-$HOME/.cache/memcached-hook/target}/release/memcached-hook}
 if ! metacontroller_supplied; then
-    echo "skip: no Metacontroller (METACONTROLLER_BIN=${METACONTROLLER_BIN:-<unset>}, METACONTROLLER_CRDS_DIR=${METACONTROLLER_CRDS_DIR:-<unset>})"
+    echo "skip: $(metacontroller_absent)"
     exit 0
 fi
 [[ -x "$HOOK_BIN" ]] || { echo "MEMCACHED_HOOK_BIN=$HOOK_BIN: build it with cargo build --release" >&2; exit 1; }

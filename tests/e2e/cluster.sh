@@ -296,7 +296,7 @@ cmd_up() {
     done
   fi
   case "${WANT_MC}" in
-    1) metacontroller_supplied || die "Metacontroller required but not supplied: METACONTROLLER_BIN=${METACONTROLLER_BIN:-<unset>} / METACONTROLLER_CRDS_DIR=${METACONTROLLER_CRDS_DIR:-<unset>} must be an executable and a directory of *.yaml" ;;
+    1) metacontroller_supplied || die "Metacontroller required: $(metacontroller_absent)" ;;
     0 | auto) ;;
     *) die "E2E_METACONTROLLER must be auto, 1 or 0" ;;
   esac

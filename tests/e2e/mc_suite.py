@@ -34,6 +34,8 @@ import yaml
 
 import e2e_lib
 from e2e_lib import Hook
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import procs  # noqa: E402
 
 GROUP = "memcached.c5c3.io"
 PARENT_API = f"/apis/{GROUP}/v1beta1"
@@ -1162,11 +1164,7 @@ class Suite:
         try:
             self._scale_hpa(sc, ns, name, dpath, selector)
         finally:
-            kcm.terminate()
-            try:
-                kcm.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                kcm.kill()
+            procs.stop(kcm, 20)
 
     def _scale_hpa(self, sc, ns, name, dpath, selector):
         """An autoscaling/v2 HPA whose scaleTargetRef is the Memcached: minReplicas 6 above the

@@ -46,7 +46,7 @@ mode=""
 if metacontroller_supplied; then
   mode=local
 elif [[ -n "${METACONTROLLER_BIN}${METACONTROLLER_CRDS_DIR}" ]]; then
-  echo "SKIPPED Metacontroller scenarios: METACONTROLLER_BIN=${METACONTROLLER_BIN:-<unset>} / METACONTROLLER_CRDS_DIR=${METACONTROLLER_CRDS_DIR:-<unset>} is not an executable plus a directory of *.yaml"
+  echo "SKIPPED Metacontroller scenarios: $(metacontroller_absent)"
   exit 77
 elif [[ -n "${KUBECONFIG:-}" && -n "${E2E_HOOK_HOST:-}" ]]; then
   mode=existing

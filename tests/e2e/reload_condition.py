@@ -36,6 +36,8 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "peers"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import procs  # noqa: E402
 from secure_rotation import Volume  # noqa: E402  (kubelet's atomic Secret volume layout)
 
 NS = "reload-condition"
@@ -179,13 +181,7 @@ class Processes:
 
     def stop(self):
         for proc, log in self.procs:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=10)
+            procs.stop(proc, 10)
             log.close()
 
 

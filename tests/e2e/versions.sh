@@ -35,3 +35,8 @@ metacontroller_supplied() {
   [[ -n "${METACONTROLLER_BIN}" && -x "${METACONTROLLER_BIN}" && -n "${METACONTROLLER_CRDS_DIR}" ]] &&
     compgen -G "${METACONTROLLER_CRDS_DIR}/*.yaml" >/dev/null
 }
+
+# metacontroller_absent: why metacontroller_supplied is false, for a skip or an error line.
+metacontroller_absent() {
+  echo "no Metacontroller (METACONTROLLER_BIN=${METACONTROLLER_BIN:-<unset>}, METACONTROLLER_CRDS_DIR=${METACONTROLLER_CRDS_DIR:-<unset>}: an executable and a directory of its CRD *.yaml; docs/testing.md says how to supply them)"
+}

@@ -35,7 +35,7 @@ MAX_STEADY_WRITES_PER_MINUTE=0
 N=${N:-100}
 STEADY=${STEADY:-60}
 if ! metacontroller_supplied; then
-    echo "SKIPPED fleet smoke: no Metacontroller (METACONTROLLER_BIN=${METACONTROLLER_BIN:-<unset>}, METACONTROLLER_CRDS_DIR=${METACONTROLLER_CRDS_DIR:-<unset>})"
+    echo "SKIPPED fleet smoke: $(metacontroller_absent)"
     exit 77
 fi
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/memcached-hook-fleet.XXXXXX")

@@ -30,7 +30,7 @@ source "$ROOT/tests/e2e/versions.sh"
 N=${N:-25}
 STEADY=${STEADY:-10}
 if ! metacontroller_supplied; then
-    echo "SKIPPED fleet zones: no Metacontroller (METACONTROLLER_BIN=${METACONTROLLER_BIN:-<unset>}, METACONTROLLER_CRDS_DIR=${METACONTROLLER_CRDS_DIR:-<unset>})"
+    echo "SKIPPED fleet zones: $(metacontroller_absent)"
     exit 77
 fi
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/memcached-hook-fleet-zones.XXXXXX")

@@ -19,6 +19,8 @@ import time
 import urllib.request
 
 import yaml
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "lib"))
+import procs  # noqa: E402
 
 NS = "ksm-e2e"
 GROUP = 'customresource_group="memcached.c5c3.io"'
@@ -221,11 +223,7 @@ def main():
         run.check(not any(l.get("memcached") == "plain" for n, l, _ in series if n.startswith("kube_memcached_")),
                   "a deleted Memcached leaves no series")
     finally:
-        ksm.terminate()
-        try:
-            ksm.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            ksm.kill()
+        procs.stop(ksm, 15)
         log.close()
     print(f"ksm: {run.checks - run.failures} passed, {run.failures} failed")
     if run.failures:

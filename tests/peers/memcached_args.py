@@ -35,6 +35,10 @@ import warnings
 
 import yaml
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import procs  # noqa: E402
+import test_pki  # noqa: E402
+
 MIB = 1024 * 1024
 LOOPBACK_PLAIN = 11213    # memcached's plaintext listener on 127.0.0.1 when TLS is on without allowPlaintext
 DEFAULTS = {"maxMemoryMB": 64, "maxConnections": 1024, "threads": 4, "maxItemSize": "1m"}
@@ -146,22 +150,10 @@ def intent_of(cr):
 # ----------------------------------------------------------------------------------------------- PKI
 def make_pki(d):
     """CA, server cert (localhost, 127.0.0.1, ::1), client cert from the CA, client cert from another CA."""
-    def ossl(*args):
-        run(["openssl", *args], cwd=d)
-
-    with open(os.path.join(d, "server.ext"), "w") as f:
-        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1\nextendedKeyUsage=serverAuth\n")
-    with open(os.path.join(d, "client.ext"), "w") as f:
-        f.write("extendedKeyUsage=clientAuth\n")
-    for ca in ("ca", "rogue-ca"):
-        ossl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{ca}.key", "-out", f"{ca}.crt",
-             "-days", "2", "-subj", f"/CN=peers-{ca}")
-    for name, ca, ext in (("server", "ca", "server.ext"), ("client", "ca", "client.ext"),
-                          ("rogue", "rogue-ca", "client.ext")):
-        ossl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
-             "-subj", "/CN=localhost" if name == "server" else f"/CN=peers-{name}")
-        ossl("x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.crt", "-CAkey", f"{ca}.key", "-CAcreateserial",
-             "-out", f"{name}.crt", "-days", "2", "-extfile", ext)
+    test_pki.issue(d, cas={"ca": "peers-ca", "rogue-ca": "peers-rogue-ca"},
+                   certs=[("server", "ca", "server", "localhost"), ("client", "ca", "client", "peers-client"),
+                          ("rogue", "rogue-ca", "client", "peers-rogue")],
+                   server_sans="DNS:localhost,IP:127.0.0.1,IP:::1")
 
     def read(name):
         with open(os.path.join(d, name), "rb") as f:
@@ -568,13 +560,7 @@ def run_exporter(binary, memcached_port, netns, workdir, name):
             up = [l for l in body.splitlines() if l.startswith("memcached_up")]
             return up == ["memcached_up 1"], (up[0] if up else err)
         finally:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=5)
+            procs.stop(proc, 5)
 
 
 # ----------------------------------------------------------------------------------------------- replay

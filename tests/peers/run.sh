@@ -155,38 +155,32 @@ if [ "${PEERS_SECURE:-1}" = 1 ] && [ -z "${PEERS_BREAK:-}" ]; then
         set -e
     fi
 fi
+# hook_driver NAME SECONDS SCRIPT: a driver that needs the hook binary and a memcached of its own on
+# 127.0.0.1 (a free port), bounded by SECONDS; its last line is "NAME: N passed, M failed ...".
+# Sets driver_rc.
+hook_driver() {
+    local name=$1 seconds=$2 script=$3
+    driver_rc=0
+    [ -n "${PEERS_BREAK:-}" ] && return
+    if [ -z "$BIN" ] || [ ! -x "$BIN" ]; then
+        echo "$name: 0 passed, 1 failed (no hook binary)"
+        driver_rc=1
+        return
+    fi
+    set +e
+    timeout --kill-after=10 "$seconds" "$PY" "$HERE/$script" --hook "$BIN" --memcached "$MEMCACHED" \
+        --workdir "$WORK/$name"
+    driver_rc=$?
+    set -e
+}
 # ---- 7. Warm restart: SIGUSR1 + -e restores the keys; a bad .meta after the guard is a clean cold start ------
-# Needs the hook binary (its warm-guard subcommand); memcached on 127.0.0.1 only, a free port.
-# Last line: "warm-restart: N passed, M failed".
-warm_rc=0
-if [ -z "${PEERS_BREAK:-}" ]; then
-    if [ -z "$BIN" ] || [ ! -x "$BIN" ]; then
-        echo "warm-restart: 0 passed, 1 failed (no hook binary for the guard)"
-        warm_rc=1
-    else
-        set +e
-        timeout --kill-after=10 300 "$PY" "$HERE/warm_restart.py" --hook "$BIN" --memcached "$MEMCACHED" \
-            --workdir "$WORK/warm-restart"
-        warm_rc=$?
-        set -e
-    fi
-fi
+# (the hook's warm-guard subcommand)
+hook_driver warm-restart 300 warm_restart.py
+warm_rc=$driver_rc
 # ---- 8. Extstore: the rendered -o ext_path holds values beyond -m and reads them back; what validation ------
-# refuses fails (or keeps nothing) in memcached alone. memcached on 127.0.0.1 only, a free port.
-# Last line: "extstore: N passed, M failed (S s)".
-ext_rc=0
-if [ -z "${PEERS_BREAK:-}" ]; then
-    if [ -z "$BIN" ] || [ ! -x "$BIN" ]; then
-        echo "extstore: 0 passed, 1 failed (no hook binary to render the arguments)"
-        ext_rc=1
-    else
-        set +e
-        timeout --kill-after=10 400 "$PY" "$HERE/extstore.py" --hook "$BIN" --memcached "$MEMCACHED" \
-            --workdir "$WORK/extstore"
-        ext_rc=$?
-        set -e
-    fi
-fi
+# refuses fails (or keeps nothing) in memcached alone (the hook renders the arguments)
+hook_driver extstore 400 extstore.py
+ext_rc=$driver_rc
 [ $rc -eq 0 ] && rc=$secure_rc
 [ $rc -eq 0 ] && rc=$warm_rc
 [ $rc -eq 0 ] && rc=$ext_rc

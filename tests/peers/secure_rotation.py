@@ -39,7 +39,6 @@ import os
 import pwd
 import re
 import shutil
-import signal
 import socket
 import ssl
 import subprocess
@@ -50,6 +49,8 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from memcached_args import Client, McError  # noqa: E402  (the suite's own minimal client)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import test_pki  # noqa: E402
 
 POD_IP, CLIENT_IP = "10.215.0.2", "10.215.0.1"
 CLONE_NEWNET = 0x40000000
@@ -152,24 +153,12 @@ class Net:
 
 # ----------------------------------------------------------------------------------------------- material
 def make_pki(d):
-    def ossl(*args):
-        run(["openssl", *args], cwd=d)
-
-    with open(os.path.join(d, "server.ext"), "w") as f:
-        f.write(f"subjectAltName=DNS:localhost,IP:127.0.0.1,IP:{POD_IP}\nextendedKeyUsage=serverAuth\n")
-    with open(os.path.join(d, "client.ext"), "w") as f:
-        f.write("extendedKeyUsage=clientAuth\n")
-    for ca in ("ca1", "ca2"):
-        ossl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{ca}.key", "-out", f"{ca}.crt",
-             "-days", "2", "-subj", f"/CN=secure-{ca}")
     # server-a: CA1; server-b: the new CA; server-c: CA1 again, new serial; client certs from CA1 and CA2
-    for name, ca, ext in (("server-a", "ca1", "server.ext"), ("server-b", "ca2", "server.ext"),
-                          ("server-c", "ca1", "server.ext"), ("client", "ca1", "client.ext"),
-                          ("stranger", "ca2", "client.ext")):
-        ossl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
-             "-subj", f"/CN={name}")
-        ossl("x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.crt", "-CAkey", f"{ca}.key", "-CAcreateserial",
-             "-out", f"{name}.crt", "-days", "2", "-extfile", ext)
+    test_pki.issue(d, cas={"ca1": "secure-ca1", "ca2": "secure-ca2"},
+                   certs=[("server-a", "ca1", "server", "server-a"), ("server-b", "ca2", "server", "server-b"),
+                          ("server-c", "ca1", "server", "server-c"), ("client", "ca1", "client", "client"),
+                          ("stranger", "ca2", "client", "stranger")],
+                   server_sans=f"DNS:localhost,IP:127.0.0.1,IP:{POD_IP}")
 
     def read(name):
         with open(os.path.join(d, name), "rb") as f:

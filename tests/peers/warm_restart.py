@@ -17,6 +17,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import loopback_memcached  # noqa: E402
+
 KEYS = 5000
 ARGS = ["-m", "64", "-c", "1024", "-t", "4", "-I", "1m"]
 
@@ -38,22 +41,7 @@ class Run:
 
     def start(self):
         """memcached on a free loopback port: (process, port), or (process, None) if it exited."""
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        p = subprocess.Popen([self.memcached, *self.user, "-p", str(port), "-U", "0", "-l", "127.0.0.1", *ARGS,
-                              "-e", self.file], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if p.poll() is not None:
-                return p, None
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                return p, port
-            except OSError:
-                time.sleep(0.05)
-        p.kill()
-        raise RuntimeError("memcached did not listen within 10 s")
+        return loopback_memcached.start(self.memcached, [*ARGS, "-e", self.file], user=self.user)
 
     @staticmethod
     def talk(port, payload, end):

@@ -194,5 +194,5 @@ if [[ "${E2E_METACONTROLLER}" == running ]]; then
   PODS_METACONTROLLER=1 scenarios metacontroller "${MC_SCENARIOS[@]}"
   timed "scenarios under Metacontroller"
 else
-  echo "SKIPPED pods scenarios under Metacontroller: METACONTROLLER_BIN=${METACONTROLLER_BIN:-<unset>} / METACONTROLLER_CRDS_DIR=${METACONTROLLER_CRDS_DIR:-<unset>} is not a Metacontroller plus a directory of its CRD *.yaml (docs/testing.md says how to supply one)"
+  echo "SKIPPED pods scenarios under Metacontroller: $(metacontroller_absent)"
 fi
