@@ -6,9 +6,9 @@
 //! The spec checks (`api::validation`) and the check of every desired child
 //! (`children::accept`) both use these, so a rule lives in one place.
 
-use serde::Serialize;
+use std::io;
 
-mod go_json;
+use serde::Serialize;
 
 /// The longest DNS-1123 or DNS-1035 label.
 pub const DNS_LABEL_LENGTH: usize = 63;
@@ -99,10 +99,40 @@ pub fn annotations_size<'a>(entries: impl IntoIterator<Item = (&'a String, &'a S
 /// The length of `value` encoded as Metacontroller (Go's `encoding/json`) encodes it:
 /// serde_json's compact encoding plus Go's longer escapes (`<`, `>` and `&` as `\u003c`, 6 bytes
 /// for 1; U+2028 and U+2029 as `\u2028`, 6 bytes for 3; `\b` and `\f` counted as `\u0008`).
-/// Nothing is allocated; a value serde_json could not encode counts as 0.
+/// Counted as serde_json writes it, nothing kept; a value serde_json could not encode counts as 0.
 #[must_use]
 pub fn go_json_len<T: Serialize + ?Sized>(value: &T) -> usize {
-    go_json::len(value).unwrap_or(0)
+    let mut count = GoCount(0);
+    serde_json::to_writer(&mut count, value).map_or(0, |()| count.0)
+}
+
+/// A writer that only counts what serde_json writes into it, with what Go writes longer.
+struct GoCount(usize);
+
+impl io::Write for GoCount {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        // serde_json writes a string's unescaped runs whole (a character is never split between
+        // two writes) and each escape in a write of its own: a write of exactly `\b` or `\f` is
+        // that escape, never text, since a backslash of the text is written as `\\`.
+        let extra = match buf {
+            b"\\b" | b"\\f" => 4,
+            _ => buf
+                .iter()
+                .enumerate()
+                .map(|(i, &b)| match b {
+                    b'<' | b'>' | b'&' => 5,
+                    0xE2 if matches!(buf.get(i + 1..i + 3), Some([0x80, 0xA8 | 0xA9])) => 3,
+                    _ => 0,
+                })
+                .sum(),
+        };
+        self.0 += buf.len() + extra;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 #[cfg(test)]

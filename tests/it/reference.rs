@@ -221,3 +221,32 @@ fn reference() -> String {
 fn golden_files_crd_reference_is_up_to_date() {
     expect_test::expect_file!["../../docs/crd-reference.md"].assert_eq(&reference());
 }
+
+/// docs/testing.md, "Where a new test goes": every file of tests/it/ has its row.
+#[test]
+fn every_test_file_is_listed() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/testing.md")).expect("docs/testing.md");
+    let table = doc
+        .split("### Where a new test goes")
+        .nth(1)
+        .and_then(|rest| rest.split("\n#").next())
+        .expect("docs/testing.md has the section \"Where a new test goes\"");
+    let mut missing: Vec<String> = std::fs::read_dir(root.join("tests/it"))
+        .expect("tests/it")
+        .map(|entry| {
+            entry
+                .expect("entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|name| name.ends_with(".rs"))
+        .filter(|name| !table.contains(&format!("| `{name}` |")))
+        .collect();
+    missing.sort();
+    assert!(
+        missing.is_empty(),
+        "tests/it files without a row in docs/testing.md: {missing:?}"
+    );
+}
