@@ -195,7 +195,7 @@ manifests() {
     bash "$ROOT/release/install-yaml.sh" "$KUSTOMIZE" build >"$WORK/install.yaml" || return 1
     install -m 0644 "$WORK/install.yaml" "$OUT/install.yaml"
     install -m 0644 "$ROOT/deploy/crd/crd.yaml" "$OUT/crd.yaml"
-    echo "install.yaml: $(grep -E '^kind: ' "$OUT/install.yaml" | sort | uniq -c | awk '{ printf "%s%s %s", sep, $1, $2; sep = ", " }')"
+    echo "install.yaml: $(grep -E '^kind: ' "$OUT/install.yaml" | sort | uniq -c | awk '{ printf "%s%s %s", sep, $1, $3; sep = ", " }')"
 }
 
 sums() {
