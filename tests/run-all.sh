@@ -32,6 +32,9 @@
 #              zone-a with a second drainer in zone-b); only with a Metacontroller, else skipped
 #   load       tests/load/run.sh (sustained load, SIGTERM mid-load, slow clients; loopback only)
 #   fuzz       tests/fuzz/smoke.sh (cargo-fuzz on stable, decode + sync, 200k executions or 60 s)
+#   release    release/build.sh into a temporary directory (static amd64 binary of the manifests
+#              phase, arm64 cross-compiled and run under qemu-user, OCI archives, the packaged
+#              chart, install.yaml, crd.yaml, SHA256SUMS checked with sha256sum -c)
 # Select phases with PHASES="rust peers". Heavy caches live outside the clone, under
 # $HOME/.cache/memcached-hook (cargo's target dir, venvs, Go-built binaries), keyed by version;
 # the target dir is shared by every clone, and .cargo/config.toml + build.rs make a clone rebuild
@@ -46,7 +49,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 1
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/memcached-hook/target}
 export PATH="$HOME/.cargo/bin:/usr/local/go/bin:$PATH"
-PHASES=${PHASES:-rust deny manifests image schema peers e2e pods helm monitoring metacontroller fleet load fuzz}
+PHASES=${PHASES:-rust deny manifests image release schema peers e2e pods helm monitoring metacontroller fleet load fuzz}
 HOOK_BIN="$CARGO_TARGET_DIR/debug/memcached-hook"
 
 phase_rust() {
@@ -86,6 +89,16 @@ STATIC_BIN="$HOME/.cache/memcached-hook/target-static/x86_64-unknown-linux-gnu/r
 phase_load() {
     bash tests/manifests/static-build.sh >/dev/null || return 1
     env -u PHASES MEMCACHED_HOOK_BIN="$STATIC_BIN" bash tests/load/run.sh
+}
+
+# The artifacts go to a directory of their own, removed after the phase (the release directory of a
+# real release is RELEASE_OUT, or dist/).
+phase_release() {
+    local out rc=0
+    out=$(mktemp -d "${TMPDIR:-/tmp}/memcached-hook-release.XXXXXX")
+    RELEASE_OUT="$out" bash release/build.sh || rc=1
+    rm -rf "$out"
+    return "$rc"
 }
 
 phase_fuzz() { RUNS=200000 FUZZ_SECONDS=60 bash tests/fuzz/smoke.sh; }

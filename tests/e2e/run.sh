@@ -23,7 +23,8 @@
 #              StatefulSet, each with its Service and PDB, are
 #              created for real with server-side apply, applied again unchanged: no
 #              resourceVersion moves; then deleted
-#   uninstall  kubectl delete -k deploy/ (the documented uninstall) removes the hook and keeps the
+#   uninstall  kubectl apply -f install.yaml (release/install-yaml.sh, or E2E_INSTALL_YAML) installs;
+#              kubectl delete -k deploy/ (the documented uninstall) removes the hook and keeps the
 #              CRD, a Memcached and the Deployment it owns; kubectl delete -k deploy/crd/ deletes them
 #   reload condition  reload_condition.py: memcached with TLS and `memcached-hook reload-agent
 #              --pod-condition` on 127.0.0.1 set the condition memcached.c5c3.io/SecretReload on a Pod
@@ -428,12 +429,30 @@ EOF
 }
 un_left() { k get crd/memcacheds.memcached.c5c3.io -o name 2>/dev/null
   k get memcached/cache-minimal deployment/cache-minimal -n "${UN_NS}" -o name 2>/dev/null; }
-if out="$(k apply -k "${ROOT}/deploy/crd/" 2>&1 && k apply -k "${ROOT}/deploy/" 2>&1 \
+# The install is the release's install.yaml (release/install-yaml.sh: deploy/crd/, deploy/ and
+# metacontroller/), built here with `kubectl kustomize`, or the file E2E_INSTALL_YAML names. Without
+# Metacontroller's CRDs on this API server its CompositeController is left out, and the line says so.
+UN_INSTALL="${WORK}/install.yaml"
+UN_NOTE="all of it"
+if [[ -n "${E2E_INSTALL_YAML:-}" ]]; then cp "${E2E_INSTALL_YAML}" "${UN_INSTALL}"
+else bash "${ROOT}/release/install-yaml.sh" "${E2E_KUBECTL}" kustomize >"${UN_INSTALL}" 2>"${WORK}/install-yaml.err" || : >"${UN_INSTALL}"; fi
+if ! k get crd compositecontrollers.metacontroller.k8s.io >/dev/null 2>&1; then
+  python3 - "${UN_INSTALL}" <<'PY'
+import sys
+path = sys.argv[1]
+docs = open(path).read().split("\n---\n")
+keep = [d for d in docs if "\nkind: CompositeController\n" not in "\n" + d + "\n"]
+assert len(keep) == len(docs) - 1, "install.yaml holds no CompositeController"
+open(path, "w").write("\n---\n".join(keep))
+PY
+  UN_NOTE="all but the CompositeController (no Metacontroller CRDs on this API server)"
+fi
+if [[ -s "${UN_INSTALL}" ]] && out="$(k apply -f "${UN_INSTALL}" 2>&1 \
   && k create namespace "${UN_NS}" 2>&1 && k apply -n "${UN_NS}" -f "${ROOT}/config/samples/minimal.yaml" 2>&1)" \
   && uid="$(k get -n "${UN_NS}" memcached cache-minimal -o jsonpath='{.metadata.uid}')" \
   && out="$(un_owned "${uid}" | k apply -f - 2>&1)" \
   && k -n memcached-system get deployment memcached-hook >/dev/null 2>&1; then
-  ok "uninstall: kubectl apply -k deploy/crd/ and deploy/ install the CRD and the hook; a Memcached owns a Deployment"
+  ok "uninstall: kubectl apply -f install.yaml (${UN_NOTE}) installs the CRD and the hook; a Memcached owns a Deployment"
   if out="$(k delete -k "${ROOT}/deploy/" --wait=true --timeout=50s 2>&1)" \
     && ! k get namespace memcached-system >/dev/null 2>&1 && [[ "$(un_left | wc -l)" == 3 ]]; then
     ok "uninstall: kubectl delete -k deploy/ removes the hook and its namespace; the CRD, the Memcached and its Deployment stay"
@@ -461,7 +480,7 @@ if out="$(k apply -k "${ROOT}/deploy/crd/" 2>&1 && k apply -k "${ROOT}/deploy/" 
   fi
   k delete namespace "${UN_NS}" --wait=false >/dev/null 2>&1 || true
 else
-  bad "uninstall: install with kubectl apply -k deploy/crd/ and deploy/" "${out:-}"
+  bad "uninstall: install with kubectl apply -f install.yaml (${UN_NOTE})" "${out:-}$(cat "${WORK}/install-yaml.err" 2>/dev/null)"
 fi
 phase "uninstall"
 

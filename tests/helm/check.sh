@@ -21,7 +21,8 @@
 #   compare   the chart and kustomize describe the same objects (compare.py): defaults vs deploy/
 #             + metacontroller/, tls-auth vs the TLS overlays, servicemonitor vs the ServiceMonitor
 #             overlays, rbac vs metacontroller/rbac/
-#   install   helm install / upgrade / uninstall on the e2e kube-apiserver (tests/e2e/cluster.sh),
+#   install   helm package, then helm install (from the .tgz) / upgrade / uninstall on the e2e
+#             kube-apiserver (tests/e2e/cluster.sh),
 #             when the e2e binaries are built; skipped in one line otherwise
 set -uo pipefail
 
@@ -283,10 +284,14 @@ install() {
     suite_cluster_up "$preload" || return 1
     # shellcheck source=/dev/null
     source "$WORK/env.sh"
-    local t0=$EPOCHREALTIME
-    "$HELM" install memcached-hook "$CHART" --namespace "$RELEASE_NS" --create-namespace \
+    # Installed as released: from the archive `helm package` writes (release/build.sh does the same).
+    local t0=$EPOCHREALTIME tgz
+    "$HELM" package "$CHART" --destination "$WORK/package" >/dev/null || return 1
+    tgz=$(ls "$WORK"/package/memcached-hook-*.tgz) || return 1
+    echo "helm package: $(basename "$tgz")"
+    "$HELM" install memcached-hook "$tgz" --namespace "$RELEASE_NS" --create-namespace \
         "${values[@]}" "${with_cc[@]}" --wait=false || return 1
-    echo "helm install: $(elapsed "$t0") s"
+    echo "helm install (from the .tgz): $(elapsed "$t0") s"
     kc wait --for condition=Established --timeout=60s crd/memcacheds.memcached.c5c3.io || ok=1
     local obj
     for obj in deployment/memcached-hook service/memcached-hook serviceaccount/memcached-hook \

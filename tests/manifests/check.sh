@@ -15,7 +15,7 @@
 #                $HOME/.cache/memcached-hook, once per pin set
 #   hadolint     lint the Dockerfile; any finding, down to style level, fails
 #   shell-lint   lint this directory's shell scripts and the CI entry's (.ci/run, tests/run-all.sh,
-#                tests/ci, tests/cargo, tests/fleet) with shellcheck
+#                tests/ci, tests/cargo, tests/fleet, release) with shellcheck
 #   kustomize    build every kustomization
 #   validate     every built object against the Kubernetes $K8S_VERSION OpenAPI schemas
 #                (kubernetes-validate --strict); kinds without a built-in schema are listed and
@@ -116,7 +116,7 @@ lint_dockerfile() {
 # This directory's own scripts and the CI entry's, at shellcheck's default severity (style and up).
 LINTED_SCRIPTS=(tests/manifests/*.sh .ci/run tests/run-all.sh tests/lib/shared-metacontroller.sh tests/lib/prebuild.sh
     tests/lib/local-hook-cc.sh
-    tests/ci/*.sh tests/cargo/*.sh tests/fleet/*.sh)
+    tests/ci/*.sh tests/cargo/*.sh tests/fleet/*.sh release/*.sh)
 lint_scripts() {
     (cd "$ROOT" && timeout 60 "$VENV/bin/shellcheck" -x -P SCRIPTDIR -P . "${LINTED_SCRIPTS[@]}") \
         && echo "${LINTED_SCRIPTS[*]}: no findings"
