@@ -37,6 +37,26 @@ pub struct Cli {
         default_value = memcached_hook::children::reload_agent::DEFAULT_IMAGE
     )]
     reload_agent_image: String,
+    /// memcached image of a Memcached without `spec.image`: set it once to a mirror's copy
+    /// (e.g. `registry.example.com/library/memcached:1.6.45`).
+    #[arg(
+        long,
+        global = true,
+        env = "MEMCACHED_HOOK_DEFAULT_IMAGE",
+        default_value = memcached_hook::api::DEFAULT_IMAGE,
+        value_parser = image_reference
+    )]
+    default_image: String,
+    /// Exporter image of a Memcached without `spec.monitoring.exporterImage`: set it once to a
+    /// mirror's copy.
+    #[arg(
+        long,
+        global = true,
+        env = "MEMCACHED_HOOK_DEFAULT_EXPORTER_IMAGE",
+        default_value = memcached_hook::api::monitoring::DEFAULT_EXPORTER_IMAGE,
+        value_parser = image_reference
+    )]
+    default_exporter_image: String,
     /// Ask Metacontroller (through /customize) for the pods of each Memcached with
     /// `warmRestart` or Secrets reloaded in place, so that WarmRestart says which pods restored
     /// their cache and SecretReload which failed to apply a rotated Secret (the reload agent
@@ -44,6 +64,23 @@ pub struct Cli {
     /// Metacontroller then caches every pod of the cluster (docs/operations.md: its memory).
     #[arg(long, global = true, env = "MEMCACHED_HOOK_RELATE_PODS")]
     relate_pods: bool,
+}
+
+/// A default image as the API server would accept it in a pod: not empty, no surrounding
+/// whitespace, no control character, within the length the CRD allows.
+fn image_reference(value: &str) -> Result<String, String> {
+    let max = memcached_hook::api::bounds::IMAGE_LENGTH;
+    if value.is_empty() {
+        Err("an image reference must not be empty".to_owned())
+    } else if let Some(error) = memcached_hook::api::apiserver::image_error(value) {
+        Err(format!("{value:?}: an image reference {error}"))
+    } else if value.chars().count() > max {
+        Err(format!(
+            "an image reference must have at most {max} characters"
+        ))
+    } else {
+        Ok(value.to_owned())
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -198,6 +235,8 @@ impl Default for ServeArgs {
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     let options = memcached_hook::Options {
         reload_agent_image: cli.reload_agent_image.into(),
+        default_image: cli.default_image.into(),
+        default_exporter_image: cli.default_exporter_image.into(),
         relate_pods: cli.relate_pods,
     };
     match cli.command.unwrap_or(Command::Serve(ServeArgs::default())) {

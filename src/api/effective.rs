@@ -14,7 +14,7 @@ use super::discovery::Discovery;
 use super::extstore::Extstore;
 use super::high_availability::HighAvailability;
 use super::memcached::{Server, memory_request_mib};
-use super::monitoring::Monitoring;
+use super::monitoring::{DEFAULT_EXPORTER_IMAGE, Monitoring};
 use super::pod::Pod;
 use super::security::Security;
 use super::service::Service;
@@ -22,6 +22,24 @@ use super::spec::{DEFAULT_IMAGE, DEFAULT_REPLICAS};
 use super::warm_restart::WarmRestart;
 use super::zones::Zones;
 use super::{MemcachedSpec, Workload};
+
+/// The images a Memcached gets when its spec names none: the hook's `--default-image` and
+/// `--default-exporter-image`, so that a mirror is configured once for every Memcached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImageDefaults<'a> {
+    /// memcached image when `spec.image` is absent.
+    pub memcached: &'a str,
+    /// Exporter image when `spec.monitoring.exporterImage` is absent.
+    pub exporter: &'a str,
+}
+
+impl ImageDefaults<'static> {
+    /// The hook's built-in defaults ([`DEFAULT_IMAGE`], [`DEFAULT_EXPORTER_IMAGE`]).
+    pub const BUILT_IN: Self = Self {
+        memcached: DEFAULT_IMAGE,
+        exporter: DEFAULT_EXPORTER_IMAGE,
+    };
+}
 
 /// A Memcached spec with every default resolved.
 #[derive(Clone, Debug, PartialEq)]
@@ -62,9 +80,15 @@ pub struct Effective<'a> {
 }
 
 impl<'a> Effective<'a> {
-    /// Resolves every default of `spec`.
+    /// Resolves every default of `spec`, with the built-in images.
     #[must_use]
     pub fn of(spec: &'a MemcachedSpec) -> Self {
+        Self::with(spec, ImageDefaults::BUILT_IN)
+    }
+
+    /// Resolves every default of `spec`, with `images` for the images it does not name.
+    #[must_use]
+    pub fn with(spec: &'a MemcachedSpec, images: ImageDefaults<'a>) -> Self {
         let autoscaling = Autoscaling::of(spec.autoscaling.as_ref());
         let memcached = Server::of(spec.memcached.as_ref());
         let resources = spec.resources.as_ref();
@@ -73,7 +97,7 @@ impl<'a> Effective<'a> {
         };
         let memory_given = resources
             .is_some_and(|r| has_memory(r.requests.as_ref()) || has_memory(r.limits.as_ref()));
-        let image = spec.image.as_deref().unwrap_or(DEFAULT_IMAGE);
+        let image = spec.image.as_deref().unwrap_or(images.memcached);
         let extstore = Extstore::of(spec.extstore.as_ref());
         let extstore_mib = extstore.as_ref().map_or(0, Extstore::memory_mib);
         Self {
@@ -90,7 +114,7 @@ impl<'a> Effective<'a> {
             }),
             memcached,
             high_availability: HighAvailability::of(spec.high_availability.as_ref()),
-            monitoring: Monitoring::of(spec.monitoring.as_ref()),
+            monitoring: Monitoring::of(spec.monitoring.as_ref(), images.exporter),
             security: Security::of(spec.security.as_ref(), image),
             autoscaling,
             service: Service::of(spec.service.as_ref()),
@@ -140,6 +164,37 @@ mod tests {
         assert_eq!(request(&memory), None);
         let limit = with(serde_json::json!({"limits": {"memory": "1Gi"}}));
         assert_eq!(request(&limit), None);
+    }
+
+    #[test]
+    fn images_the_spec_does_not_name_come_from_the_defaults() {
+        let images = ImageDefaults {
+            memcached: "mirror.example/memcached:1.6.45",
+            exporter: "mirror.example/prom/memcached-exporter:v0.15.4",
+        };
+        let monitoring = Some(crate::api::MonitoringSpec {
+            enabled: Some(true),
+            ..crate::api::MonitoringSpec::default()
+        });
+        let spec = MemcachedSpec {
+            monitoring: monitoring.clone(),
+            ..MemcachedSpec::default()
+        };
+        let e = Effective::with(&spec, images);
+        assert_eq!(e.image, images.memcached);
+        let exporter = e.monitoring.map(|m| m.exporter_image);
+        assert_eq!(exporter, Some(images.exporter));
+        let named = MemcachedSpec {
+            image: Some("memcached:1.6.40".into()),
+            monitoring: monitoring.map(|m| crate::api::MonitoringSpec {
+                exporter_image: Some("exporter:1".into()),
+                ..m
+            }),
+            ..MemcachedSpec::default()
+        };
+        let e = Effective::with(&named, images);
+        assert_eq!(e.image, "memcached:1.6.40");
+        assert_eq!(e.monitoring.map(|m| m.exporter_image), Some("exporter:1"));
     }
 
     #[test]

@@ -26,12 +26,10 @@ pub struct MonitoringSpec {
     /// Add the Prometheus exporter sidecar and the Service `metrics` port.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
-    /// Exporter image.
+    /// Exporter image. Absent: the hook's default exporter image (its `--default-exporter-image`,
+    /// `prom/memcached-exporter:v0.15.4` unless the install sets a mirror).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(
-        length(max = bounds::IMAGE_LENGTH),
-        extend("default" = DEFAULT_EXPORTER_IMAGE)
-    )]
+    #[schemars(length(max = bounds::IMAGE_LENGTH))]
     pub exporter_image: Option<String>,
     /// Compute resources of the exporter container.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -90,15 +88,13 @@ fn non_empty<'a>(value: Option<&'a str>, default: &'a str) -> &'a str {
 }
 
 impl<'a> Monitoring<'a> {
-    /// Resolves the defaults of `spec.monitoring`; `None` unless it is enabled.
+    /// Resolves the defaults of `spec.monitoring`, with `default_image` when it names no
+    /// exporter image; `None` unless it is enabled.
     #[must_use]
-    pub fn of(monitoring: Option<&'a MonitoringSpec>) -> Option<Self> {
+    pub fn of(monitoring: Option<&'a MonitoringSpec>, default_image: &'a str) -> Option<Self> {
         let m = monitoring.filter(|m| m.enabled == Some(true))?;
         Some(Self {
-            exporter_image: m
-                .exporter_image
-                .as_deref()
-                .unwrap_or(DEFAULT_EXPORTER_IMAGE),
+            exporter_image: m.exporter_image.as_deref().unwrap_or(default_image),
             exporter_resources: m.exporter_resources.as_ref(),
             service_monitor: m.service_monitor.as_ref().map(|s| ServiceMonitor {
                 additional_labels: s.additional_labels.as_ref().filter(|l| !l.is_empty()),

@@ -129,9 +129,10 @@ pub struct MemcachedSpec {
     #[schemars(range(min = REPLICAS.0, max = REPLICAS.1))]
     pub replicas: Option<i32>,
 
-    /// Container image of memcached.
+    /// Container image of memcached. Absent: the hook's default image (its `--default-image`,
+    /// `memcached:1.6.45` unless the install sets a mirror).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = bounds::IMAGE_LENGTH), extend("default" = DEFAULT_IMAGE))]
+    #[schemars(length(max = bounds::IMAGE_LENGTH))]
     pub image: Option<String>,
 
     /// Compute resources of the memcached container, copied verbatim.

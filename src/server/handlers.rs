@@ -78,16 +78,33 @@ pub struct SyncState {
     workers: Arc<tokio::sync::Semaphore>,
     /// The deadline of a request that carries none.
     request_timeout: Duration,
-    /// The build and the options (another reload-agent image is another answer) go into the
+    /// The build and the options (another reload-agent or default image is another answer) go
+    /// into the
     /// key, never in front of the body.
     etag_key: [u8; blake3::KEY_LEN],
+}
+
+/// The options that change an answer, each preceded by its length so that no two sets of
+/// options give the same bytes.
+fn etag_material(options: &crate::Options) -> Vec<u8> {
+    let images = [
+        &options.reload_agent_image,
+        &options.default_image,
+        &options.default_exporter_image,
+    ];
+    let mut material = Vec::new();
+    for image in images {
+        material.extend_from_slice(&(image.len() as u64).to_le_bytes());
+        material.extend_from_slice(image.as_bytes());
+    }
+    material
 }
 
 impl SyncState {
     /// The state for answers built with `options`.
     #[must_use]
     pub fn new(options: Arc<crate::Options>) -> Self {
-        let etag_key = blake3::derive_key(ETAG_CONTEXT, options.reload_agent_image.as_bytes());
+        let etag_key = blake3::derive_key(ETAG_CONTEXT, &etag_material(&options));
         let cores = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
         Self {
             options,

@@ -81,7 +81,7 @@ pub struct Config {
     /// The metrics `GET /metrics` reports: requests (counted by [`router`]'s layers) and open
     /// connections (counted by [`serve`]). Clones of a `Config` share them.
     pub metrics: Arc<Metrics>,
-    /// How children are built (the reload agent's image).
+    /// How children are built (the reload agent's image, the default images).
     pub options: Arc<crate::Options>,
 }
 

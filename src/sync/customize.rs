@@ -22,7 +22,7 @@ pub fn customize(
     options: &Options,
 ) -> Result<CustomizeResponse, SyncError> {
     check_parent(&req.parent)?;
-    let e = Effective::of(&req.parent.spec);
+    let e = Effective::with(&req.parent.spec, options.image_defaults());
     let namespace = &req.parent.metadata.namespace;
     // A name no Secret can have can only come from an invalid spec (the sync answer reports
     // it): asking Metacontroller to watch it would cost a lookup and find nothing.

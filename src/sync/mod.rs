@@ -98,6 +98,11 @@ struct ZoneOutcome {
 pub struct Options {
     /// Image of the reload-agent sidecar (`--reload-agent-image`): the hook's own image.
     pub reload_agent_image: std::borrow::Cow<'static, str>,
+    /// memcached image of a Memcached without `spec.image` (`--default-image`).
+    pub default_image: std::borrow::Cow<'static, str>,
+    /// Exporter image of a Memcached without `spec.monitoring.exporterImage`
+    /// (`--default-exporter-image`).
+    pub default_exporter_image: std::borrow::Cow<'static, str>,
     /// Whether `/customize` asks for the pods of a Memcached with `warmRestart` or Secrets
     /// reloaded in place, and the reload agent writes its outcome on its Pod (`--relate-pods`):
     /// Metacontroller then watches every pod of the cluster.
@@ -105,6 +110,15 @@ pub struct Options {
 }
 
 impl Options {
+    /// The images of a Memcached whose spec names none.
+    #[must_use]
+    pub fn image_defaults(&self) -> crate::api::effective::ImageDefaults<'_> {
+        crate::api::effective::ImageDefaults {
+            memcached: &self.default_image,
+            exporter: &self.default_exporter_image,
+        }
+    }
+
     /// Whether the reload agent of `e`'s pods writes its outcome on its Pod (and `/customize`
     /// relates the pods for it): with `--relate-pods` and Secrets reloaded in place.
     fn agent_reports(&self, e: &Effective<'_>) -> bool {
@@ -117,6 +131,10 @@ impl Default for Options {
         Self {
             reload_agent_image: std::borrow::Cow::Borrowed(
                 crate::children::reload_agent::DEFAULT_IMAGE,
+            ),
+            default_image: std::borrow::Cow::Borrowed(crate::api::DEFAULT_IMAGE),
+            default_exporter_image: std::borrow::Cow::Borrowed(
+                crate::api::monitoring::DEFAULT_EXPORTER_IMAGE,
             ),
             relate_pods: false,
         }
@@ -140,7 +158,7 @@ pub fn sync(
     check_parent(parent)?;
     check_namespace(parent)?;
     let name = parent.metadata.name.as_str();
-    let e = Effective::of(&parent.spec);
+    let e = Effective::with(&parent.spec, options.image_defaults());
     let declared = |kind: &ChildKind| req.controller.declares(kind.api_version(), kind.resource());
     let mut violations = validation::validate_effective(name, &parent.spec, &e);
     if violations.is_empty() {

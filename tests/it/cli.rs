@@ -545,3 +545,48 @@ fn replay_given_yaml_points_at_render() {
     assert!(!ok);
     insta::assert_snapshot!(err, @"error: cache.yaml: not a sync request: replay reads the JSON body Metacontroller POSTs to /sync; for the children of the Memcached objects in a YAML file, run `memcached-hook render cache.yaml`");
 }
+
+#[test]
+fn an_empty_or_malformed_default_image_is_refused_by_name() {
+    let err = serve_refused(&["--default-image", ""], &[]);
+    assert!(
+        err.contains("--default-image") && err.contains("empty"),
+        "{err}"
+    );
+    let env = [("MEMCACHED_HOOK_DEFAULT_EXPORTER_IMAGE", " exporter:1")];
+    let err = serve_refused(&[], &env);
+    assert!(
+        err.contains("--default-exporter-image") && err.contains("whitespace"),
+        "{err}"
+    );
+    let long = "m".repeat(1025);
+    let err = serve_refused(&["--default-image", &long], &[]);
+    assert!(err.contains("at most 1024 characters"), "{err}");
+}
+
+#[test]
+fn render_gives_a_memcached_without_images_the_hook_s_defaults() {
+    let memcached = format!("{HEAD}spec:\n  monitoring:\n    enabled: true\n");
+    let images = |out: &str| -> Vec<String> {
+        yaml_documents(out)
+            .iter()
+            .filter_map(|d| d.pointer("/spec/template/spec/containers"))
+            .flat_map(|c| c.as_array().cloned().unwrap_or_default())
+            .filter_map(|c| c["image"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let (ok, out, err) = run_in(&[("m.yaml", &memcached)], &["render", "m.yaml"]);
+    assert!(ok, "{err}");
+    let built_in = ["memcached:1.6.45", "prom/memcached-exporter:v0.15.4"];
+    assert_eq!(images(&out), built_in);
+    let mirror = [
+        "--default-image",
+        "mirror.example/library/memcached:1.6.45",
+        "--default-exporter-image",
+        "mirror.example/prom/memcached-exporter:v0.15.4",
+    ];
+    let args = [&["render", "m.yaml"][..], &mirror[..]].concat();
+    let (ok, out, err) = run_in(&[("m.yaml", &memcached)], &args);
+    assert!(ok, "{err}");
+    assert_eq!(images(&out), [mirror[1], mirror[3]]);
+}

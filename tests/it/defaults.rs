@@ -111,13 +111,12 @@ fn an_empty_spec_is_stored_with_its_settings_blocks_and_nothing_that_turns_a_chi
     assert_eq!(
         stored,
         json!({
-            "image": "memcached:1.6.45",
             "workload": "Deployment",
             "memcached": {"maxMemoryMB": 64, "maxConnections": 1024, "threads": 4, "maxItemSize": "1m",
                           "verbosity": 0,
                           "hardening": {"disableFlushAll": false, "disableDumping": true,
                                         "disableWatch": true}},
-            "monitoring": {"exporterImage": "prom/memcached-exporter:v0.15.4"},
+            "monitoring": {},
             "security": {"defaultUser": "Memcached", "secretRotation": "Reload"},
             "service": {"publishNotReadyAddresses": false}
         })

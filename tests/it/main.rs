@@ -16,6 +16,7 @@ mod first_status;
 mod from_bitnami;
 mod golden;
 mod http;
+mod images;
 mod no_secrets;
 mod pod_security;
 mod properties;

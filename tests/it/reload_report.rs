@@ -15,6 +15,7 @@ fn relate() -> Options {
     Options {
         relate_pods: true,
         reload_agent_image: "ghcr.io/corp/memcached-hook:0.1.0".into(),
+        ..Options::default()
     }
 }
 
