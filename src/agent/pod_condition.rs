@@ -206,6 +206,24 @@ mod tests {
     }
 
     #[test]
+    fn the_hook_reads_the_condition_the_agent_writes() {
+        use crate::hook::{RelatedObject, ReloadReport};
+        let body = patch_body(&desired("False"), "2026-11-26T07:30:00Z");
+        let mut pod: serde_json::Value = serde_json::from_str(&body).unwrap();
+        pod["apiVersion"] = "v1".into();
+        pod["kind"] = "Pod".into();
+        pod["metadata"] = serde_json::json!({"name": "c-0", "namespace": "ns"});
+        let related: RelatedObject = serde_json::from_value(pod).unwrap();
+        assert_eq!(
+            related.reload,
+            Some(ReloadReport {
+                ok: false,
+                message: Some("tls: \"quoted\" error".into()),
+            })
+        );
+    }
+
+    #[test]
     fn the_transition_time_moves_only_with_the_status() {
         let t0: Timestamp = "2026-11-26T07:30:00.75Z".parse().unwrap();
         let t1: Timestamp = "2026-11-26T08:00:00Z".parse().unwrap();
