@@ -13,6 +13,7 @@ use tokio::sync::watch;
 use super::Metrics;
 use super::apiclient::{ApiClient, ApiError};
 use super::condition::{CONDITION_TYPE, Desired};
+use crate::api::apiserver;
 
 /// The patch type that merges `status.conditions` by `type`.
 pub const CONTENT_TYPE: &str = "application/strategic-merge-patch+json";
@@ -32,14 +33,13 @@ impl PodRef {
     /// The Pod named `name` in `namespace`.
     ///
     /// # Errors
-    /// A name or namespace that is not a Kubernetes object name (it goes into the URL path).
+    /// A namespace that is not a DNS-1123 label or a name that is not a DNS-1123 subdomain,
+    /// the API server's syntax for them (they go into the URL path).
     pub fn new(namespace: &str, name: &str) -> Result<Self, String> {
-        for (what, value) in [("namespace", namespace), ("name", name)] {
-            let ok = !value.is_empty()
-                && value.len() <= 253
-                && value.bytes().all(|b| {
-                    b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.'
-                });
+        for (what, value, ok) in [
+            ("namespace", namespace, apiserver::is_dns_label(namespace)),
+            ("name", name, apiserver::is_dns_subdomain(name)),
+        ] {
             if !ok {
                 return Err(format!(
                     "pod {what} {value:?} is not a Kubernetes object name"
@@ -319,6 +319,9 @@ mod tests {
             ("ns", "a/b"),
             ("NS", "p"),
             ("ns", "p?x=1"),
+            ("ns", "-p"),
+            ("ns", "p..q"),
+            ("a.b", "p"),
         ] {
             let err = PodRef::new(ns, name).unwrap_err();
             assert!(err.contains("is not a Kubernetes object name"), "{err}");
