@@ -1,5 +1,8 @@
 //! The layers of `src/`, bottom up, and a test that no module imports from a layer above its
-//! own (docs/architecture.md, "Layers"). Test code may use any layer.
+//! own (docs/architecture.md, "Layers"), nor any circle of imports between top-level modules
+//! (peers and the shells included). Test code may use any layer.
+
+use std::collections::BTreeSet;
 
 /// Top-level modules by layer, bottom up; modules on one line are peers.
 const LAYERS: &[&[&str]] = &[
@@ -41,11 +44,12 @@ fn imports(code: &str) -> Vec<&str> {
     out
 }
 
-#[test]
-fn no_module_imports_from_a_layer_above_its_own() {
+/// Each non-test source file under `src/`: its top-level module, its path under `src/` and
+/// the top-level modules its code (before `#[cfg(test)]`) imports.
+fn sources() -> Vec<(String, String, Vec<String>)> {
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = vec![src.clone()];
-    let mut upward = Vec::new();
+    let mut out = Vec::new();
     while let Some(path) = files.pop() {
         if path.is_dir() {
             for entry in std::fs::read_dir(&path).expect("read src/") {
@@ -59,9 +63,6 @@ fn no_module_imports_from_a_layer_above_its_own() {
             .next()
             .and_then(|t| t.to_str())
             .unwrap_or("");
-        let Some(own) = layer(top.trim_end_matches(".rs")) else {
-            continue; // lib.rs, main.rs, cli: the shells, above every layer
-        };
         let test_file = relative
             .iter()
             .any(|part| part == "tests" || part == "tests.rs");
@@ -70,14 +71,97 @@ fn no_module_imports_from_a_layer_above_its_own() {
         }
         let text = std::fs::read_to_string(&path).expect("read");
         let code = text.split("#[cfg(test)]").next().unwrap_or("");
-        for import in imports(code) {
-            if layer(import).is_some_and(|l| l > own) {
-                upward.push(format!("{} imports crate::{import}", relative.display()));
+        let imports = imports(code).into_iter().map(str::to_owned).collect();
+        let top = top.trim_end_matches(".rs").to_owned();
+        out.push((top, relative.display().to_string(), imports));
+    }
+    out
+}
+
+#[test]
+fn no_module_imports_from_a_layer_above_its_own() {
+    let mut upward = Vec::new();
+    for (top, relative, imports) in sources() {
+        let Some(own) = layer(&top) else {
+            continue; // lib.rs, main.rs, cli: the shells, above every layer
+        };
+        for import in imports {
+            if layer(&import).is_some_and(|l| l > own) {
+                upward.push(format!("{relative} imports crate::{import}"));
             }
         }
     }
     upward.sort();
     assert!(upward.is_empty(), "imports from a layer above: {upward:#?}");
+}
+
+/// A circle of imports among the top-level modules of `edges` (`(from, to)`), as the modules
+/// in order with the first repeated at the end, or `None`.
+fn circle(edges: &BTreeSet<(String, String)>) -> Option<Vec<String>> {
+    fn visit(
+        at: &str,
+        edges: &BTreeSet<(String, String)>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(start) = path.iter().position(|m| m == at) {
+            let mut found = path[start..].to_vec();
+            found.push(at.to_owned());
+            return Some(found);
+        }
+        if done.contains(at) {
+            return None;
+        }
+        path.push(at.to_owned());
+        for (_, to) in edges.iter().filter(|(from, _)| from == at) {
+            if let Some(found) = visit(to, edges, path, done) {
+                return Some(found);
+            }
+        }
+        path.pop();
+        done.insert(at.to_owned());
+        None
+    }
+    let mut done = BTreeSet::new();
+    edges
+        .iter()
+        .find_map(|(from, _)| visit(from, edges, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn no_import_circle_between_top_level_modules() {
+    let edges: BTreeSet<(String, String)> = sources()
+        .into_iter()
+        .flat_map(|(top, _, imports)| imports.into_iter().map(move |i| (top.clone(), i)))
+        .filter(|(from, to)| from != to)
+        .collect();
+    assert_eq!(
+        circle(&edges),
+        None,
+        "an import circle between top-level modules"
+    );
+}
+
+#[test]
+fn a_circle_is_found_and_a_chain_is_not() {
+    let edges = |pairs: &[(&str, &str)]| -> BTreeSet<(String, String)> {
+        pairs
+            .iter()
+            .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+            .collect()
+    };
+    let chain = edges(&[("sync", "status"), ("status", "hook"), ("sync", "hook")]);
+    assert_eq!(circle(&chain), None);
+    let looped = edges(&[("children", "keep"), ("keep", "hook"), ("hook", "children")]);
+    assert_eq!(
+        circle(&looped),
+        Some(vec![
+            "children".into(),
+            "keep".into(),
+            "hook".into(),
+            "children".into()
+        ])
+    );
 }
 
 #[test]

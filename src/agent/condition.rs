@@ -9,8 +9,9 @@ use tokio::sync::watch;
 
 use super::{Metrics, What};
 
-/// The condition's `type` on the agent's Pod.
-pub const CONDITION_TYPE: &str = "memcached.c5c3.io/SecretReload";
+/// The condition's `type` on the agent's Pod. The hook reads it from the related Pods under
+/// the same definition.
+pub use crate::hook::RELOAD_CONDITION as CONDITION_TYPE;
 /// Longest condition message, in bytes.
 pub const MAX_MESSAGE: usize = 1024;
 

@@ -13,6 +13,7 @@ use tokio::sync::watch;
 use super::Metrics;
 use super::apiclient::{ApiClient, ApiError};
 use super::condition::{CONDITION_TYPE, Desired};
+use crate::api::apiserver;
 
 /// The patch type that merges `status.conditions` by `type`.
 pub const CONTENT_TYPE: &str = "application/strategic-merge-patch+json";
@@ -32,14 +33,13 @@ impl PodRef {
     /// The Pod named `name` in `namespace`.
     ///
     /// # Errors
-    /// A name or namespace that is not a Kubernetes object name (it goes into the URL path).
+    /// A namespace that is not a DNS-1123 label or a name that is not a DNS-1123 subdomain,
+    /// the API server's syntax for them (they go into the URL path).
     pub fn new(namespace: &str, name: &str) -> Result<Self, String> {
-        for (what, value) in [("namespace", namespace), ("name", name)] {
-            let ok = !value.is_empty()
-                && value.len() <= 253
-                && value.bytes().all(|b| {
-                    b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.'
-                });
+        for (what, value, ok) in [
+            ("namespace", namespace, apiserver::is_dns_label(namespace)),
+            ("name", name, apiserver::is_dns_subdomain(name)),
+        ] {
             if !ok {
                 return Err(format!(
                     "pod {what} {value:?} is not a Kubernetes object name"
@@ -206,6 +206,24 @@ mod tests {
     }
 
     #[test]
+    fn the_hook_reads_the_condition_the_agent_writes() {
+        use crate::hook::{RelatedObject, ReloadReport};
+        let body = patch_body(&desired("False"), "2026-11-26T07:30:00Z");
+        let mut pod: serde_json::Value = serde_json::from_str(&body).unwrap();
+        pod["apiVersion"] = "v1".into();
+        pod["kind"] = "Pod".into();
+        pod["metadata"] = serde_json::json!({"name": "c-0", "namespace": "ns"});
+        let related: RelatedObject = serde_json::from_value(pod).unwrap();
+        assert_eq!(
+            related.reload,
+            Some(ReloadReport {
+                ok: false,
+                message: Some("tls: \"quoted\" error".into()),
+            })
+        );
+    }
+
+    #[test]
     fn the_transition_time_moves_only_with_the_status() {
         let t0: Timestamp = "2026-11-26T07:30:00.75Z".parse().unwrap();
         let t1: Timestamp = "2026-11-26T08:00:00Z".parse().unwrap();
@@ -301,6 +319,9 @@ mod tests {
             ("ns", "a/b"),
             ("NS", "p"),
             ("ns", "p?x=1"),
+            ("ns", "-p"),
+            ("ns", "p..q"),
+            ("a.b", "p"),
         ] {
             let err = PodRef::new(ns, name).unwrap_err();
             assert!(err.contains("is not a Kubernetes object name"), "{err}");

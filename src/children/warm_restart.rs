@@ -39,6 +39,11 @@ pub const BIN_VOLUME: &str = "warm-restart-bin";
 pub const BIN_PATH: &str = "/warm-restart-bin";
 /// The init container that checks the metadata before memcached starts.
 pub const GUARD: &str = "warm-restart-guard";
+/// How the guard's one-line result (its termination message) starts when memcached restores
+/// the saved items; `status` reads it back.
+pub const GUARD_RESTORE: &str = "restore:";
+/// How the guard's one-line result starts when memcached starts empty; the reason follows.
+pub const GUARD_COLD: &str = "cold:";
 /// Seconds memcached is given to stop with SIGUSR1, besides one per GiB of item memory. The
 /// stop takes about a second whatever the size (docs/warm-restart.md, measured): memcached
 /// notices the signal at its next clock tick and writes a metadata file of under 1 KiB; the

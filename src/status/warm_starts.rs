@@ -4,7 +4,7 @@
 //! for the Memcached's pods when warm restart is on).
 
 use super::pods::{self, named};
-use crate::children::warm_restart::GUARD;
+use crate::children::warm_restart::{GUARD, GUARD_COLD, GUARD_RESTORE};
 use crate::hook::{Observed, RelatedObject};
 
 /// The pods' last starts, each list in pod order (by name length, then name).
@@ -32,11 +32,12 @@ impl<'a> Starts<'a> {
                 .and_then(|c| c.message.as_deref())
                 .map(str::trim);
             match result {
-                Some(line) if line.starts_with("restore:") => starts.restored.push(name),
-                Some(line) if line.starts_with("cold:") => {
-                    starts.cold.push((name, line["cold:".len()..].trim_start()));
-                }
-                _ => starts.starting.push(name),
+                Some(line) if line.starts_with(GUARD_RESTORE) => starts.restored.push(name),
+                Some(line) => match line.strip_prefix(GUARD_COLD) {
+                    Some(reason) => starts.cold.push((name, reason.trim_start())),
+                    None => starts.starting.push(name),
+                },
+                None => starts.starting.push(name),
             }
         }
         starts.restored.sort_unstable_by_key(|p| pods::order(p));
@@ -113,6 +114,21 @@ mod tests {
                  (c-2: items saved 400 s ago, more than 300); not started yet (c-1)"
             )
         );
+    }
+
+    #[test]
+    fn reads_what_the_guard_writes() {
+        use crate::warm::guard::Verdict;
+        let restore = Verdict::Restore { age: 7, wait: 0 }.line();
+        let cold = Verdict::Cold("no saved items".into()).line();
+        let related = Observed(vec![
+            pod("c-0", "ns", Some(&restore)),
+            pod("c-1", "ns", Some(&cold)),
+        ]);
+        let starts = Starts::of(&related, "ns");
+        assert_eq!(starts.restored, ["c-0"]);
+        assert_eq!(starts.cold, [("c-1", "no saved items")]);
+        assert!(starts.starting.is_empty());
     }
 
     #[test]

@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::meta::{self, Meta};
 use crate::children::layout::Layout;
+use crate::children::warm_restart::{GUARD_COLD, GUARD_RESTORE};
 
 /// A stop time this many seconds ahead of the clock is waited for (memcached 1.6.18 restores
 /// only when at least one second has passed since the stop, by its clock); further ahead, the
@@ -55,8 +56,8 @@ impl Verdict {
     #[must_use]
     pub fn line(&self) -> String {
         match self {
-            Self::Restore { age, .. } => format!("restore: items saved {age} s ago"),
-            Self::Cold(reason) => format!("cold: {reason}"),
+            Self::Restore { age, .. } => format!("{GUARD_RESTORE} items saved {age} s ago"),
+            Self::Cold(reason) => format!("{GUARD_COLD} {reason}"),
         }
     }
 }
