@@ -3,6 +3,8 @@
 #
 #   bash release/build.sh                     # into dist/ of the clone (gitignored)
 #   RELEASE_OUT=/some/dir bash release/build.sh
+#   bash release/build.sh --arm64-binary      # only the tools and the arm64 binary, into its cache
+#                                             # (tests/lib/prebuild.sh, in the background)
 #
 # Artifacts (VERSION is Cargo.toml's):
 #   memcached-hook-VERSION-linux-amd64        static binary (glibc, crt-static), the image's own:
@@ -204,6 +206,15 @@ sums() {
     (cd "$OUT" && sha256sum "${files[@]}" >SHA256SUMS && sha256sum -c --strict SHA256SUMS) || return 1
 }
 
+if [[ "${1:-}" == --arm64-binary ]]; then
+    OUT="$WORK/out"
+    mkdir -p "$OUT"
+    step tools tools
+    [[ $failed -eq 0 ]] && step arm64 arm64
+    echo "release (the arm64 binary only): $passed passed, $failed failed"
+    [[ $failed -eq 0 ]]
+    exit
+fi
 mkdir -p "$OUT"
 echo "release $VERSION into $OUT"
 step tools tools

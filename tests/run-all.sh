@@ -49,7 +49,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 1
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/memcached-hook/target}
 export PATH="$HOME/.cargo/bin:/usr/local/go/bin:$PATH"
-PHASES=${PHASES:-rust deny manifests image release schema peers e2e pods helm monitoring metacontroller fleet load fuzz}
+PHASES=${PHASES:-rust deny manifests image schema peers e2e pods release helm monitoring metacontroller fleet load fuzz}
 HOOK_BIN="$CARGO_TARGET_DIR/debug/memcached-hook"
 
 phase_rust() {
@@ -128,14 +128,14 @@ skipped=0
 failed_names=()
 summary=()
 for phase in $PHASES; do
-    case " $PHASES " in *" helm "* | *" monitoring "* | *" fuzz "*) wants_tools=1 ;; *) wants_tools="" ;; esac
+    case " $PHASES " in *" helm "* | *" monitoring "* | *" fuzz "* | *" release "*) wants_tools=1 ;; *) wants_tools="" ;; esac
     if [[ $phase == e2e && -n "$wants_tools" && -z "$prebuild_pid" ]]; then
         bash tests/lib/prebuild.sh >"$prebuild_log" 2>&1 &
         prebuild_pid=$!
     fi
     echo "=== phase $phase ==="
     start=$(date +%s)
-    if [[ $phase == helm || $phase == monitoring || $phase == fuzz ]]; then prebuild_wait; fi
+    if [[ $phase == helm || $phase == monitoring || $phase == fuzz || $phase == release ]]; then prebuild_wait; fi
     "phase_$phase" 2>&1 | python3 tests/lib/phase-clock.py "$CLOCK/$phase"
     rc=${PIPESTATUS[0]}
     took=$(($(date +%s) - start))
