@@ -56,6 +56,9 @@ trap cleanup EXIT
 # step, elapsed, passed/failed/failures, t_all
 # shellcheck source=tests/lib/steps.sh
 source "$ROOT/tests/lib/steps.sh"
+# image_commit
+# shellcheck source=tests/lib/image-recipe.sh
+source "$ROOT/tests/lib/image-recipe.sh"
 
 tools() {
     local missing=()
@@ -136,25 +139,9 @@ emulated() {
 
 # oci ARCH BINARY: the image of tests/image/build.sh for ARCH, as an OCI archive.
 oci() {
-    local arch=$1 binary=$2 labels=() envs=() line user entry ctr revision created epoch image
+    local arch=$1 binary=$2 image
     image="localhost/memcached-hook:$VERSION-$arch"
-    while IFS= read -r line; do labels+=(--label "$line"); done \
-        < <(python3 "$ROOT/tests/image/image.py" labels --dockerfile "$ROOT/Dockerfile" --version "$VERSION")
-    while IFS= read -r line; do envs+=(--env "$line"); done \
-        < <(python3 "$ROOT/tests/image/image.py" env --dockerfile "$ROOT/Dockerfile")
-    { read -r user; read -r entry; } < <(python3 "$ROOT/tests/image/image.py" user-entrypoint --dockerfile "$ROOT/Dockerfile")
-    revision=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)
-    epoch=$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || echo 0)
-    created=$(date -u -d "@$epoch" +%Y-%m-%dT%H:%M:%SZ)
-    mkdir -p "$WORK/ctx-$arch"
-    install -m 0755 "$binary" "$WORK/ctx-$arch/memcached-hook"
-    ctr=$(buildah "${STORE[@]}" from --quiet --arch "$arch" scratch) || return 1
-    buildah "${STORE[@]}" copy --quiet --chown 0:0 --chmod 0755 "$ctr" "$WORK/ctx-$arch/memcached-hook" /memcached-hook >/dev/null &&
-        buildah "${STORE[@]}" config --user "$user" --entrypoint "$entry" --cmd '' --port 8080/tcp \
-            --os linux --arch "$arch" "${envs[@]}" "${labels[@]}" \
-            --label "org.opencontainers.image.revision=$revision" \
-            --label "org.opencontainers.image.created=$created" "$ctr" &&
-        buildah "${STORE[@]}" commit --quiet --format oci --timestamp "$epoch" --rm "$ctr" "$image" >/dev/null &&
+    image_commit "$arch" "$binary" "$image" >/dev/null &&
         rm -f "$OUT/$NAME-linux-$arch.oci.tar" &&
         buildah "${STORE[@]}" push --quiet "$image" "oci-archive:$OUT/$NAME-linux-$arch.oci.tar:memcached-hook:$VERSION" ||
         return 1

@@ -79,8 +79,7 @@ pub struct SyncState {
     /// The deadline of a request that carries none.
     request_timeout: Duration,
     /// The build and the options (another reload-agent or default image is another answer) go
-    /// into the
-    /// key, never in front of the body.
+    /// into the key, never in front of the body.
     etag_key: [u8; blake3::KEY_LEN],
 }
 

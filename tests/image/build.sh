@@ -42,6 +42,9 @@ trap cleanup EXIT
 # step, elapsed, passed/failed/failures, t_all
 # shellcheck source=tests/lib/steps.sh
 source "$ROOT/tests/lib/steps.sh"
+# image_commit
+# shellcheck source=tests/lib/image-recipe.sh
+source "$ROOT/tests/lib/image-recipe.sh"
 
 tools() {
     local missing=() p
@@ -65,26 +68,7 @@ binary() {
 }
 
 build() {
-    local labels=() envs=() line user entry ctr revision created epoch
-    while IFS= read -r line; do labels+=(--label "$line"); done \
-        < <(python3 "$HERE/image.py" labels --dockerfile "$ROOT/Dockerfile" --version "$VERSION")
-    while IFS= read -r line; do envs+=(--env "$line"); done \
-        < <(python3 "$HERE/image.py" env --dockerfile "$ROOT/Dockerfile")
-    { read -r user; read -r entry; } < <(python3 "$HERE/image.py" user-entrypoint --dockerfile "$ROOT/Dockerfile")
-    # Reproducible: the commit's time stamps the image and its files.
-    revision=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)
-    epoch=$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || echo 0)
-    created=$(date -u -d "@$epoch" +%Y-%m-%dT%H:%M:%SZ)
-    mkdir -p "$WORK/ctx"
-    install -m 0755 "$STATIC_BIN" "$WORK/ctx/memcached-hook"
-    ctr=$(buildah "${STORE[@]}" from --quiet scratch) || return 1
-    buildah "${STORE[@]}" copy --quiet --chown 0:0 --chmod 0755 "$ctr" "$WORK/ctx/memcached-hook" /memcached-hook >/dev/null &&
-        buildah "${STORE[@]}" config --user "$user" --entrypoint "$entry" --cmd '' --port 8080/tcp \
-            --os linux --arch amd64 "${envs[@]}" "${labels[@]}" \
-            --label "org.opencontainers.image.revision=$revision" \
-            --label "org.opencontainers.image.created=$created" "$ctr" &&
-        buildah "${STORE[@]}" commit --quiet --format oci --timestamp "$epoch" --rm "$ctr" "$IMAGE" >"$WORK/image-id" ||
-        return 1
+    image_commit amd64 "$STATIC_BIN" "$IMAGE" >"$WORK/image-id" || return 1
     echo "built $IMAGE ($(cut -c1-12 "$WORK/image-id"))"
     buildah "${STORE[@]}" push --quiet "$IMAGE" "oci:$WORK/oci" &&
         echo "OCI layout: $(du -sh "$WORK/oci" | cut -f1)"
