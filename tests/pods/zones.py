@@ -62,6 +62,8 @@ def drain(node, timeout):
 
 
 def serves(ns, pod, key):
+    if pod is None:
+        return False, "no pod to ask"
     ip = pod["status"]["podIP"]
     _, out = ns.memcached(ip, [f"set {key} 0 0 5", "hello", f"get {key}"])
     return "STORED" in out and "VALUE" in out, out
@@ -143,8 +145,8 @@ def scenario_zones(t: Test):
             a = zone_pod(mc, "zone-a")
             if a_ready is None and a is not None and pod_ready(a):
                 a_ready = now
-            if b_gone is None and (zone_pod(mc, "zone-b") is None
-                                   or zone_pod(mc, "zone-b")["spec"].get("nodeName") != zone_b_node):
+            b = zone_pod(mc, "zone-b")  # read once: the pod may go between two reads
+            if b_gone is None and (b is None or b["spec"].get("nodeName") != zone_b_node):
                 b_gone = now
             time.sleep(0.5)
         out = drainer.communicate(timeout=30)[0] if drainer.poll() is not None else "(still running)"
