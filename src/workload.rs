@@ -83,7 +83,7 @@ impl<'a> Plan<'a> {
         let old = self.old?;
         let done = self
             .current
-            .is_some_and(|c| settled(c, self.replicas.unwrap_or(1)));
+            .is_some_and(|c| c.settled(self.replicas.unwrap_or(1)));
         (!done).then_some(old)
     }
 }
@@ -96,18 +96,4 @@ pub fn other(kind: ChildKind) -> ChildKind {
     } else {
         ChildKind::StatefulSet
     }
-}
-
-/// Whether an observed workload runs `replicas` ready pods of its latest spec: its controller
-/// has seen the current generation, the size is applied, every pod is updated and ready, and
-/// (StatefulSet) the rollout has finished. Zero replicas settle at once.
-#[must_use]
-pub fn settled(child: &ObservedChild, replicas: i32) -> bool {
-    let s = &child.status;
-    child.seen()
-        && child.spec.replicas.unwrap_or(1) == replicas
-        && [s.replicas, s.updated_replicas, s.ready_replicas]
-            .iter()
-            .all(|count| count.unwrap_or(0) == replicas)
-        && s.current_revision == s.update_revision
 }

@@ -3,7 +3,7 @@
 //! A change to the pod template (image, arguments, a rotation that restarts the pods) reaches
 //! one zone's workload at a time, in the order of `spec.zones.names`. The next zone keeps the
 //! template it is observed with until every zone before it carries the desired template and
-//! runs all its pods, updated and ready (the sync judges it with `workload::settled`). The rule reads only
+//! runs all its pods, updated and ready (the sync judges it with `ObservedChild::settled`). The rule reads only
 //! what is observed (each workload's [`ANNOTATION`] and rollout counters), so a hook restarted
 //! mid-rollout carries on where the last one stopped.
 
@@ -22,7 +22,7 @@ pub enum ZoneState {
     Observed {
         /// It carries the desired pod template.
         current: bool,
-        /// Its pods all run its template and are ready (the sync judges it with `workload::settled`).
+        /// Its pods all run its template and are ready (the sync judges it with `ObservedChild::settled`).
         settled: bool,
     },
 }

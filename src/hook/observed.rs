@@ -267,16 +267,28 @@ impl ObservedChild {
     }
 
     /// Whether every pod of the workload runs its current template: its controller has seen
-    /// the current generation, every replica of its spec is updated, no pod of another
-    /// template is left, and (a StatefulSet) the update revision is the current one.
+    /// the current generation, every replica of its spec is updated and no pod of another
+    /// template is left ([`ChildStatus::all_updated`]), and (a StatefulSet) the update revision
+    /// is the current one.
+    ///
+    /// The one answer to "has the workload rolled out": [`ObservedChild::settled`] and the
+    /// `Progressing` condition build on it.
     #[must_use]
     pub fn rolled_out(&self) -> bool {
         let s = &self.status;
-        let updated = s.updated_replicas.unwrap_or(0);
         self.seen()
-            && updated == self.spec.replicas.unwrap_or(1)
-            && s.replicas.unwrap_or(0) <= updated
+            && s.all_updated(self.spec.replicas.unwrap_or(1))
             && s.current_revision == s.update_revision
+    }
+
+    /// Whether the workload runs `replicas` ready pods of its latest spec: it has rolled out
+    /// ([`ObservedChild::rolled_out`]) at a size of `replicas` and every pod is ready. Zero
+    /// replicas settle at once.
+    #[must_use]
+    pub fn settled(&self, replicas: i32) -> bool {
+        self.rolled_out()
+            && self.spec.replicas.unwrap_or(1) == replicas
+            && self.status.ready_replicas.unwrap_or(0) == replicas
     }
 }
 
@@ -325,6 +337,15 @@ pub struct ChildStatus {
     pub current_healthy: Option<i32>,
     /// PodDisruptionBudget: the pods it covers.
     pub expected_pods: Option<i32>,
+}
+
+impl ChildStatus {
+    /// Whether the workload's counters show exactly `replicas` pods, all of its current
+    /// template (absent counters count 0).
+    #[must_use]
+    pub fn all_updated(&self, replicas: i32) -> bool {
+        self.replicas.unwrap_or(0) == replicas && self.updated_replicas.unwrap_or(0) == replicas
+    }
 }
 
 /// The number of entries of a map (`null` or absent: none); the entries are skipped.

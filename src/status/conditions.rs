@@ -51,7 +51,9 @@ struct Counts<'a> {
     to: &'static str,
     waiting: &'static str,
     updated: i32,
-    total: i32,
+    /// The workload's pods are `desired` pods of its current template
+    /// ([`ChildStatus::all_updated`], the count rule of `ObservedChild::rolled_out`).
+    all_updated: bool,
     /// `" (HPA-managed)"` under autoscaling, else empty.
     hpa: &'static str,
 }
@@ -74,7 +76,7 @@ impl<'a> Counts<'a> {
                 WAITING
             },
             updated: count(|d| d.updated_replicas),
-            total: count(|d| d.replicas),
+            all_updated: workload.is_some_and(|w| w.all_updated(desired(inputs))),
             hpa: if inputs.autoscaling {
                 " (HPA-managed)"
             } else {
@@ -105,7 +107,7 @@ fn progressing(c: Counts<'_>) -> Computed {
         condition(PROGRESSING, true, reason, message)
     } else if !c.has_workload {
         condition(PROGRESSING, true, "Progressing", c.waiting.to_owned())
-    } else if updated < desired || c.total != desired {
+    } else if !c.all_updated {
         let message = format!("Rollout in progress: {updated}/{desired} replicas updated");
         condition(PROGRESSING, true, "Progressing", message)
     } else {

@@ -2,7 +2,7 @@
 //! a Deployment and a StatefulSet. A workload whose name the spec no longer asks for (`<name>`
 //! with zones, `<name>-<zone>` without them or for a zone no longer named) is *leaving*: it is
 //! kept exactly as observed, with its disruption budget, until every workload the spec asks for
-//! is observed and settled ([`workload::settled`]). The first sync that finds them all settled
+//! is observed and settled ([`ObservedChild::settled`]). The first sync that finds them all settled
 //! leaves the leaving workloads and their budgets out, and Metacontroller deletes them.
 
 use crate::api::effective::Effective;
@@ -11,7 +11,7 @@ use crate::children::ChildKind;
 use crate::hook::{Child, Observed, ObservedChild, Received};
 use crate::keep::{self, Asked};
 use crate::status::{Migration, ServerList, ZoneSwitch};
-use crate::workload::{self, Plan};
+use crate::workload::Plan;
 
 use super::SyncError;
 use super::zones::Zoned;
@@ -50,7 +50,7 @@ impl<'a> Switch<'a> {
             .collect();
         let settled = desired.iter().all(|(_, p)| {
             p.current
-                .is_some_and(|c| workload::settled(c, p.replicas.unwrap_or(1)))
+                .is_some_and(|c| c.settled(p.replicas.unwrap_or(1)))
         });
         if leaving.is_empty() || settled {
             return None;

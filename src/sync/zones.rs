@@ -17,7 +17,7 @@ use crate::children::pdb;
 use crate::children::pod::Pods;
 use crate::children::zone_rollout::{self, ZoneState};
 use crate::hook::{Child, ObservedChild, Received};
-use crate::{keep, workload};
+use crate::keep;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use std::collections::BTreeMap;
@@ -317,7 +317,7 @@ fn zone_state(zp: &ZonePlan<'_>, desired: &str) -> ZoneState {
     };
     ZoneState::Observed {
         current: observed_hash(current).is_some_and(|h| h == desired),
-        settled: workload::settled(current, zp.plan.replicas.unwrap_or(1)),
+        settled: current.settled(zp.plan.replicas.unwrap_or(1)),
     }
 }
 
