@@ -44,8 +44,76 @@ fn imports(code: &str) -> Vec<&str> {
     out
 }
 
+/// `text` without the items marked `#[cfg(test)]` (a `mod tests;` line or a braced item), so
+/// that code after a test module is still read.
+fn without_test_items(text: &str) -> String {
+    const MARK: &str = "#[cfg(test)]";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(MARK) {
+        out.push_str(&rest[..at]);
+        rest = &rest[at + MARK.len()..];
+        rest = &rest[item_end(rest)..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The length of the item `code` starts with: up to its `;` or its closing brace, with
+/// strings, character literals and comments skipped.
+fn item_end(code: &str) -> usize {
+    let bytes = code.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b';' if depth == 0 => return i + 1,
+            b'{' => depth += 1,
+            b'}' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                i += code[i..].find('\n').unwrap_or(code.len() - i);
+                continue;
+            }
+            b'r' if matches!(bytes.get(i + 1), Some(b'"' | b'#'))
+                && !bytes[..i]
+                    .last()
+                    .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_') =>
+            {
+                let hashes = code[i + 1..].bytes().take_while(|b| *b == b'#').count();
+                let open = i + 1 + hashes;
+                if bytes.get(open) == Some(&b'"') {
+                    let close = format!("\"{}", "#".repeat(hashes));
+                    i = open
+                        + 1
+                        + code[open + 1..].find(&close).unwrap_or(code.len())
+                        + close.len();
+                    continue;
+                }
+            }
+            b'"' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'\'' if bytes.get(i + 2) == Some(&b'\'') => i += 2,
+            b'\'' if bytes.get(i + 1) == Some(&b'\\') => {
+                i += code[i + 2..].find('\'').map_or(code.len() - i, |n| n + 2);
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    bytes.len()
+}
+
 /// Each non-test source file under `src/`: its top-level module, its path under `src/` and
-/// the top-level modules its code (before `#[cfg(test)]`) imports.
+/// the top-level modules its code (without its `#[cfg(test)]` items) imports.
 fn sources() -> Vec<(String, String, Vec<String>)> {
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = vec![src.clone()];
@@ -70,8 +138,8 @@ fn sources() -> Vec<(String, String, Vec<String>)> {
             continue;
         }
         let text = std::fs::read_to_string(&path).expect("read");
-        let code = text.split("#[cfg(test)]").next().unwrap_or("");
-        let imports = imports(code).into_iter().map(str::to_owned).collect();
+        let code = without_test_items(&text);
+        let imports = imports(&code).into_iter().map(str::to_owned).collect();
         let top = top.trim_end_matches(".rs").to_owned();
         out.push((top, relative.display().to_string(), imports));
     }
@@ -170,4 +238,16 @@ fn grouped_imports_name_each_module() {
         imports("use crate::{api, hook::Child};\nuse crate::sync::sync;"),
         ["api", "hook", "sync"]
     );
+}
+
+#[test]
+fn code_after_a_test_item_is_read() {
+    let text = concat!(
+        "use crate::api;\n#[cfg(test)]\nmod tests;\n",
+        "#[cfg(test)]\nmod inline {\n    use crate::sync;\n    const S: &str = \"}\";\n",
+        "    const C: char = '}';\n    const R: &str = r#\"}\"#;\n    // }\n}\n",
+        "use crate::hook;\n",
+    );
+    let code = without_test_items(text);
+    assert_eq!(imports(&code), ["api", "hook"], "{code}");
 }
