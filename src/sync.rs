@@ -2,7 +2,6 @@
 
 use k8s_openapi::jiff::Timestamp;
 
-use crate::api::Condition;
 use crate::api::effective::Effective;
 use crate::api::high_availability::Budget;
 use crate::api::validation;
@@ -12,17 +11,19 @@ use crate::children::{
     ChildKind, accept, agent_access, deployment, hpa, network_policy, pdb, ports, service,
     service_monitor, statefulset,
 };
-use crate::hook::{Child, ChildStatus, Parent, Received, SyncRequest, SyncResponse};
+use crate::hook::{Child, Parent, Received, SyncResponse};
 use crate::keep::{self, Asked};
 use crate::secrets;
-use crate::status::{self, Inputs, Migration, PdbState, ServerList};
+use crate::status::{self, PdbState, ServerList};
 use crate::workload::{self, Plan};
 
 mod agent_account;
 mod customize;
 mod error;
+mod inputs;
 mod invalid;
 mod members;
+mod options;
 mod switch;
 mod zones;
 
@@ -30,8 +31,10 @@ pub use crate::children::pod::RESTART_TRIGGER;
 use agent_account::Access;
 pub use customize::customize;
 pub use error::SyncError;
+use inputs::inputs;
 use invalid::keep_observed;
-use members::{server_list, server_list_config_map, switch_config_map};
+use members::{server_list_config_map, switch_config_map};
+pub use options::Options;
 use switch::Switch;
 use zones::Zoned;
 
@@ -91,54 +94,6 @@ struct ZoneOutcome {
     /// For each zone, whether its workload carries the desired pod template (a zone the rollout
     /// holds back does not).
     current: Option<Vec<bool>>,
-}
-
-/// How the hook itself is configured, beyond what a request carries.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Options {
-    /// Image of the reload-agent sidecar (`--reload-agent-image`): the hook's own image.
-    pub reload_agent_image: std::borrow::Cow<'static, str>,
-    /// memcached image of a Memcached without `spec.image` (`--default-image`).
-    pub default_image: std::borrow::Cow<'static, str>,
-    /// Exporter image of a Memcached without `spec.monitoring.exporterImage`
-    /// (`--default-exporter-image`).
-    pub default_exporter_image: std::borrow::Cow<'static, str>,
-    /// Whether `/customize` asks for the pods of a Memcached with `warmRestart` or Secrets
-    /// reloaded in place, and the reload agent writes its outcome on its Pod (`--relate-pods`):
-    /// Metacontroller then watches every pod of the cluster.
-    pub relate_pods: bool,
-}
-
-impl Options {
-    /// The images of a Memcached whose spec names none.
-    #[must_use]
-    pub fn image_defaults(&self) -> crate::api::effective::ImageDefaults<'_> {
-        crate::api::effective::ImageDefaults {
-            memcached: &self.default_image,
-            exporter: &self.default_exporter_image,
-        }
-    }
-
-    /// Whether the reload agent of `e`'s pods writes its outcome on its Pod (and `/customize`
-    /// relates the pods for it): with `--relate-pods` and Secrets reloaded in place.
-    fn agent_reports(&self, e: &Effective<'_>) -> bool {
-        self.relate_pods && e.security.reloads()
-    }
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Self {
-            reload_agent_image: std::borrow::Cow::Borrowed(
-                crate::children::reload_agent::DEFAULT_IMAGE,
-            ),
-            default_image: std::borrow::Cow::Borrowed(crate::api::DEFAULT_IMAGE),
-            default_exporter_image: std::borrow::Cow::Borrowed(
-                crate::api::monitoring::DEFAULT_EXPORTER_IMAGE,
-            ),
-            relate_pods: false,
-        }
-    }
 }
 
 /// Computes the desired children and the status for one sync request at time `now`.
@@ -212,136 +167,6 @@ pub fn sync(
     let inputs = inputs(req, &e, plans, outcome, &options.reload_agent_image);
     let status = status::build(&inputs, &parent.status.conditions, &condition_time(now));
     Ok(SyncResponse { children, status })
-}
-
-/// The status inputs of a sync that built `outcome`.
-fn inputs<'a>(
-    req: &'a SyncRequest,
-    e: &Effective<'_>,
-    (plan, zoned, switch): (&Plan<'a>, Option<&Zoned<'a>>, Option<&Switch<'a>>),
-    outcome: Outcome,
-    agent_image: &str,
-) -> Inputs<'a> {
-    let parent = &req.parent;
-    let name = parent.metadata.name.as_str();
-    let namespace = parent.metadata.namespace.as_deref().unwrap_or_default();
-    let observed = plan.current;
-    let migrating_from = plan.migrating_from();
-    // Kept children are judged against what they run, not against the rejected spec.
-    let kept = outcome.invalid_spec.is_some();
-    let creating = !kept
-        && switch.is_none()
-        && observed.is_none()
-        && migrating_from.is_none()
-        && parent.status.conditions.is_empty();
-    let spec_replicas = if kept {
-        observed.map(|d| d.spec.replicas.or(d.status.replicas).unwrap_or(1))
-    } else if migrating_from.is_some() && e.autoscaling.is_some() {
-        // The new workload starts at the size the HPA chose for the old one.
-        plan.replicas
-    } else {
-        parent.spec.replicas
-    };
-    let client_port = ports::for_clients(e);
-    let inputs = Inputs {
-        name,
-        namespace,
-        generation: parent.metadata.generation,
-        spec_replicas,
-        autoscaling: !kept && e.autoscaling.is_some(),
-        workload_kind: plan.kind,
-        // The first sync creates the workload: its conditions read as they will once it is
-        // observed without a status, so the sync after its creation writes no second status
-        // (a later sync that still finds none says it waits for it).
-        workload: observed
-            .map(|d| d.status.clone())
-            .or_else(|| creating.then(ChildStatus::default)),
-        migration: migrating_from.map(|old| Migration {
-            from: old.kind.as_str(),
-            ready: old.status.ready_replicas.unwrap_or(0),
-            zones: None,
-        }),
-        server_list: match server_list(plan, migrating_from) {
-            ServerList::Nothing if creating => ServerList::Pods(plan.replicas.unwrap_or(1)),
-            list => list,
-        },
-        missing_secrets: outcome.missing_secrets,
-        invalid_spec: outcome.invalid_spec,
-        pdb: outcome.pdb,
-        missing_kinds: outcome.missing_kinds,
-        keep_previous: kept,
-        client_port: Some(client_port).filter(|p| *p != ports::MEMCACHED.number),
-        tls: e.security.tls.is_some(),
-        secret_rotation: (!kept)
-            .then(|| status::secret_reload::condition(e, &req.related, namespace, agent_image))
-            .flatten(),
-        warm_restart: (!kept)
-            .then(|| status::warm_restart::condition(e, plan, &req.related, namespace))
-            .flatten(),
-        zones: Vec::new(),
-        zone_replicas: 0,
-        zone_disruption: None,
-    };
-    if kept {
-        return inputs;
-    }
-    let at = (client_port, parent.status.conditions.as_slice());
-    layout_inputs(inputs, (zoned, switch), at, &outcome.zones)
-}
-
-/// `inputs` of a valid spec with its zones (`zoned`) and the switch of the zone layout under way.
-fn layout_inputs<'a>(
-    inputs: Inputs<'a>,
-    (zoned, switch): (Option<&Zoned<'a>>, Option<&Switch<'a>>),
-    (port, previous): (i32, &[Condition]),
-    built: &ZoneOutcome,
-) -> Inputs<'a> {
-    let inputs = match zoned {
-        Some(z) => zoned_inputs(inputs, z, (port, previous), (built, switch.is_some())),
-        None => inputs,
-    };
-    match switch {
-        Some(s) => Inputs {
-            migration: Some(s.migration(inputs.migration)),
-            server_list: s.server_list(inputs.server_list),
-            ..inputs
-        },
-        None => inputs,
-    }
-}
-
-/// `inputs` of a Memcached with `spec.zones`: its zones counted together (the desired count is
-/// `replicas` times the zones), and each zone; `zones` as the zones' children say; `previous`:
-/// the parent's current conditions.
-fn zoned_inputs<'a>(
-    inputs: Inputs<'a>,
-    z: &Zoned<'a>,
-    (port, previous): (i32, &[Condition]),
-    (zones, switching): (&ZoneOutcome, bool),
-) -> Inputs<'a> {
-    let (budgets, current) = (zones.budgets.as_ref(), zones.current.as_deref());
-    let zone_disruption = budgets.map(|b| status::zones::condition(&z.names(), b, previous));
-    let workload = z.workload(current);
-    let migration = z.migration();
-    // `inputs` (for the workload `<name>`, which zones never build) read as creating exactly when
-    // the parent has no conditions yet; the zones are created when none of theirs is observed.
-    // During a zone layout switch the observed `<name>` is the workload leaving.
-    let creating =
-        !switching && workload.is_none() && migration.is_none() && inputs.workload.is_some();
-    let at = (inputs.name, inputs.namespace, port);
-    Inputs {
-        spec_replicas: Some(
-            z.replicas
-                .saturating_mul(i32::try_from(z.zones.len()).unwrap_or(0)),
-        ),
-        workload: workload.or_else(|| creating.then(ChildStatus::default)),
-        migration,
-        server_list: z.server_list(),
-        zones: z.status(at, budgets, creating),
-        zone_replicas: z.replicas,
-        zone_disruption,
-        ..inputs
-    }
 }
 
 /// The desired children of the `kinds` a valid spec asks for, and what they are.
