@@ -4,7 +4,7 @@
 //! - the TLS chain/key: checks the pair, then sends `refresh_certs` to memcached's loopback
 //!   plaintext listener (memcached >= 1.5.13; new connections get the new certificate);
 //! - the Secret's auth file: normalises and checks it, writes the copy memcached's `-Y` reads
-//!   (`authfile.rs`), then sends SIGHUP to memcached (>= 1.5.15 re-reads the file) and waits
+//!   (`auth_file.rs`), then sends SIGHUP to memcached (>= 1.5.15 re-reads the file) and waits
 //!   until the new login is accepted.
 //!
 //! At start it does not know what memcached loaded (a native sidecar starts before memcached, and
@@ -27,7 +27,7 @@
 
 pub mod apiclient;
 mod args;
-pub mod authfile;
+pub mod auth_file;
 pub mod check;
 pub mod condition;
 pub mod exporter;
@@ -93,7 +93,7 @@ impl Agent {
         let (auth, login) = match &args.auth_file {
             Some(path) => {
                 let watched = Watched::new(vec![path.clone()])?;
-                let login = authfile::normalise(watched.group.snapshot()?.file(0))
+                let login = auth_file::normalise(watched.group.snapshot()?.file(0))
                     .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
                     .login;
                 (Some(watched), Some(login))
@@ -132,7 +132,7 @@ impl Agent {
         let Some(snapshot) = watched.pending(poll, What::Auth) else {
             return;
         };
-        let new = match authfile::normalise(snapshot.file(0)) {
+        let new = match auth_file::normalise(snapshot.file(0)) {
             Ok(new) => new,
             Err(e) => {
                 watched.refused(&snapshot);
@@ -145,7 +145,7 @@ impl Agent {
             .auth_copy
             .as_deref()
             .map_or(Ok(false), |copy| {
-                authfile::write_copy(copy, &new.bytes).map_err(|source| {
+                auth_file::write_copy(copy, &new.bytes).map_err(|source| {
                     memcached::AdminError::Copy {
                         path: copy.display().to_string(),
                         source,

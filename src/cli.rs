@@ -122,7 +122,7 @@ enum Command {
     },
     /// Init step of a memcached pod with SASL: write the auth file memcached's `-Y` reads, a
     /// normalised copy of the Secret's (every line ends with a newline).
-    AuthFile(memcached_hook::agent::authfile::CopyArgs),
+    AuthFile(memcached_hook::agent::auth_file::CopyArgs),
     /// Sidecar in a memcached pod: reload rotated TLS and auth files into the running memcached.
     ReloadAgent(memcached_hook::agent::Args),
     /// Sidecar in a memcached pod with SASL: serve memcached's stats under the Prometheus
@@ -265,7 +265,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Probe(args) => print(&probe::probe(&args)?),
         Command::AuthFile(args) => {
             init_logging(LogFormat::Auto);
-            Ok(memcached_hook::agent::authfile::run(&args)?)
+            Ok(memcached_hook::agent::auth_file::run(&args)?)
         }
         Command::ReloadAgent(args) => {
             init_logging(LogFormat::Auto);

@@ -47,12 +47,12 @@ pub enum ConfigError {
     },
     /// The token cannot be read.
     #[error(transparent)]
-    Token(ApiError),
+    Token(RequestError),
 }
 
 /// Why one request failed.
 #[derive(Debug, thiserror::Error)]
-pub enum ApiError {
+pub enum RequestError {
     /// The token file cannot be read (or is empty).
     #[error("the service account token {path}: {reason}")]
     Token {
@@ -173,22 +173,22 @@ impl ApiClient {
         path: &str,
         content_type: &str,
         body: String,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), RequestError> {
         let token = read_token(&self.token_file)?;
         let request = patch_request(&self.authority, path, &token, content_type, body)?;
         let (status, answer) = tokio::time::timeout(self.timeout, self.exchange(request))
             .await
-            .map_err(|_| ApiError::Timeout(self.timeout))??;
+            .map_err(|_| RequestError::Timeout(self.timeout))??;
         answered(status, &answer)
     }
 
     async fn exchange(
         &self,
         request: hyper::Request<String>,
-    ) -> Result<(StatusCode, hyper::body::Bytes), ApiError> {
+    ) -> Result<(StatusCode, hyper::body::Bytes), RequestError> {
         let tcp = tokio::net::TcpStream::connect((self.host.as_str(), self.port))
             .await
-            .map_err(|source| ApiError::Connect {
+            .map_err(|source| RequestError::Connect {
                 authority: self.authority.clone(),
                 source,
             })?;
@@ -196,8 +196,8 @@ impl ApiClient {
             .tls
             .connect(self.server_name.clone(), tcp)
             .await
-            .map_err(ApiError::Tls)?;
-        let http = |e: hyper::Error| ApiError::Http(e.to_string());
+            .map_err(RequestError::Tls)?;
+        let http = |e: hyper::Error| RequestError::Http(e.to_string());
         let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
             .map_err(http)?;
@@ -207,7 +207,7 @@ impl ApiClient {
             let body = Limited::new(response.into_body(), MAX_ANSWER)
                 .collect()
                 .await
-                .map_err(|e| ApiError::Http(format!("reading the answer: {e}")))?;
+                .map_err(|e| RequestError::Http(format!("reading the answer: {e}")))?;
             Ok((status, body.to_bytes()))
         };
         tokio::pin!(exchange, connection);
@@ -232,7 +232,7 @@ pub fn patch_request(
     token: &str,
     content_type: &str,
     body: String,
-) -> Result<hyper::Request<String>, ApiError> {
+) -> Result<hyper::Request<String>, RequestError> {
     hyper::Request::builder()
         .method(hyper::Method::PATCH)
         .uri(path)
@@ -245,14 +245,14 @@ pub fn patch_request(
             concat!("memcached-hook-reload-agent/", env!("CARGO_PKG_VERSION")),
         )
         .body(body)
-        .map_err(|e| ApiError::Request(e.to_string()))
+        .map_err(|e| RequestError::Request(e.to_string()))
 }
 
 /// `Ok` for a 2xx answer, else the status code and the start of the API server's message.
 ///
 /// # Errors
 /// Any status other than 2xx.
-pub fn answered(status: StatusCode, body: &[u8]) -> Result<(), ApiError> {
+pub fn answered(status: StatusCode, body: &[u8]) -> Result<(), RequestError> {
     #[derive(serde::Deserialize)]
     struct Status {
         message: Option<String>,
@@ -264,15 +264,15 @@ pub fn answered(status: StatusCode, body: &[u8]) -> Result<(), ApiError> {
         .ok()
         .and_then(|s| s.message)
         .unwrap_or_else(|| String::from_utf8_lossy(body).into_owned());
-    Err(ApiError::Status {
+    Err(RequestError::Status {
         code: status.as_u16(),
         message: bounded(text.trim(), MAX_ERROR_TEXT).to_owned(),
     })
 }
 
 /// The token in `path`, without surrounding white space.
-fn read_token(path: &Path) -> Result<String, ApiError> {
-    let error = |reason: String| ApiError::Token {
+fn read_token(path: &Path) -> Result<String, RequestError> {
+    let error = |reason: String| RequestError::Token {
         path: path.display().to_string(),
         reason,
     };

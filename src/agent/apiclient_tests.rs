@@ -179,7 +179,7 @@ async fn a_server_the_ca_did_not_sign_is_refused() {
         .patch("/x", "application/json", "{}".into())
         .await
         .unwrap_err();
-    assert!(matches!(err, ApiError::Tls(_)), "{err}");
+    assert!(matches!(err, RequestError::Tls(_)), "{err}");
 }
 
 #[tokio::test]
@@ -204,7 +204,7 @@ async fn silence_is_a_timeout_and_nobody_listening_a_connect_error() {
         .patch("/x", "application/json", "{}".into())
         .await
         .unwrap_err();
-    assert!(matches!(err, ApiError::Connect { .. }), "{err}");
+    assert!(matches!(err, RequestError::Connect { .. }), "{err}");
     std::fs::write(server.dir.join("token"), " \n").unwrap();
     let err = client
         .patch("/x", "application/json", "{}".into())
@@ -226,7 +226,7 @@ fn answers_map_to_results() {
         shown,
         ["ok", "ok", "the API server answered 500: upstream broke"]
     );
-    let ApiError::Status { code, message } = long.unwrap_err() else {
+    let RequestError::Status { code, message } = long.unwrap_err() else {
         panic!("not a status error");
     };
     assert_eq!((code, message.len()), (422, MAX_ERROR_TEXT));

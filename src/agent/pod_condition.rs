@@ -11,7 +11,7 @@ use k8s_openapi::jiff::{Timestamp, Unit};
 use tokio::sync::watch;
 
 use super::Metrics;
-use super::apiclient::{ApiClient, ApiError};
+use super::apiclient::{ApiClient, RequestError};
 use super::condition::{CONDITION_TYPE, Desired};
 use crate::api::apiserver;
 
@@ -147,7 +147,7 @@ impl Writer {
         }
     }
 
-    async fn write(&self, want: &Desired, written: &mut Written) -> Result<(), ApiError> {
+    async fn write(&self, want: &Desired, written: &mut Written) -> Result<(), RequestError> {
         let last_transition = written.transition_for(want, Timestamp::now());
         let body = patch_body(want, &last_transition);
         let result = self
