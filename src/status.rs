@@ -227,7 +227,7 @@ pub fn build(inputs: &Inputs<'_>, previous: &[Condition], now: &str) -> Memcache
     let (name, namespace) = (inputs.name, inputs.namespace);
     let port = inputs.client_port.unwrap_or(ports::MEMCACHED.number);
     let host = discovery::service_host(name, namespace);
-    let service = || vec![format!("{host}:{port}")];
+    let service = || vec![discovery::address(&host, port)];
     let server_list = match inputs.server_list {
         ServerList::ServiceWhenReady => ready.then(service),
         ServerList::ServiceWhileServing => (serving > 0).then(service),

@@ -14,6 +14,12 @@ pub const fn client_port(number: i32) -> Port {
     }
 }
 
+/// A server as every list writes it: `<host>:<port>`.
+#[must_use]
+pub fn address(host: &str, port: i32) -> String {
+    format!("{host}:{port}")
+}
+
 /// The Service's name as clients in any namespace resolve it: `<name>.<namespace>`.
 #[must_use]
 pub fn service_host(name: &str, namespace: &str) -> String {

@@ -100,7 +100,7 @@ impl Servers<'_> {
 fn plain(entries: &[Entry], port: i32) -> String {
     let list: Vec<String> = entries
         .iter()
-        .map(|e| format!("{}:{port}", e.host))
+        .map(|e| discovery::address(&e.host, port))
         .collect();
     list.join(",")
 }
@@ -112,7 +112,7 @@ fn oslo_cache(entries: &[Entry], port: i32) -> String {
         .iter()
         .map(|e| match e.host.parse::<Ipv6Addr>() {
             Ok(_) => format!("inet6:[{}]:{port}", e.host),
-            Err(_) => format!("{}:{port}", e.host),
+            Err(_) => discovery::address(&e.host, port),
         })
         .collect();
     list.join(",")

@@ -52,9 +52,7 @@ pub fn build(pods: Pods<'_>, replicas: Option<i32>, layouts: Option<&Layouts>) -
 /// for `i` in `0..replicas`.
 #[must_use]
 pub fn server_list(name: &str, namespace: &str, replicas: i32, port: i32) -> Vec<String> {
-    (0..replicas)
-        .map(|i| format!("{}:{port}", super::discovery::pod_host(name, namespace, i)))
-        .collect()
+    zone_server_list(name, name, namespace, replicas, port)
 }
 
 /// [`server_list`] of the StatefulSet `workload` governed by the Service `name`:
@@ -70,7 +68,7 @@ pub fn zone_server_list(
     (0..replicas)
         .map(|i| {
             let host = super::discovery::workload_pod_host(workload, name, namespace, i);
-            format!("{host}:{port}")
+            super::discovery::address(&host, port)
         })
         .collect()
 }
