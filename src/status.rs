@@ -119,6 +119,15 @@ pub struct Inputs<'a> {
     pub zone_disruption: Option<SpecCondition>,
 }
 
+impl Inputs<'_> {
+    /// Ready pods behind the Service: the workload's, and during a switch the old workload's too.
+    #[must_use]
+    pub fn serving(&self) -> i32 {
+        let ready = self.workload.as_ref().and_then(|d| d.ready_replicas);
+        ready.unwrap_or(0) + self.migration.map_or(0, |m| m.ready)
+    }
+}
+
 /// A switch between workloads under way: the old workload still serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Migration<'a> {
@@ -218,12 +227,7 @@ pub fn build(inputs: &Inputs<'_>, previous: &[Condition], now: &str) -> Memcache
     let ready = conditions
         .iter()
         .any(|c| c.type_ == READY && c.status == "True");
-    let serving = inputs
-        .workload
-        .as_ref()
-        .and_then(|d| d.ready_replicas)
-        .unwrap_or(0)
-        + inputs.migration.map_or(0, |m| m.ready);
+    let serving = inputs.serving();
     let (name, namespace) = (inputs.name, inputs.namespace);
     let port = inputs.client_port.unwrap_or(ports::MEMCACHED.number);
     let host = discovery::service_host(name, namespace);

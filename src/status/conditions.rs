@@ -67,7 +67,7 @@ impl<'a> Counts<'a> {
             desired: desired(inputs),
             has_workload: workload.is_some(),
             ready,
-            serving: ready + inputs.migration.map_or(0, |m| m.ready),
+            serving: inputs.serving(),
             migration: inputs.migration,
             to: inputs.workload_kind.kind(),
             waiting: if inputs.workload_kind == ChildKind::StatefulSet {
