@@ -69,7 +69,7 @@ fn main() -> std::io::Result<()> {
             listener,
             router(&config),
             None,
-            server::shutdown_signal(),
+            memcached_hook::process::shutdown_signal(),
             &config,
         )
         .await

@@ -122,19 +122,19 @@ enum Command {
     },
     /// Init step of a memcached pod with SASL: write the auth file memcached's `-Y` reads, a
     /// normalised copy of the Secret's (every line ends with a newline).
-    AuthFile(memcached_hook::agent::auth_file::CopyArgs),
+    AuthFile(memcached_hook::pod::agent::auth_file::CopyArgs),
     /// Sidecar in a memcached pod: reload rotated TLS and auth files into the running memcached.
-    ReloadAgent(memcached_hook::agent::Args),
+    ReloadAgent(memcached_hook::pod::agent::Args),
     /// Sidecar in a memcached pod with SASL: serve memcached's stats under the Prometheus
     /// memcached exporter's series names, logged in with the mounted auth file.
-    StatsExporter(memcached_hook::agent::exporter::ExporterArgs),
+    StatsExporter(memcached_hook::pod::agent::exporter::ExporterArgs),
     /// GET a URL and require a 200 answer, e.g. a hook's /readyz (the image has no curl).
     Probe(probe::ProbeArgs),
     /// Init container with warmRestart: keep memcached's saved metadata only when it can be
     /// restored safely (a bad file means a cold start, never a failure).
-    WarmGuard(memcached_hook::warm::guard::GuardArgs),
+    WarmGuard(memcached_hook::pod::warm::guard::GuardArgs),
     /// memcached's preStop hook with warmRestart: SIGUSR1, then wait for memcached to exit.
-    WarmStop(memcached_hook::warm::stop::StopArgs),
+    WarmStop(memcached_hook::pod::warm::stop::StopArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -265,24 +265,24 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Probe(args) => print(&probe::probe(&args)?),
         Command::AuthFile(args) => {
             init_logging(LogFormat::Auto);
-            Ok(memcached_hook::agent::auth_file::run(&args)?)
+            Ok(memcached_hook::pod::agent::auth_file::run(&args)?)
         }
         Command::ReloadAgent(args) => {
             init_logging(LogFormat::Auto);
-            memcached_hook::agent::run(&args)
+            memcached_hook::pod::agent::run(&args)
         }
         Command::StatsExporter(args) => {
             init_logging(LogFormat::Auto);
-            memcached_hook::agent::exporter::run(&args)
+            memcached_hook::pod::agent::exporter::run(&args)
         }
         Command::WarmGuard(args) => {
             init_logging(LogFormat::Auto);
-            let _line = memcached_hook::warm::guard::run(&args);
+            let _line = memcached_hook::pod::warm::guard::run(&args);
             Ok(())
         }
         Command::WarmStop(args) => {
             init_logging(LogFormat::Auto);
-            let result = memcached_hook::warm::stop::run(&args);
+            let result = memcached_hook::pod::warm::stop::run(&args);
             match &result {
                 Ok(line) => tracing::info!(result = %line, "warm restart stop"),
                 Err(e) => tracing::error!(error = %e, "warm restart stop"),
@@ -387,9 +387,14 @@ fn serve(args: &ServeArgs, options: memcached_hook::Options) -> anyhow::Result<(
             max_connections = args.max_connections,
             "memcached-hook serving"
         );
-        server::serve(listener, tls, server::shutdown_signal(), &config)
-            .await
-            .context("serving")?;
+        server::serve(
+            listener,
+            tls,
+            memcached_hook::process::shutdown_signal(),
+            &config,
+        )
+        .await
+        .context("serving")?;
         tracing::info!("memcached-hook stopped");
         Ok(())
     })

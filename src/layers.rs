@@ -6,15 +6,14 @@ use std::collections::BTreeSet;
 
 /// Top-level modules by layer, bottom up; modules on one line are peers.
 const LAYERS: &[&[&str]] = &[
+    &["process"],
     &["api"],
     &["hook"],
     &["children", "keep"],
     &["secrets", "workload"],
     &["status"],
     &["sync"],
-    &["server"],
-    &["agent"],
-    &["warm"],
+    &["server", "pod"],
 ];
 
 fn layer(module: &str) -> Option<usize> {

@@ -6,18 +6,18 @@
 //! children and the parent's status. It does no I/O, takes no lock and keeps no state. The HTTP
 //! server ([`server`]) and the CLI are thin shells around it.
 
-pub mod agent;
 pub mod api;
 pub mod children;
 pub mod hook;
 pub mod keep;
 #[cfg(test)]
 mod layers;
+pub mod pod;
+pub mod process;
 pub mod secrets;
 pub mod server;
 pub mod status;
 mod sync;
-pub mod warm;
 pub mod workload;
 
 pub use sync::{Options, RESTART_TRIGGER, SyncError, condition_time, customize, sync};

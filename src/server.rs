@@ -348,27 +348,3 @@ async fn serve_connection(stream: TcpStream, c: Connection) {
         tracing::debug!(%error, "connection ended with an error");
     }
 }
-
-/// Resolves on SIGTERM or SIGINT.
-pub async fn shutdown_signal() {
-    let interrupt = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = interrupt => tracing::info!("SIGINT received, finishing in-flight requests"),
-        () = terminate => tracing::info!("SIGTERM received, finishing in-flight requests"),
-    }
-}

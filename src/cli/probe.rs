@@ -79,7 +79,8 @@ impl Target {
 
 /// A client that trusts only the certificates in `ca`.
 fn client_config(ca: &Path) -> anyhow::Result<Arc<rustls::ClientConfig>> {
-    memcached_hook::agent::apiclient::trusting(ca).map_err(|e| anyhow!("{}: {e}", ca.display()))
+    memcached_hook::pod::agent::apiclient::trusting(ca)
+        .map_err(|e| anyhow!("{}: {e}", ca.display()))
 }
 
 /// GETs the URL until it answers `200`, at most `--attempts` times.

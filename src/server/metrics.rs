@@ -8,6 +8,7 @@
 //! Labels are the route and the status code only: never a parent name (unbounded) and never
 //! anything from a request body or a header.
 
+use crate::process::METRICS_CONTENT_TYPE;
 use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
 use std::time::Instant;
@@ -64,8 +65,6 @@ const OPEN: (&str, &str) = (
     "memcached_hook_open_connections",
     "Connections the server has open now",
 );
-/// The content type of an OpenMetrics text exposition (the hook's and the reload agent's).
-pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// What a `/sync` call ended as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -240,5 +239,9 @@ pub async fn track(State(metrics): State<Arc<Metrics>>, request: Request, next: 
 
 /// `GET /metrics`.
 pub async fn serve(State(metrics): State<Arc<Metrics>>) -> Response {
-    ([(header::CONTENT_TYPE, CONTENT_TYPE)], metrics.render()).into_response()
+    (
+        [(header::CONTENT_TYPE, METRICS_CONTENT_TYPE)],
+        metrics.render(),
+    )
+        .into_response()
 }

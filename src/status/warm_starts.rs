@@ -118,7 +118,7 @@ mod tests {
 
     #[test]
     fn reads_what_the_guard_writes() {
-        use crate::warm::guard::Verdict;
+        use crate::pod::warm::guard::Verdict;
         let restore = Verdict::Restore { age: 7, wait: 0 }.line();
         let cold = Verdict::Cold("no saved items".into()).line();
         let related = Observed(vec![

@@ -31,7 +31,6 @@ pub mod auth_file;
 pub mod check;
 pub mod condition;
 pub mod exporter;
-pub mod memcached;
 mod metrics;
 pub mod pod_condition;
 pub mod stats;
@@ -46,9 +45,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::memcached::{self, Admin};
 use check::Credentials;
 use condition::{Desired, Outcomes, Report};
-use memcached::Admin;
 use watched::Watched;
 
 /// Default port of the agent's metrics endpoint (the port its container declares).
@@ -279,7 +278,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         );
         let server = tokio::spawn(async move { axum::serve(listener, router).await });
         let writer = writer.map(|w| tokio::spawn(w.run(desired)));
-        let shutdown = crate::server::shutdown_signal();
+        let shutdown = crate::process::shutdown_signal();
         tokio::pin!(shutdown);
         let mut ticker = tokio::time::interval(Duration::from_secs(args.interval_seconds));
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

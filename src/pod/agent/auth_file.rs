@@ -197,7 +197,7 @@ mod tests {
 
     #[test]
     fn run_copies_a_secret_volume_file() {
-        let volume = crate::agent::watch::tests::Volume::new(
+        let volume = crate::pod::agent::watch::tests::Volume::new(
             "authfile-run",
             &[("password-file", b"user:password")],
         );

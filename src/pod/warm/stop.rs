@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::agent::memcached::{AdminError, find_process, signal};
+use crate::pod::memcached::{AdminError, find_process, signal};
 
 /// How often the exit is checked.
 const POLL: Duration = Duration::from_millis(50);

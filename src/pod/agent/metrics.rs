@@ -9,7 +9,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use crate::server::metrics::CONTENT_TYPE;
+use crate::process::METRICS_CONTENT_TYPE;
 
 /// What was reloaded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -181,7 +181,7 @@ pub(super) fn metrics_router(metrics: Arc<Metrics>) -> axum::Router {
     let text = move || {
         let m = Arc::clone(&metrics);
         async move {
-            let content_type = (axum::http::header::CONTENT_TYPE, CONTENT_TYPE);
+            let content_type = (axum::http::header::CONTENT_TYPE, METRICS_CONTENT_TYPE);
             ([content_type], m.render())
         }
     };

@@ -11,9 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::check::{self, Credentials};
-use super::memcached::{Admin, Stats};
 use super::stats;
-use crate::server::metrics::CONTENT_TYPE;
+use crate::pod::memcached::{Admin, Stats};
+use crate::process::METRICS_CONTENT_TYPE;
 
 /// The exporter's port, which the Service and the ServiceMonitor name `metrics`.
 pub const PORT: u16 = crate::children::ports::EXPORTER_PORT;
@@ -79,7 +79,10 @@ pub fn run(args: &ExporterArgs) -> anyhow::Result<()> {
                 })
                 .await
                 .unwrap_or_else(|_| stats::exposition(None));
-                ([(axum::http::header::CONTENT_TYPE, CONTENT_TYPE)], text)
+                (
+                    [(axum::http::header::CONTENT_TYPE, METRICS_CONTENT_TYPE)],
+                    text,
+                )
             }
         };
         let router = axum::Router::new()
@@ -92,7 +95,7 @@ pub fn run(args: &ExporterArgs) -> anyhow::Result<()> {
             "stats exporter serving"
         );
         axum::serve(listener, router)
-            .with_graceful_shutdown(crate::server::shutdown_signal())
+            .with_graceful_shutdown(crate::process::shutdown_signal())
             .await
             .context("serving /metrics")
     })

@@ -9,7 +9,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::registry::Registry;
 
-use super::memcached::Stats;
+use crate::pod::memcached::Stats;
 
 /// How a value is exposed.
 #[derive(Clone, Copy)]

@@ -1,7 +1,7 @@
 //! The guard against real files in a scratch directory.
 
 use super::*;
-use crate::warm::meta::tests::SAVED;
+use crate::pod::warm::meta::tests::SAVED;
 
 struct Dir(PathBuf);
 

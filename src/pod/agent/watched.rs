@@ -4,8 +4,8 @@ use std::path::PathBuf;
 
 use super::What;
 use super::condition::Report;
-use super::memcached::AdminError;
 use super::watch::{self, Group, Snapshot};
+use crate::pod::memcached::AdminError;
 
 /// Most polls between two delivery attempts after repeated failures.
 const MAX_BACKOFF_POLLS: u64 = 64;
