@@ -17,16 +17,19 @@ pub mod hpa;
 pub mod labels;
 pub mod layout;
 pub mod network_policy;
+pub mod own_image;
 pub mod pdb;
 pub mod pod;
 pub mod ports;
 pub mod reload_agent;
+mod resources;
 pub mod running_layouts;
 pub mod security_context;
 pub mod servers;
 pub mod service;
 pub mod service_monitor;
 pub mod statefulset;
+mod volumes;
 pub mod warm_restart;
 pub mod zone;
 pub mod zone_budgets;
@@ -38,7 +41,7 @@ pub const SASL_MOUNT_PATH: &str = "/etc/memcached/sasl";
 pub const SASL_SECRET_FILE: &str = "/etc/memcached/sasl/password-file";
 /// Where the in-memory volume with memcached's copy of the auth file is mounted.
 pub const AUTH_COPY_MOUNT_PATH: &str = "/run/memcached/sasl";
-/// memcached's `-Y` file: the normalised copy (`src/agent/auth_file.rs`).
+/// memcached's `-Y` file: the normalised copy (`src/pod/agent/auth_file.rs`).
 pub const AUTH_COPY_FILE: &str = "/run/memcached/sasl/password-file";
 /// Where the TLS Secret is mounted.
 pub const TLS_MOUNT_PATH: &str = "/etc/memcached/tls";

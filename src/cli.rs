@@ -34,7 +34,7 @@ pub struct Cli {
         long,
         global = true,
         env = "MEMCACHED_HOOK_RELOAD_AGENT_IMAGE",
-        default_value = memcached_hook::children::reload_agent::DEFAULT_IMAGE
+        default_value = memcached_hook::children::own_image::DEFAULT_IMAGE
     )]
     reload_agent_image: String,
     /// memcached image of a Memcached without `spec.image`: set it once to a mirror's copy
@@ -344,7 +344,7 @@ fn load_auth(args: &ServeArgs) -> anyhow::Result<Option<Arc<Authenticator>>> {
 
 fn serve(args: &ServeArgs, options: memcached_hook::Options) -> anyhow::Result<()> {
     init_logging(args.log_format);
-    if memcached_hook::children::reload_agent::is_placeholder(&options.reload_agent_image) {
+    if memcached_hook::children::own_image::is_placeholder(&options.reload_agent_image) {
         tracing::warn!(
             image = %options.reload_agent_image,
             "the reload-agent image is the placeholder: set --reload-agent-image \

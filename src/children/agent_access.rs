@@ -116,7 +116,7 @@ pub(super) fn volume() -> Volume {
 /// The agent's mount of [`volume`].
 #[must_use]
 pub(super) fn mount() -> VolumeMount {
-    super::pod::mount(VOLUME, MOUNT_PATH)
+    super::volumes::mount(VOLUME, MOUNT_PATH)
 }
 
 /// The agent's flag that makes it write [`CONDITION_TYPE`].

@@ -1,14 +1,14 @@
 //! The `auth-file` init step of a pod with SASL: `memcached-hook auth-file` from the hook's own
 //! image writes the normalised copy of the Secret's auth file that memcached's `-Y` reads
-//! (`src/agent/auth_file.rs`) into an in-memory `emptyDir`, before memcached (and the reload
+//! (`src/pod/agent/auth_file.rs`) into an in-memory `emptyDir`, before memcached (and the reload
 //! agent) start. It runs in both rotation modes; under `Reload` the agent rewrites the copy.
 
 use k8s_openapi::api::core::v1::{Container, EmptyDirVolumeSource, ResourceRequirements, Volume};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-use super::pod::{AUTH_COPY_VOLUME, SASL_VOLUME, mount, writable_mount};
+use super::volumes::{AUTH_COPY_VOLUME, SASL_VOLUME, mount, writable_mount};
 use super::{
-    AUTH_COPY_FILE, AUTH_COPY_MOUNT_PATH, SASL_MOUNT_PATH, SASL_SECRET_FILE, reload_agent,
+    AUTH_COPY_FILE, AUTH_COPY_MOUNT_PATH, SASL_MOUNT_PATH, SASL_SECRET_FILE, own_image, resources,
     security_context,
 };
 use crate::api::effective::Effective;
@@ -37,7 +37,7 @@ pub fn container(e: &Effective<'_>, image: &str) -> Container {
     Container {
         name: NAME.to_owned(),
         image: Some(image.to_owned()),
-        command: Some(vec![reload_agent::BINARY.to_owned()]),
+        command: Some(vec![own_image::BINARY.to_owned()]),
         args: Some(vec![
             "auth-file".to_owned(),
             "--from".to_owned(),
@@ -46,11 +46,8 @@ pub fn container(e: &Effective<'_>, image: &str) -> Container {
             AUTH_COPY_FILE.to_owned(),
         ]),
         resources: Some(ResourceRequirements {
-            requests: Some(reload_agent::quantities(&[
-                ("cpu", "10m"),
-                ("memory", "16Mi"),
-            ])),
-            limits: Some(reload_agent::quantities(&[("memory", "64Mi")])),
+            requests: Some(resources::quantities(&[("cpu", "10m"), ("memory", "16Mi")])),
+            limits: Some(resources::quantities(&[("memory", "64Mi")])),
             claims: None,
         }),
         security_context: Some(security_context::container(e)),

@@ -2,13 +2,14 @@
 //! Prometheus memcached exporter (`spec.monitoring.exporterImage`). With SASL memcached refuses
 //! `stats` to a client that has not logged in, and the exporter has no way to log in: the hook's
 //! own image then runs `memcached-hook stats-exporter`, which logs in with the mounted auth file
-//! and serves the same series names (`src/agent/stats.rs`).
+//! and serves the same series names (`src/pod/agent/stats.rs`).
 
 use k8s_openapi::api::core::v1::Container;
 
-use super::pod::{AUTH_COPY_VOLUME, mount, resources};
 use super::ports::{self, Port, Server, container_ports};
-use super::{AUTH_COPY_FILE, AUTH_COPY_MOUNT_PATH, reload_agent, security_context};
+use super::resources::resources;
+use super::volumes::{AUTH_COPY_VOLUME, mount};
+use super::{AUTH_COPY_FILE, AUTH_COPY_MOUNT_PATH, own_image, security_context};
 use crate::api::effective::Effective;
 use crate::api::monitoring::Monitoring;
 
@@ -56,7 +57,7 @@ pub fn container(
     if e.security.sasl_secret.is_some() {
         Container {
             image: Some(hook_image.to_owned()),
-            command: Some(vec![reload_agent::BINARY.to_owned()]),
+            command: Some(vec![own_image::BINARY.to_owned()]),
             args: Some(stats_exporter_args(e)),
             volume_mounts: Some(vec![mount(AUTH_COPY_VOLUME, AUTH_COPY_MOUNT_PATH)]),
             ..common

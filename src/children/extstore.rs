@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-use super::pod::writable_mount;
+use super::volumes::writable_mount;
 use crate::api::extstore::{Extstore, ExtstoreVolume, MOUNT_PATH};
 
 /// The volume's name in the pod (an ephemeral claim is `<pod>-extstore`).

@@ -5,26 +5,23 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Container, ExecAction, KeyToPath, Lifecycle, LifecycleHandler, PodSpec, PodTemplateSpec, Probe,
-    ResourceRequirements, SecretVolumeSource, TCPSocketAction, Volume, VolumeMount,
+    Container, ExecAction, Lifecycle, LifecycleHandler, PodSpec, PodTemplateSpec, Probe,
+    TCPSocketAction, Volume, VolumeMount,
 };
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::ports::{self, Port, Server, container_ports};
+use super::resources::resources;
+use super::volumes::{
+    AUTH_COPY_VOLUME, SASL_VOLUME, TLS_VOLUME, mount, secret_volume, writable_mount,
+};
 use super::zone::Zone;
 use super::{
     AUTH_COPY_MOUNT_PATH, SASL_MOUNT_PATH, TLS_MOUNT_PATH, affinity, agent_access, args, auth_file,
     exporter, extstore, labels, reload_agent, security_context,
 };
 use crate::api::effective::Effective;
-use crate::api::quantity;
-
-pub(super) const SASL_VOLUME: &str = "sasl-credentials";
-/// The in-memory volume with memcached's copy of the auth file.
-pub(super) const AUTH_COPY_VOLUME: &str = "sasl-auth-file";
-const TLS_VOLUME: &str = "tls-certificates";
 
 /// Pod-template annotation that rolls the pods when a referenced Secret changes.
 pub const SECRET_HASH: &str = "memcached.c5c3.io/secret-hash";
@@ -113,71 +110,6 @@ fn tcp_probe(initial_delay_seconds: i32, period_seconds: i32) -> Probe {
         initial_delay_seconds: Some(initial_delay_seconds),
         period_seconds: Some(period_seconds),
         ..Probe::default()
-    }
-}
-
-/// Resources with canonical quantities, absent when empty; `memory_request_mib` (the default
-/// memory request, only when the user gave no memory) joins the requests.
-pub(super) fn resources(
-    requirements: Option<&ResourceRequirements>,
-    memory_request_mib: Option<i64>,
-) -> Option<ResourceRequirements> {
-    let canonical = |list: Option<&BTreeMap<String, Quantity>>| {
-        list.filter(|l| !l.is_empty()).map(|l| {
-            l.iter()
-                .map(|(k, q)| (k.clone(), quantity::canonical(q)))
-                .collect::<BTreeMap<_, _>>()
-        })
-    };
-    let r = requirements;
-    let mut requests = canonical(r.and_then(|r| r.requests.as_ref()));
-    if let Some(mib) = memory_request_mib {
-        requests
-            .get_or_insert_default()
-            .insert("memory".to_owned(), Quantity(format!("{mib}Mi")));
-    }
-    let out = ResourceRequirements {
-        limits: canonical(r.and_then(|r| r.limits.as_ref())),
-        requests,
-        claims: r.and_then(|r| r.claims.clone()).filter(|c| !c.is_empty()),
-    };
-    (out != ResourceRequirements::default()).then_some(out)
-}
-
-fn secret_volume(volume: &str, secret: &str, keys: &[&str]) -> Volume {
-    Volume {
-        name: volume.to_owned(),
-        secret: Some(SecretVolumeSource {
-            secret_name: Some(secret.to_owned()),
-            items: Some(
-                keys.iter()
-                    .map(|k| KeyToPath {
-                        key: (*k).to_owned(),
-                        path: (*k).to_owned(),
-                        mode: None,
-                    })
-                    .collect(),
-            ),
-            ..SecretVolumeSource::default()
-        }),
-        ..Volume::default()
-    }
-}
-
-pub(super) fn mount(volume: &str, path: &str) -> VolumeMount {
-    VolumeMount {
-        name: volume.to_owned(),
-        mount_path: path.to_owned(),
-        read_only: Some(true),
-        ..VolumeMount::default()
-    }
-}
-
-/// A mount the container writes to.
-pub(super) fn writable_mount(volume: &str, path: &str) -> VolumeMount {
-    VolumeMount {
-        read_only: None,
-        ..mount(volume, path)
     }
 }
 

@@ -1,13 +1,12 @@
 //! The reload-agent sidecar: `memcached-hook reload-agent` from the hook's own image,
 //! as a native sidecar (an init container with `restartPolicy: Always`, Kubernetes >= 1.29). It
 //! watches the mounted SASL/TLS files and reloads them into memcached in place
-//! (`src/agent/`), so a rotated Secret does not empty the cache.
-
-use std::collections::BTreeMap;
+//! (`src/pod/agent/`), so a rotated Secret does not empty the cache.
 
 use k8s_openapi::api::core::v1::{Container, ResourceRequirements, VolumeMount};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
+use super::own_image::BINARY;
+use super::resources::quantities;
 use super::{
     AUTH_COPY_FILE, SASL_SECRET_FILE, TLS_MOUNT_PATH, agent_access, ports, security_context,
 };
@@ -15,30 +14,6 @@ use crate::api::effective::Effective;
 
 /// The sidecar's name.
 pub const NAME: &str = "reload-agent";
-/// The image when the hook is not told otherwise: the placeholder name the manifests use too
-/// (deploy/ and the chart set `--reload-agent-image` to the image they run).
-pub const DEFAULT_IMAGE: &str = concat!(
-    "registry.example.com/memcached-hook:",
-    env!("CARGO_PKG_VERSION")
-);
-/// The registry of the placeholder: no cluster can pull from it.
-const PLACEHOLDER_REGISTRY: &str = "registry.example.com/";
-
-/// Whether `image` is still the placeholder (or another image from its registry): pods with the
-/// agent would stay in `ImagePullBackOff`.
-#[must_use]
-pub fn is_placeholder(image: &str) -> bool {
-    image.trim().starts_with(PLACEHOLDER_REGISTRY)
-}
-/// The hook image's binary (its entrypoint runs `serve`).
-pub(super) const BINARY: &str = "/memcached-hook";
-
-pub(super) fn quantities(pairs: &[(&str, &str)]) -> BTreeMap<String, Quantity> {
-    pairs
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), Quantity((*v).to_owned())))
-        .collect()
-}
 
 /// The agent's command line for the pod of `e`; `reports`: it writes each reload's outcome on
 /// its own Pod.
@@ -104,20 +79,5 @@ pub fn container(
         security_context: Some(security_context::container(e)),
         volume_mounts: (!mounts.is_empty()).then(|| mounts.to_vec()),
         ..Container::default()
-    }
-}
-
-#[cfg(test)]
-mod placeholder_tests {
-    #[test]
-    fn the_placeholder_is_recognised_and_a_real_image_is_not() {
-        assert!(super::is_placeholder(super::DEFAULT_IMAGE));
-        assert!(super::is_placeholder(
-            "registry.example.com/memcached-hook:0.0.1"
-        ));
-        assert!(!super::is_placeholder("ghcr.io/corp/memcached-hook:0.1.0"));
-        assert!(!super::is_placeholder(
-            "registry.corp/registry.example.com/x:1"
-        ));
     }
 }

@@ -20,7 +20,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::reload_agent::BINARY;
+use super::own_image::BINARY;
 use super::security_context;
 use crate::api::effective::Effective;
 use crate::api::quantity::canonicalize;

@@ -8,7 +8,7 @@ use super::pods::{self, named};
 use crate::api::bounds::cut;
 use crate::api::effective::Effective;
 use crate::api::security::Rotation;
-use crate::children::reload_agent;
+use crate::children::own_image;
 use crate::hook::{Observed, RelatedObject};
 
 const IN_PLACE: &str = "Changes to the certificate, key and password file are reloaded in place \
@@ -36,7 +36,7 @@ pub fn condition(
 ) -> Option<SpecCondition> {
     Some(match e.security.rotation? {
         Rotation::Reload => {
-            if reload_agent::is_placeholder(agent_image) {
+            if own_image::is_placeholder(agent_image) {
                 return Some(SpecCondition {
                     status: false,
                     reason: "AgentImagePlaceholder",

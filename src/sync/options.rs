@@ -40,7 +40,7 @@ impl Options {
 impl Default for Options {
     fn default() -> Self {
         Self {
-            reload_agent_image: Cow::Borrowed(crate::children::reload_agent::DEFAULT_IMAGE),
+            reload_agent_image: Cow::Borrowed(crate::children::own_image::DEFAULT_IMAGE),
             default_image: Cow::Borrowed(crate::api::DEFAULT_IMAGE),
             default_exporter_image: Cow::Borrowed(crate::api::monitoring::DEFAULT_EXPORTER_IMAGE),
             relate_pods: false,

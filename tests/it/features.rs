@@ -91,7 +91,7 @@ fn sasl_metrics_sidecar_is_the_stats_exporter() {
         containers[1],
         decoded::<Container>(json!({
             "name": "exporter",
-            "image": memcached_hook::children::reload_agent::DEFAULT_IMAGE,
+            "image": memcached_hook::children::own_image::DEFAULT_IMAGE,
             "command": ["/memcached-hook"],
             "args": ["stats-exporter", "--auth-file", "/run/memcached/sasl/password-file",
                      "--memcached-addr", "127.0.0.1:11211"],
@@ -196,7 +196,7 @@ fn sasl_volumes_mounts_and_args() {
     assert_eq!(
         pod.init_containers.as_deref().expect("init containers")[0],
         strict::<Container>(
-            &json!({"name": "auth-file", "image": memcached_hook::children::reload_agent::DEFAULT_IMAGE,
+            &json!({"name": "auth-file", "image": memcached_hook::children::own_image::DEFAULT_IMAGE,
                "command": ["/memcached-hook"],
                "args": ["auth-file", "--from", "/etc/memcached/sasl/password-file",
                         "--to", "/run/memcached/sasl/password-file"],
