@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Container, PodSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
+use k8s_openapi::api::core::v1::{Container, PodSpec, Service, ServicePort};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
 use memcached_hook::api::MemcachedStatus;
 use memcached_hook::hook::Received;
@@ -208,4 +208,36 @@ pub fn overlaid(mut base: Value, over: &Value) -> Value {
         }
     }
     base
+}
+
+pub fn base_labels(name: &str) -> BTreeMap<String, String> {
+    map(&[
+        ("app.kubernetes.io/name", "memcached"),
+        ("app.kubernetes.io/instance", name),
+        ("app.kubernetes.io/managed-by", "memcached-operator"),
+    ])
+}
+
+pub fn base_selector(name: &str) -> LabelSelector {
+    LabelSelector {
+        match_labels: Some(base_labels(name)),
+        match_expressions: None,
+    }
+}
+
+/// Each field named with `true` (its typed value is `None`) must be absent; names those written.
+pub fn assert_absent(fields: &[(&str, bool)]) {
+    let written: Vec<&str> = (fields.iter().filter(|(_, absent)| !absent))
+        .map(|(name, _)| *name)
+        .collect();
+    assert!(
+        written.is_empty(),
+        "written, but should be absent: {written:?}"
+    );
+}
+
+/// The ports of a response's Service.
+pub fn service_ports(r: &Value) -> Vec<ServicePort> {
+    let spec = typed::<Service>(r).spec.expect("spec");
+    spec.ports.expect("ports")
 }

@@ -5,7 +5,10 @@
 
 use serde_json::{Value, json};
 
-use crate::common::sync_with;
+use crate::common::{
+    memcached, must, pod_spec, render, restricted_container, restricted_pod, strict, sync_value,
+    sync_with,
+};
 use crate::warm_restart::request;
 
 /// The volume types `restricted` allows.
@@ -330,4 +333,69 @@ fn the_checker_finds_what_restricted_refuses() {
             "{path:?} = {value}"
         );
     }
+}
+
+#[test]
+fn security_contexts_set_their_fields_over_the_defaults() {
+    let pod_sc = json!({"runAsUser": 2000, "fsGroup": 3000, "supplementalGroups": [4000],
+                        "seccompProfile": {"type": "Localhost", "localhostProfile": "memcached.json"}});
+    let c_sc = json!({"readOnlyRootFilesystem": false, "capabilities": {"drop": ["NET_RAW"]},
+                      "runAsUser": 5000});
+    let r = render(
+        json!({"security": {"podSecurityContext": pod_sc, "containerSecurityContext": c_sc}}),
+    );
+    // Each field the user sets is theirs, whole; the others keep the hook's defaults.
+    assert_eq!(
+        pod_spec(&r).security_context,
+        Some(strict(
+            &json!({"runAsNonRoot": true, "runAsUser": 2000, "runAsGroup": 11211,
+                            "fsGroup": 3000, "supplementalGroups": [4000],
+                            "seccompProfile": {"type": "Localhost",
+                                               "localhostProfile": "memcached.json"}})
+        ))
+    );
+    assert_eq!(
+        memcached(&r).security_context,
+        Some(strict(&json!({"allowPrivilegeEscalation": false,
+                            "readOnlyRootFilesystem": false,
+                            "capabilities": {"drop": ["NET_RAW"]}, "runAsUser": 5000})))
+    );
+    // What the defaults already are changes nothing.
+    let same = render(json!({"security": {"podSecurityContext": restricted_pod(),
+                                           "containerSecurityContext": restricted_container()}}));
+    assert_eq!(
+        pod_spec(&same).security_context,
+        pod_spec(&render(json!({}))).security_context
+    );
+    assert_eq!(
+        memcached(&same).security_context,
+        memcached(&render(json!({}))).security_context
+    );
+}
+
+#[test]
+fn platform_leaves_the_user_to_the_platform_everywhere() {
+    let spec = json!({"workload": "StatefulSet", "warmRestart": {"enabled": true},
+                      "security": {"defaultUser": "Platform"}});
+    let r = sync_value(&crate::warm_restart::request(spec, json!({})));
+    let sts = must(&r, "StatefulSet");
+    let pod = &sts["spec"]["template"]["spec"];
+    assert_eq!(
+        pod["securityContext"],
+        json!({"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}}),
+        "no runAsUser, runAsGroup or fsGroup"
+    );
+    let text = pod.to_string();
+    for field in ["runAsUser", "runAsGroup", "fsGroup"] {
+        assert!(!text.contains(field), "{field} in {text}");
+    }
+    // A user the spec names still wins.
+    let named = render(json!({"security": {"defaultUser": "Platform",
+                                            "podSecurityContext": {"runAsUser": 1000700000}}}));
+    assert_eq!(
+        pod_spec(&named)
+            .security_context
+            .and_then(|c| c.run_as_user),
+        Some(1_000_700_000)
+    );
 }

@@ -1,27 +1,17 @@
-//! Monitoring, SASL/TLS, NetworkPolicy and autoscaling: the exporter sidecar, the ServiceMonitor,
-//! secret volumes and memcached flags, the NetworkPolicy and the HPA (docs/behaviour.md).
+//! `spec.security`: SASL, TLS, the NetworkPolicy, the Secret hash and the reload agent.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::core::v1::{Container, ContainerPort, KeyToPath, Service, ServicePort};
+use k8s_openapi::api::core::v1::{Container, ContainerPort, KeyToPath, ServicePort};
 use k8s_openapi::api::networking::v1::{NetworkPolicy, NetworkPolicyIngressRule};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::{Value, json};
 
 use crate::common::{
-    child, condition, decoded, map, memcached, overlaid, pod_spec, render, request_json,
-    restricted_container, restricted_pod, status, strict, sync_value, typed, words,
+    child, condition, map, memcached, overlaid, pod_spec, render, request_json,
+    restricted_container, restricted_pod, service_ports, status, strict, sync_value, typed, words,
 };
-use crate::service_monitor::{self, Endpoint};
-
-/// The ports of a response's Service.
-fn service_ports(r: &Value) -> Vec<ServicePort> {
-    let spec = typed::<Service>(r).spec.expect("spec");
-    spec.ports.expect("ports")
-}
 
 /// The first ingress rule of a response's NetworkPolicy.
 fn ingress(r: &Value) -> NetworkPolicyIngressRule {
@@ -39,136 +29,6 @@ fn init_names(r: &Value) -> Vec<String> {
 fn template_annotations(r: &Value) -> Option<BTreeMap<String, String>> {
     let template = typed::<Deployment>(r).spec.expect("spec").template;
     template.metadata.expect("metadata").annotations
-}
-
-#[test]
-fn exporter_sidecar_and_metrics_port() {
-    let csc = json!({"runAsNonRoot": true});
-    let r = render(
-        json!({"monitoring": {"enabled": true, "exporterResources": {"limits": {"memory": "64Mi"}}},
-                          "security": {"containerSecurityContext": csc}}),
-    );
-    let containers = pod_spec(&r).containers;
-    assert_eq!(containers.len(), 2);
-    // The whole container: nothing else is written.
-    assert_eq!(
-        containers[1],
-        decoded::<Container>(
-            json!({"name": "exporter", "image": "prom/memcached-exporter:v0.15.4",
-            "ports": [{"name": "metrics", "containerPort": 9150, "protocol": "TCP"}],
-            "resources": {"limits": {"memory": "64Mi"}},
-            "securityContext": overlaid(restricted_container(), &csc)})
-        )
-    );
-    let ports = service_ports(&r);
-    assert_eq!(
-        ports[1],
-        decoded::<ServicePort>(
-            json!({"name": "metrics", "port": 9150, "targetPort": "metrics", "protocol": "TCP"})
-        )
-    );
-    let custom = render(json!({"monitoring": {"enabled": true, "exporterImage": "exporter:v1"}}));
-    let image = pod_spec(&custom).containers[1].image.clone();
-    assert_eq!(image.as_deref(), Some("exporter:v1"));
-    let off = render(json!({"monitoring": {"enabled": false, "serviceMonitor": {}}}));
-    assert_eq!(pod_spec(&off).containers.len(), 1);
-    assert!(child(&off, "ServiceMonitor").is_none());
-    assert_eq!(service_ports(&off).len(), 1);
-}
-
-/// With SASL memcached refuses `stats` to the Prometheus exporter (it cannot log in): the metrics
-/// sidecar is the hook's own `stats-exporter`, logged in with memcached's copy of the auth file, on the same
-/// `metrics` port; `exporterImage` is not used then.
-#[test]
-fn sasl_metrics_sidecar_is_the_stats_exporter() {
-    let sasl = json!({"enabled": true, "credentialsSecretRef": {"name": "creds"}});
-    let r = render(
-        json!({"monitoring": {"enabled": true, "exporterImage": "exporter:v1"},
-                          "security": {"sasl": sasl}}),
-    );
-    let containers = pod_spec(&r).containers;
-    assert_eq!(
-        containers[1],
-        decoded::<Container>(json!({
-            "name": "exporter",
-            "image": memcached_hook::children::own_image::DEFAULT_IMAGE,
-            "command": ["/memcached-hook"],
-            "args": ["stats-exporter", "--auth-file", "/run/memcached/sasl/password-file",
-                     "--memcached-addr", "127.0.0.1:11211"],
-            "ports": [{"name": "metrics", "containerPort": 9150, "protocol": "TCP"}],
-            "securityContext": restricted_container(),
-            "volumeMounts": [{"name": "sasl-auth-file", "mountPath": "/run/memcached/sasl",
-                              "readOnly": true}]
-        }))
-    );
-    let tls = json!({"enabled": true, "certificateSecretRef": {"name": "certs"}});
-    let locked = render(json!({"monitoring": {"enabled": true},
-                               "security": {"sasl": sasl, "tls": tls}}));
-    let args = pod_spec(&locked).containers[1].args.clone().expect("args");
-    assert_eq!(
-        args[4], "127.0.0.1:11213",
-        "the loopback listener under TLS"
-    );
-}
-
-#[test]
-fn service_monitor() {
-    let r = render(json!({"monitoring": {"enabled": true, "serviceMonitor": {
-        "additionalLabels": {"release": "prom", "app.kubernetes.io/name": "override"}, "interval": "15s"}}}));
-    let sm = service_monitor::of(&r);
-    assert_eq!(sm.api_version, "monitoring.coreos.com/v1");
-    assert_eq!(
-        sm.metadata.labels,
-        Some(map(&[
-            ("release", "prom"),
-            ("app.kubernetes.io/name", "memcached"),
-            ("app.kubernetes.io/instance", "my-cache"),
-            ("app.kubernetes.io/managed-by", "memcached-operator")
-        ]))
-    );
-    assert_eq!(
-        sm.spec,
-        strict(&json!({
-        "selector": {"matchLabels": {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "my-cache",
-                                     "app.kubernetes.io/managed-by": "memcached-operator"}},
-        "namespaceSelector": {"matchNames": ["default"]},
-        "endpoints": [{"port": "metrics", "interval": "15s", "scrapeTimeout": "10s"}]}))
-    );
-    let defaults = render(json!({"monitoring": {"enabled": true, "serviceMonitor": {}}}));
-    assert_eq!(
-        service_monitor::of(&defaults).spec.endpoints,
-        [strict::<Endpoint>(
-            &json!({"port": "metrics", "interval": "30s", "scrapeTimeout": "10s"})
-        )]
-    );
-    assert!(
-        child(
-            &render(json!({"monitoring": {"enabled": true}})),
-            "ServiceMonitor"
-        )
-        .is_none()
-    );
-}
-
-#[test]
-fn service_monitor_not_declared_is_reported() {
-    let mut request = request_json(json!({"monitoring": {"enabled": true, "serviceMonitor": {}}}));
-    let list = request["controller"]["spec"]["childResources"]
-        .as_array_mut()
-        .expect("list");
-    list.retain(|c| c["resource"] != "servicemonitors");
-    let r = sync_value(&request);
-    assert!(child(&r, "ServiceMonitor").is_none());
-    assert_eq!(pod_spec(&r).containers.len(), 2, "the exporter still runs");
-    let c = condition(&r, "ChildResourcesMissing");
-    assert_eq!(c.status, "True");
-    assert!(
-        c.message.contains(
-            "servicemonitors.monitoring.coreos.com (needed by spec.monitoring.serviceMonitor)"
-        ),
-        "{}",
-        c.message
-    );
 }
 
 #[test]
@@ -285,35 +145,6 @@ fn tls_and_mtls() {
 }
 
 #[test]
-fn kitchen_sink_argument_order() {
-    let r = render(
-        json!({"memcached": {"maxMemoryMB": 256, "maxConnections": 2048, "threads": 8, "maxItemSize": "2m",
-                                        "verbosity": 2, "extraArgs": ["--max-reqs-per-event", "20"]},
-                          "security": {"sasl": {"enabled": true, "credentialsSecretRef": {"name": "s"}},
-                                       "tls": {"enabled": true, "enableClientCert": true, "certificateSecretRef": {"name": "s"}}}}),
-    );
-    assert_eq!(
-        memcached(&r).args.expect("args"),
-        words(
-            "-m 256 -c 2048 -t 8 -I 2m -vv -Y /run/memcached/sasl/password-file -Z \
-             -o ssl_chain_cert=/etc/memcached/tls/tls.crt \
-             -o ssl_key=/etc/memcached/tls/tls.key -o ssl_min_version=2 \
-             -o ssl_ca_cert=/etc/memcached/tls/ca.crt -o ssl_verify_mode=2 \
-             -l *:11211 -l *:11212 -l notls:127.0.0.1:11213 -X -W \
-             --max-reqs-per-event 20"
-        )
-    );
-    let volumes: Vec<String> = (pod_spec(&r).volumes.expect("volumes").into_iter())
-        .map(|v| v.name)
-        .collect();
-    assert_eq!(
-        volumes,
-        ["sasl-credentials", "sasl-auth-file", "tls-certificates"],
-        "the same Secret backs both Secret volumes"
-    );
-}
-
-#[test]
 fn secret_hash_and_missing_secrets() {
     let secret = |name: &str, data: Value| json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": "default"}, "data": data});
     // RollingRestart: the reference's hash of every key (its test vector).
@@ -377,85 +208,6 @@ fn network_policy() {
         )
         .is_none()
     );
-}
-
-#[test]
-fn autoscaling() {
-    let spec = json!({"resources": {"requests": {"cpu": "100m"}}, "autoscaling": {"enabled": true, "maxReplicas": 5}});
-    let r = render(spec.clone());
-    assert!(
-        typed::<Deployment>(&r)
-            .spec
-            .expect("spec")
-            .replicas
-            .is_none(),
-        "absent on the first create"
-    );
-    assert_eq!(
-        typed::<HorizontalPodAutoscaler>(&r).spec,
-        Some(strict(&json!({
-        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "my-cache"},
-        "maxReplicas": 5,
-        "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}],
-        "behavior": {"scaleDown": {"stabilizationWindowSeconds": 300}}})))
-    );
-    let metrics = json!([{"type": "Resource", "resource": {"name": "memory", "target": {"type": "AverageValue", "averageValue": "1024Mi"}}}]);
-    let behavior = json!({"scaleUp": {"stabilizationWindowSeconds": 0, "policies": [{"type": "Pods", "value": 2, "periodSeconds": 60}]}});
-    let custom = render(
-        json!({"autoscaling": {"enabled": true, "minReplicas": 2, "maxReplicas": 9, "metrics": metrics, "behavior": behavior}}),
-    );
-    let hpa = typed::<HorizontalPodAutoscaler>(&custom)
-        .spec
-        .expect("spec");
-    assert_eq!(hpa.min_replicas, Some(2));
-    let target = hpa.metrics.expect("metrics")[0]
-        .resource
-        .as_ref()
-        .expect("a resource metric")
-        .target
-        .clone();
-    assert_eq!(
-        target.average_value,
-        Some(Quantity("1Gi".to_owned())),
-        "canonical quantity"
-    );
-    assert_eq!(hpa.behavior, Some(decoded(behavior)));
-    assert!(
-        child(
-            &render(json!({"autoscaling": {"enabled": false, "maxReplicas": 3}})),
-            "HorizontalPodAutoscaler"
-        )
-        .is_none()
-    );
-    let available = condition(&r, "Available");
-    assert!(available.message.ends_with("(HPA-managed)"));
-}
-
-#[test]
-fn autoscaling_keeps_the_observed_replicas() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/sync/autoscaling-handover.json"
-    );
-    let request: Value =
-        serde_json::from_slice(&std::fs::read(path).expect("fixture")).expect("json");
-    let observed: Deployment = decoded(request["children"]["Deployment.apps/v1"]["cache"].clone());
-    let r = sync_value(&request);
-    assert_eq!(
-        typed::<Deployment>(&r).spec.expect("spec").replicas,
-        observed.spec.expect("spec").replicas,
-        "no dip to 1 at the hand-over"
-    );
-}
-
-#[test]
-fn pdb_blocking_under_autoscaling_uses_min_replicas() {
-    let r = render(json!({"resources": {"requests": {"cpu": "1"}},
-        "autoscaling": {"enabled": true, "minReplicas": 2, "maxReplicas": 5},
-        "highAvailability": {"podDisruptionBudget": {"enabled": true, "minAvailable": 2}}}));
-    let c = condition(&r, "DisruptionBudgetBlocking");
-    assert_eq!(c.status, "True");
-    assert!(c.message.contains("at 2 replicas"), "{}", c.message);
 }
 
 /// TLS without `allowPlaintext` leaves no plaintext port reachable from outside the
