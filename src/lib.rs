@@ -12,6 +12,7 @@ pub mod hook;
 pub mod keep;
 #[cfg(test)]
 mod layers;
+pub mod mounted;
 pub mod pod;
 pub mod process;
 pub mod secrets;

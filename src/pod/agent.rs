@@ -34,7 +34,6 @@ pub mod exporter;
 mod metrics;
 pub mod pod_condition;
 pub mod stats;
-pub mod watch;
 mod watched;
 
 pub use args::Args;

@@ -15,7 +15,7 @@ use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
 use super::check::{self, CheckError, Credentials};
-use super::watch::Group;
+use crate::mounted::Group;
 
 /// The copy's mode: readable by the pod's containers that mount it (memcached and the stats
 /// exporter may run as different users), as kubelet makes the Secret's own file (0644), and
@@ -97,7 +97,7 @@ pub struct CopyArgs {
 pub enum CopyError {
     /// The Secret's file could not be read.
     #[error(transparent)]
-    Read(#[from] super::watch::WatchError),
+    Read(#[from] crate::mounted::WatchError),
     /// The content is not an auth file memcached can use.
     #[error("{path}: {source}")]
     Refused {
@@ -197,7 +197,7 @@ mod tests {
 
     #[test]
     fn run_copies_a_secret_volume_file() {
-        let volume = crate::pod::agent::watch::tests::Volume::new(
+        let volume = crate::mounted::tests::Volume::new(
             "authfile-run",
             &[("password-file", b"user:password")],
         );

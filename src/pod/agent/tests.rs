@@ -84,7 +84,7 @@ fn shown(rx: &tokio::sync::watch::Receiver<Option<Desired>>) -> Option<String> {
 fn refused_material_is_never_sent_and_not_retried() {
     let (cert, key) = check::tests::pair("one");
     let (_, other_key) = check::tests::pair("two");
-    let mut volume = watch::tests::Volume::new(
+    let mut volume = crate::mounted::tests::Volume::new(
         "agent-refuse",
         &[("tls.crt", cert.as_bytes()), ("tls.key", key.as_bytes())],
     );
@@ -144,7 +144,7 @@ fn refused_material_is_never_sent_and_not_retried() {
 #[test]
 fn before_the_first_delivery_an_absent_memcached_is_no_failure() {
     let (cert, key) = check::tests::pair("one");
-    let volume = watch::tests::Volume::new(
+    let volume = crate::mounted::tests::Volume::new(
         "agent-absent",
         &[("tls.crt", cert.as_bytes()), ("tls.key", key.as_bytes())],
     );
@@ -164,7 +164,8 @@ fn before_the_first_delivery_an_absent_memcached_is_no_failure() {
 /// login is tried (memcached absent here: no failure yet, and the copy is already in place).
 #[test]
 fn a_rotated_auth_file_is_written_normalised_for_memcached() {
-    let mut volume = watch::tests::Volume::new("agent-copy", &[("password-file", b"app:first")]);
+    let mut volume =
+        crate::mounted::tests::Volume::new("agent-copy", &[("password-file", b"app:first")]);
     let copy = volume.dir.with_extension("copy");
     let args = Args {
         auth_file: Some(volume.path("password-file")),

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use super::What;
 use super::condition::Report;
-use super::watch::{self, Group, Snapshot};
+use crate::mounted::{self, Group, Snapshot};
 use crate::pod::memcached::AdminError;
 
 /// Most polls between two delivery attempts after repeated failures.
@@ -24,7 +24,7 @@ pub(super) struct Watched {
 }
 
 impl Watched {
-    pub(super) fn new(files: Vec<PathBuf>) -> Result<Self, watch::WatchError> {
+    pub(super) fn new(files: Vec<PathBuf>) -> Result<Self, mounted::WatchError> {
         let group = Group::new(files);
         group.snapshot()?;
         Ok(Self {

@@ -1,7 +1,9 @@
-//! Mounted Secret files as kubelet updates them. In a Secret volume every file is a symlink
-//! `name -> ..data/name`, and `..data` is a symlink to a timestamped directory that kubelet
-//! replaces with one `rename`. A [`Snapshot`] reads a group of files between two reads of the
-//! `..data` targets, so it never mixes two versions (a certificate with the previous key).
+//! Mounted Secret files as kubelet updates them: the one watcher of the hook's server (its TLS
+//! material and credentials) and of the reload agent in a memcached pod. In a Secret volume
+//! every file is a symlink `name -> ..data/name`, and `..data` is a symlink to a timestamped
+//! directory that kubelet replaces with one `rename`. A [`Snapshot`] reads a group of files
+//! between two reads of the `..data` targets, so it never mixes two versions (a certificate with
+//! the previous key).
 
 use std::path::{Path, PathBuf};
 
@@ -146,7 +148,7 @@ pub(crate) mod tests {
     impl Volume {
         pub(crate) fn new(name: &str, files: &[(&str, &[u8])]) -> Self {
             let dir = std::env::temp_dir().join(format!(
-                "memcached-hook-agent-{name}-{}",
+                "memcached-hook-mounted-{name}-{}",
                 std::process::id()
             ));
             let _ = std::fs::remove_dir_all(&dir);
