@@ -1,6 +1,7 @@
 //! memcached's `stats` under the names of the Prometheus memcached exporter (`memcached_up`,
 //! `memcached_commands_total{command,status}`, ...), so that dashboards and alerts written for
-//! the exporter read them unchanged. Only the server-wide series: the exporter's per-slab series
+//! the exporter read them unchanged, extstore's among them when memcached runs with flash. Only
+//! the server-wide series: the exporter's per-slab series
 //! (`memcached_slab_*`, which need `stats items`/`stats slabs`) are not produced.
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -155,6 +156,127 @@ const GENERAL: &[(&str, &str, Kind, &str)] = &[
     ),
 ];
 
+/// The `stats` fields of extstore, present only when memcached runs with flash
+/// (`extstore_limit_maxbytes` among them), under the exporter's names. The exporter types
+/// `memcached_extstore_bytes_used` a counter without the `_total` suffix; here it is the gauge
+/// it is, under the same series name.
+const EXTSTORE: &[(&str, &str, Kind, &str)] = &[
+    (
+        "extstore_compact_lost",
+        "memcached_extstore_compact_lost",
+        Kind::Counter,
+        "Items lost to compaction because they were locked",
+    ),
+    (
+        "extstore_compact_rescues",
+        "memcached_extstore_compact_rescued",
+        Kind::Counter,
+        "Items moved to a new page by compaction",
+    ),
+    (
+        "extstore_compact_skipped",
+        "memcached_extstore_compact_skipped",
+        Kind::Counter,
+        "Items dropped by compaction for inactivity",
+    ),
+    (
+        "extstore_page_allocs",
+        "memcached_extstore_pages_allocated",
+        Kind::Counter,
+        "Flash pages allocated",
+    ),
+    (
+        "extstore_page_evictions",
+        "memcached_extstore_pages_evicted",
+        Kind::Counter,
+        "Flash pages evicted to make room",
+    ),
+    (
+        "extstore_page_reclaims",
+        "memcached_extstore_pages_reclaimed",
+        Kind::Counter,
+        "Empty flash pages freed",
+    ),
+    (
+        "extstore_pages_free",
+        "memcached_extstore_pages_free",
+        Kind::Gauge,
+        "Flash pages holding no item",
+    ),
+    (
+        "extstore_pages_used",
+        "memcached_extstore_pages_used",
+        Kind::Gauge,
+        "Flash pages holding at least one item",
+    ),
+    (
+        "extstore_objects_evicted",
+        "memcached_extstore_objects_evicted",
+        Kind::Counter,
+        "Items evicted from flash",
+    ),
+    (
+        "extstore_objects_read",
+        "memcached_extstore_objects_read",
+        Kind::Counter,
+        "Items read from flash",
+    ),
+    (
+        "extstore_objects_written",
+        "memcached_extstore_objects_written",
+        Kind::Counter,
+        "Items written to flash",
+    ),
+    (
+        "extstore_objects_used",
+        "memcached_extstore_objects_used",
+        Kind::Gauge,
+        "Items on flash now",
+    ),
+    (
+        "extstore_bytes_evicted",
+        "memcached_extstore_bytes_evicted",
+        Kind::Counter,
+        "Bytes evicted from flash",
+    ),
+    (
+        "extstore_bytes_written",
+        "memcached_extstore_bytes_written",
+        Kind::Counter,
+        "Bytes written to flash",
+    ),
+    (
+        "extstore_bytes_read",
+        "memcached_extstore_bytes_read",
+        Kind::Counter,
+        "Bytes read from flash",
+    ),
+    (
+        "extstore_bytes_used",
+        "memcached_extstore_bytes_used",
+        Kind::Gauge,
+        "Bytes of items on flash now",
+    ),
+    (
+        "extstore_bytes_fragmented",
+        "memcached_extstore_bytes_fragmented",
+        Kind::Gauge,
+        "Bytes of allocated flash pages holding no item",
+    ),
+    (
+        "extstore_limit_maxbytes",
+        "memcached_extstore_bytes_limit",
+        Kind::Gauge,
+        "Bytes of flash memcached may use",
+    ),
+    (
+        "extstore_io_queue",
+        "memcached_extstore_io_queue_depth",
+        Kind::Gauge,
+        "Items waiting in the flash I/O queue",
+    ),
+];
+
 /// Commands with `<command>_hits` and `<command>_misses` fields.
 const HIT_MISS: [&str; 6] = ["get", "delete", "incr", "decr", "cas", "touch"];
 
@@ -180,7 +302,13 @@ fn number(fields: &std::collections::BTreeMap<String, String>, key: &str) -> Opt
 }
 
 fn register_general(registry: &mut Registry, stats: &Stats) {
-    for &(key, name, kind, help) in GENERAL {
+    let extstore = stats.general.contains_key("extstore_limit_maxbytes");
+    let tables = if extstore {
+        [GENERAL, EXTSTORE]
+    } else {
+        [GENERAL, &[]]
+    };
+    for &(key, name, kind, help) in tables.into_iter().flatten() {
         let Some(v) = number(&stats.general, key) else {
             continue;
         };
@@ -307,5 +435,39 @@ mod tests {
             assert!(text.contains(line), "missing {line:?} in\n{text}");
         }
         assert!(!text.contains("memcached_uptime_seconds "), "{text}");
+        assert!(
+            !text.contains("extstore"),
+            "no flash, no extstore series: {text}"
+        );
+    }
+
+    #[test]
+    fn extstore_series_with_flash() {
+        let s = stats(
+            &[
+                ("extstore_limit_maxbytes", "536870912"),
+                ("extstore_bytes_used", "1048576"),
+                ("extstore_objects_written", "12"),
+                ("extstore_objects_evicted", "3"),
+                ("extstore_objects_used", "9"),
+                ("extstore_bytes_written", "4096"),
+                ("extstore_bytes_read", "2048"),
+                ("extstore_io_queue", "0"),
+            ],
+            &[],
+        );
+        let text = exposition(Some(&s));
+        for line in [
+            "memcached_extstore_bytes_limit 536870912.0\n",
+            "memcached_extstore_bytes_used 1048576.0\n",
+            "memcached_extstore_objects_written_total 12.0\n",
+            "memcached_extstore_objects_evicted_total 3.0\n",
+            "memcached_extstore_objects_used 9.0\n",
+            "memcached_extstore_bytes_written_total 4096.0\n",
+            "memcached_extstore_bytes_read_total 2048.0\n",
+            "memcached_extstore_io_queue_depth 0.0\n",
+        ] {
+            assert!(text.contains(line), "missing {line:?} in\n{text}");
+        }
     }
 }
