@@ -105,10 +105,10 @@ template() {
     "$HELM" template cache "$CHART" --namespace "$RELEASE_NS" --kube-version "$K8S_VALIDATE_VERSION" \
         >"$WORK/expected/release-cache.yaml" 2>"$WORK/template-release.log" || { cat "$WORK/template-release.log"; ok=1; }
     "$VENV/bin/python" "$HERE/expect.py" "$WORK/expected" || ok=1
-    # A parent chart's global values are allowed (subcharts).
-    if "$HELM" template memcached-hook "$CHART" --kube-version "$K8S_VALIDATE_VERSION" --set global.imageRegistry=r \
+    # A parent chart's other global values are allowed (subcharts).
+    if "$HELM" template memcached-hook "$CHART" --kube-version "$K8S_VALIDATE_VERSION" --set global.storageClass=r \
         >/dev/null 2>"$WORK/global.log"; then
-        echo "--set global.imageRegistry=r accepted"
+        echo "--set global.storageClass=r accepted"
     else
         cat "$WORK/global.log"
         ok=1
@@ -118,7 +118,8 @@ template() {
     local bad
     for bad in replicaCont=3 tls.enabeld=true image.pullPolicy=Sometimes compositeController.webhookTimeout=10 \
         podDisruptionBudget.minAvailable=half serviceAccount.create=maybe commonLabels.team=1 \
-        podSecurityContext=strict replicaCount=2,podDisruptionBudget.minAvailable=2; do
+        podSecurityContext=strict replicaCount=2,podDisruptionBudget.minAvailable=2 \
+        'global.imageRegistry=https://mirror' defaultImages.memcached= defaultImages.redis=r; do
         if "$HELM" template memcached-hook "$CHART" --kube-version "$K8S_VALIDATE_VERSION" --set "$bad" \
             >/dev/null 2>"$WORK/bad.log"; then
             echo "--set $bad was accepted"

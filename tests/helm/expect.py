@@ -53,7 +53,11 @@ def default(objs):
     assert all(test["metadata"]["labels"].get(k) == v for k, v in peer.items()), peer
     rbac = [o for o in objs if o["kind"] in ("ClusterRoleBinding", "RoleBinding")]
     assert not rbac, "RBAC is off by default"
-    return "PDB, user 65532, own ServiceAccount, helm test pod calls /readyz through the Service"
+    env = {e["name"]: e.get("value") for e in hook["env"]}
+    images = (env.get("MEMCACHED_HOOK_DEFAULT_IMAGE"), env.get("MEMCACHED_HOOK_DEFAULT_EXPORTER_IMAGE"))
+    assert images == ("memcached:1.6.45", "prom/memcached-exporter:v0.15.4"), images
+    return ("PDB, user 65532, own ServiceAccount, helm test pod calls /readyz through the Service, "
+            "the hook's default images")
 
 
 def single_replica(objs):
@@ -114,8 +118,26 @@ def runbooks(objs):
     return f"PrometheusRule: {len(alerts)} alerts, each runbook_url under runbookBaseURL"
 
 
+def mirror(objs):
+    hook = one(objs, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in hook["env"]}
+    want = {
+        "image": "mirror.example:5000/hub/memcached-hook:",
+        "MEMCACHED_HOOK_RELOAD_AGENT_IMAGE": "mirror.example:5000/hub/memcached-hook:",
+        "MEMCACHED_HOOK_DEFAULT_IMAGE": "mirror.example:5000/hub/cache/memcached:1.6.45",
+        "MEMCACHED_HOOK_DEFAULT_EXPORTER_IMAGE": "mirror.example:5000/hub/prom/memcached-exporter:v0.15.4",
+    }
+    got = {"image": hook["image"], **{k: env.get(k) for k in want if k != "image"}}
+    for key, prefix in want.items():
+        assert (got[key] or "").startswith(prefix), (key, got[key], prefix)
+    test = one(objs, "Pod", "memcached-hook-test-readyz")["spec"]["containers"][0]
+    assert test["image"] == hook["image"], (test["image"], hook["image"])
+    return "global.imageRegistry reaches the hook, its reload agent, the test pod and both default images"
+
+
 CHECKS = {"default": default, "tls-auth": tls_auth, "single-replica": single_replica, "openshift": openshift,
-          "names": names, "release-cache": release_name, "everything": runbooks}
+          "names": names, "release-cache": release_name, "everything": runbooks,
+          "mirror": mirror}
 
 
 def main():

@@ -100,3 +100,23 @@ async fn another_default_image_is_another_etag() {
     assert_ne!(built_in, exporter);
     assert_ne!(memcached, exporter);
 }
+
+/// The install manifests write the hook's built-in defaults out (a mirror patches them): they
+/// must be the defaults the hook has, or an install would move every cache to another image.
+#[test]
+fn the_install_manifests_write_the_hooks_own_defaults() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let memcached = memcached_hook::api::DEFAULT_IMAGE;
+    let exporter = memcached_hook::api::monitoring::DEFAULT_EXPORTER_IMAGE;
+    let deploy = std::fs::read_to_string(root.join("deploy/hook/deployment.yaml")).unwrap();
+    for (name, image) in [
+        ("MEMCACHED_HOOK_DEFAULT_IMAGE", memcached),
+        ("MEMCACHED_HOOK_DEFAULT_EXPORTER_IMAGE", exporter),
+    ] {
+        let written = format!("- name: {name}\n          value: {image}\n");
+        assert!(deploy.contains(&written), "deploy/hook/deployment.yaml lacks {written:?}");
+    }
+    let values = std::fs::read_to_string(root.join("charts/memcached-hook/values.yaml")).unwrap();
+    let written = format!("defaultImages:\n  memcached: {memcached}\n  exporter: {exporter}\n");
+    assert!(values.contains(&written), "values.yaml lacks {written:?}");
+}

@@ -137,6 +137,7 @@ KUSTOMIZATIONS=(
     "monitoring:deploy/monitoring"
     "monitoring-runbooks:deploy/overlays/monitoring-runbooks"
     "platform-cache:deploy/overlays/platform-cache"
+    "deploy-mirror:deploy/overlays/mirror"
     "tls-platform-cache:tests/manifests/fixtures/tls-platform-cache"
 )
 
@@ -224,6 +225,31 @@ for doc in yaml.safe_load_all(sys.stdin):
     return $ok
 }
 
+# deploy/overlays/mirror: every image the hook runs or hands out names the mirror, and the
+# defaults of deploy/ are the hook's own (a mirror changes them, nothing else does).
+mirror_overlay() {
+    "$VENV/bin/python" - "$WORK/built/deploy-mirror.yaml" "$WORK/built/deploy.yaml" <<'PY'
+import sys, yaml
+def env(path):
+    for doc in yaml.safe_load_all(open(path)):
+        if doc and doc["kind"] == "Deployment" and doc["metadata"]["name"] == "memcached-hook":
+            hook = next(c for c in doc["spec"]["template"]["spec"]["containers"] if c["name"] == "hook")
+            return hook["image"], {e["name"]: e.get("value") for e in hook.get("env", [])}
+    sys.exit(f"{path}: no memcached-hook Deployment")
+names = ["MEMCACHED_HOOK_RELOAD_AGENT_IMAGE", "MEMCACHED_HOOK_DEFAULT_IMAGE", "MEMCACHED_HOOK_DEFAULT_EXPORTER_IMAGE"]
+image, mirror = env(sys.argv[1])
+images = [image] + [mirror.get(n) for n in names]
+if not all(i and i.startswith("mirror.example.com/") for i in images):
+    sys.exit(f"deploy/overlays/mirror: not every image is from the mirror: {images}")
+print(f"deploy/overlays/mirror: the hook, its reload agent and both default images from mirror.example.com ({len(images)})")
+_, plain = env(sys.argv[2])
+defaults = (plain.get(names[1]), plain.get(names[2]))
+if defaults != ("memcached:1.6.45", "prom/memcached-exporter:v0.15.4"):
+    sys.exit(f"deploy/: the default images are {defaults}")
+print(f"deploy/: default images {defaults[0]} and {defaults[1]}")
+PY
+}
+
 # With a built binary: the committed CRD is what the code generates, and every sample renders
 # into children that validate.
 with_binary() {
@@ -264,6 +290,7 @@ step validate validate
 step consistency consistency
 step monitoring-kustomization monitoring_kustomization
 step image-override image_override
+step mirror-overlay mirror_overlay
 if [[ -n "${MEMCACHED_HOOK_BIN:-}" ]]; then
     step binary with_binary
 else

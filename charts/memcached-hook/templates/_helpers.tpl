@@ -60,10 +60,30 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 
 {{- define "memcached-hook.image" -}}
+{{- $image := printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
 {{- if .Values.image.digest -}}
-{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- $image = printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- end -}}
+{{- include "memcached-hook.mirrored" (dict "image" $image "Values" .Values) -}}
+{{- end -}}
+
+{{/*
+`image` from global.imageRegistry when that is set: an image whose first path part is a registry
+(it has a dot or a colon, or is localhost) has that part replaced, any other (Docker Hub) gets the
+registry in front. Called with (dict "image" IMAGE "Values" .Values).
+*/}}
+{{- define "memcached-hook.mirrored" -}}
+{{- $registry := trimSuffix "/" (default "" (.Values.global).imageRegistry) -}}
+{{- if $registry -}}
+{{- $parts := splitList "/" .image -}}
+{{- $first := first $parts -}}
+{{- $path := .image -}}
+{{- if and (gt (len $parts) 1) (or (contains "." $first) (contains ":" $first) (eq $first "localhost")) -}}
+{{- $path = join "/" (rest $parts) -}}
+{{- end -}}
+{{- printf "%s/%s" $registry $path -}}
 {{- else -}}
-{{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}
+{{- .image -}}
 {{- end -}}
 {{- end -}}
 
