@@ -76,6 +76,7 @@ from incluster import scenario_in_cluster_api
 from warm import scenario_warm_restart
 from reload import scenario_reload_report
 from zones import scenario_zones
+from extstore import scenario_extstore
 
 
 
@@ -748,6 +749,7 @@ SCENARIOS = {
     "in-cluster-api": scenario_in_cluster_api,
     "reload-report": scenario_reload_report,
     "zones": scenario_zones,
+    "extstore": scenario_extstore,
 }
 
 
