@@ -114,7 +114,10 @@ fn the_install_manifests_write_the_hooks_own_defaults() {
         ("MEMCACHED_HOOK_DEFAULT_EXPORTER_IMAGE", exporter),
     ] {
         let written = format!("- name: {name}\n          value: {image}\n");
-        assert!(deploy.contains(&written), "deploy/hook/deployment.yaml lacks {written:?}");
+        assert!(
+            deploy.contains(&written),
+            "deploy/hook/deployment.yaml lacks {written:?}"
+        );
     }
     let values = std::fs::read_to_string(root.join("charts/memcached-hook/values.yaml")).unwrap();
     let written = format!("defaultImages:\n  memcached: {memcached}\n  exporter: {exporter}\n");
