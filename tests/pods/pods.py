@@ -77,6 +77,7 @@ from warm import scenario_warm_restart
 from reload import scenario_reload_report
 from zones import scenario_zones
 from extstore import scenario_extstore
+from migrate import scenario_migrate
 
 
 
@@ -750,6 +751,7 @@ SCENARIOS = {
     "reload-report": scenario_reload_report,
     "zones": scenario_zones,
     "extstore": scenario_extstore,
+    "migrate": scenario_migrate,
 }
 
 
