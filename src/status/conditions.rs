@@ -63,8 +63,9 @@ impl<'a> Counts<'a> {
         let workload = inputs.workload.as_ref();
         let count = |f: fn(&ChildStatus) -> Option<i32>| workload.and_then(f).unwrap_or(0);
         let ready = count(|d| d.ready_replicas);
+        let desired = desired(inputs);
         Self {
-            desired: desired(inputs),
+            desired,
             has_workload: workload.is_some(),
             ready,
             serving: inputs.serving(),
@@ -76,7 +77,7 @@ impl<'a> Counts<'a> {
                 WAITING
             },
             updated: count(|d| d.updated_replicas),
-            all_updated: workload.is_some_and(|w| w.all_updated(desired(inputs))),
+            all_updated: workload.is_some_and(|w| w.all_updated(desired)),
             hpa: if inputs.autoscaling {
                 " (HPA-managed)"
             } else {

@@ -302,13 +302,10 @@ fn number(fields: &std::collections::BTreeMap<String, String>, key: &str) -> Opt
 }
 
 fn register_general(registry: &mut Registry, stats: &Stats) {
-    let extstore = stats.general.contains_key("extstore_limit_maxbytes");
-    let tables = if extstore {
-        [GENERAL, EXTSTORE]
-    } else {
-        [GENERAL, &[]]
-    };
-    for &(key, name, kind, help) in tables.into_iter().flatten() {
+    // memcached lists extstore's fields only when it runs with flash.
+    let with_flash = stats.general.contains_key("extstore_limit_maxbytes");
+    let extstore: &[_] = if with_flash { EXTSTORE } else { &[] };
+    for &(key, name, kind, help) in GENERAL.iter().chain(extstore) {
         let Some(v) = number(&stats.general, key) else {
             continue;
         };
