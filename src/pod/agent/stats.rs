@@ -390,6 +390,13 @@ mod tests {
         }
     }
 
+    /// Every line of `lines` is in the exposition `text`.
+    fn assert_lines(text: &str, lines: &[&str]) {
+        for line in lines {
+            assert!(text.contains(line), "missing {line:?} in\n{text}");
+        }
+    }
+
     #[test]
     fn unreachable_memcached_is_up_zero_and_nothing_else() {
         let text = exposition(None);
@@ -417,20 +424,21 @@ mod tests {
             &[("maxconns", "1024")],
         );
         let text = exposition(Some(&s));
-        for line in [
-            "memcached_up 1\n",
-            "memcached_current_connections 7.0\n",
-            "memcached_max_connections 1024.0\n",
-            "memcached_items_evicted_total 3.0\n",
-            "memcached_item_no_memory_total 2.0\n",
-            "memcached_process_user_cpu_seconds_total 0.25\n",
-            "memcached_commands_total{command=\"get\",status=\"hit\"} 10.0\n",
-            "memcached_commands_total{command=\"get\",status=\"miss\"} 4.0\n",
-            "memcached_commands_total{command=\"set\",status=\"hit\"} 5.0\n",
-            "memcached_version{version=\"1.6.38\"} 1\n",
-        ] {
-            assert!(text.contains(line), "missing {line:?} in\n{text}");
-        }
+        assert_lines(
+            &text,
+            &[
+                "memcached_up 1\n",
+                "memcached_current_connections 7.0\n",
+                "memcached_max_connections 1024.0\n",
+                "memcached_items_evicted_total 3.0\n",
+                "memcached_item_no_memory_total 2.0\n",
+                "memcached_process_user_cpu_seconds_total 0.25\n",
+                "memcached_commands_total{command=\"get\",status=\"hit\"} 10.0\n",
+                "memcached_commands_total{command=\"get\",status=\"miss\"} 4.0\n",
+                "memcached_commands_total{command=\"set\",status=\"hit\"} 5.0\n",
+                "memcached_version{version=\"1.6.38\"} 1\n",
+            ],
+        );
         assert!(!text.contains("memcached_uptime_seconds "), "{text}");
         assert!(
             !text.contains("extstore"),
@@ -454,17 +462,18 @@ mod tests {
             &[],
         );
         let text = exposition(Some(&s));
-        for line in [
-            "memcached_extstore_bytes_limit 536870912.0\n",
-            "memcached_extstore_bytes_used 1048576.0\n",
-            "memcached_extstore_objects_written_total 12.0\n",
-            "memcached_extstore_objects_evicted_total 3.0\n",
-            "memcached_extstore_objects_used 9.0\n",
-            "memcached_extstore_bytes_written_total 4096.0\n",
-            "memcached_extstore_bytes_read_total 2048.0\n",
-            "memcached_extstore_io_queue_depth 0.0\n",
-        ] {
-            assert!(text.contains(line), "missing {line:?} in\n{text}");
-        }
+        assert_lines(
+            &text,
+            &[
+                "memcached_extstore_bytes_limit 536870912.0\n",
+                "memcached_extstore_bytes_used 1048576.0\n",
+                "memcached_extstore_objects_written_total 12.0\n",
+                "memcached_extstore_objects_evicted_total 3.0\n",
+                "memcached_extstore_objects_used 9.0\n",
+                "memcached_extstore_bytes_written_total 4096.0\n",
+                "memcached_extstore_bytes_read_total 2048.0\n",
+                "memcached_extstore_io_queue_depth 0.0\n",
+            ],
+        );
     }
 }
