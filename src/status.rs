@@ -6,6 +6,7 @@
 //! does not sync again and again.
 
 use crate::api::{Condition, MemcachedStatus, ZoneStatus};
+use crate::children::servers::{Members, Shown};
 use crate::children::{ChildKind, discovery, labels, ports, statefulset};
 use crate::hook::ChildStatus;
 
@@ -88,8 +89,8 @@ pub struct Inputs<'a> {
     pub workload: Option<ChildStatus>,
     /// The switch from the other workload, while it is under way.
     pub migration: Option<Migration<'a>>,
-    /// What `serverList` publishes.
-    pub server_list: ServerList,
+    /// Who `serverList` names.
+    pub server_list: Members<'a>,
     /// Names of referenced Secrets that are missing, sorted.
     pub missing_secrets: Vec<String>,
     /// Violations of an invalid spec, already summarised.
@@ -149,22 +150,6 @@ pub enum ZoneSwitch {
     Off,
     /// A zone name removed or changed: the workloads of the zones no longer named serve.
     Names,
-}
-
-/// What `status.serverList` publishes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ServerList {
-    /// Deployment mode: the headless Service's name while the Ready condition is True.
-    #[default]
-    ServiceWhenReady,
-    /// A switch from a Deployment: the Service's name while any pod is ready.
-    ServiceWhileServing,
-    /// StatefulSet mode (or a switch from it): every pod by its stable name, in ordinal order.
-    Pods(i32),
-    /// StatefulSet mode before the StatefulSet exists.
-    Nothing,
-    /// With `spec.zones` and StatefulSets: every zone's list (`Inputs::zones`), in zone order.
-    Zones,
 }
 
 /// Upserts `computed` into `previous` by type; removes managed types that are not computed.
@@ -233,13 +218,13 @@ pub fn build(inputs: &Inputs<'_>, previous: &[Condition], now: &str) -> Memcache
     let host = discovery::service_host(name, namespace);
     let service = || vec![discovery::address(&host, port)];
     let server_list = match inputs.server_list {
-        ServerList::ServiceWhenReady => ready.then(service),
-        ServerList::ServiceWhileServing => (serving > 0).then(service),
-        ServerList::Pods(n) => {
+        Members::Service(Shown::WhenReady) => ready.then(service),
+        Members::Service(Shown::WhileServing) => (serving > 0).then(service),
+        Members::Pods(n) => {
             Some(statefulset::server_list(name, namespace, n, port)).filter(|list| !list.is_empty())
         }
-        ServerList::Nothing => None,
-        ServerList::Zones => Some(
+        Members::Planned(_) => None,
+        Members::Zones(..) => Some(
             inputs
                 .zones
                 .iter()
@@ -248,10 +233,7 @@ pub fn build(inputs: &Inputs<'_>, previous: &[Condition], now: &str) -> Memcache
         )
         .filter(|list| !list.is_empty()),
     };
-    let per_pod = matches!(
-        inputs.server_list,
-        ServerList::Pods(_) | ServerList::Nothing | ServerList::Zones
-    );
+    let per_pod = inputs.server_list.per_pod();
     let tls_server_names = inputs
         .tls
         .then(|| discovery::tls_server_names(name, namespace, per_pod));

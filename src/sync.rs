@@ -7,6 +7,7 @@ use crate::api::high_availability::Budget;
 use crate::api::validation;
 use crate::api::{GROUP, KIND, VERSIONS, Workload};
 use crate::children::pod::{Pods, Rollers};
+use crate::children::servers::{Members, Shown};
 use crate::children::{
     ChildKind, accept, agent_access, deployment, hpa, network_policy, pdb, ports, service,
     service_monitor, statefulset,
@@ -14,7 +15,7 @@ use crate::children::{
 use crate::hook::{Child, Parent, Received, SyncResponse};
 use crate::keep::{self, Asked};
 use crate::secrets;
-use crate::status::{self, PdbState, ServerList};
+use crate::status::{self, PdbState};
 use crate::workload::{self, Plan};
 
 mod agent_account;
@@ -33,7 +34,7 @@ pub use customize::customize;
 pub use error::SyncError;
 use inputs::inputs;
 use invalid::keep_observed;
-use members::{server_list_config_map, switch_config_map};
+use members::config_map;
 pub use options::Options;
 use switch::Switch;
 use zones::Zoned;
@@ -246,13 +247,8 @@ fn layout_child(
         && let Some(s) = switch.filter(|s| !s.keeps_zone_members())
     {
         let namespace = received.request().parent.metadata.namespace.as_deref();
-        let list = s.server_list(ServerList::ServiceWhileServing);
-        children.push(switch_config_map(
-            name,
-            namespace.unwrap_or_default(),
-            e,
-            list,
-        ));
+        let list = s.members(Members::Service(Shown::WhileServing));
+        children.push(config_map(name, namespace.unwrap_or_default(), e, list));
         return Ok(true);
     }
     match zoned {
@@ -291,7 +287,12 @@ fn optional_child(
             Child::NetworkPolicy(Box::new(policy))
         }
         // Listed in `kinds` only when enabled.
-        ChildKind::ConfigMap => server_list_config_map(name, namespace, e, plan),
+        ChildKind::ConfigMap => config_map(
+            name,
+            namespace,
+            e,
+            members::members(plan, plan.migrating_from()),
+        ),
         ChildKind::ServiceAccount => {
             Child::ServiceAccount(Box::new(agent_access::service_account(name)))
         }

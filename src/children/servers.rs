@@ -31,17 +31,47 @@ pub const SRV_NAME: &str = "srv-name";
 /// (as `status.tlsServerNames`).
 pub const TLS_SERVER_NAMES: &str = "tls-server-names";
 
-/// Who the list names.
+/// Who the server lists name: the one membership that the ConfigMap and `status.serverList`
+/// both read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Members<'a> {
-    /// The headless Service, by its name: Deployment pods have no stable names.
-    Service,
+    /// The headless Service, by its name: Deployment pods have no stable names. The ConfigMap
+    /// names it always, `status.serverList` as [`Shown`] says.
+    Service(Shown),
     /// The StatefulSet's pods `<name>-0` to `<name>-<n-1>`, by their stable names, in ordinal
     /// order.
     Pods(i32),
+    /// The pods a StatefulSet will have before it exists: the ConfigMap names them already
+    /// (their names are known), `status.serverList` names none yet.
+    Planned(i32),
     /// With `spec.zones` and StatefulSets: each zone's pods `<name>-<zone>-0` to
     /// `<name>-<zone>-<n-1>`, zone by zone in the order given, each zone in ordinal order.
+    /// `status.serverList` names the pods each zone's StatefulSet has (`status.zones[]`).
     Zones(&'a [&'a str], i32),
+}
+
+impl Default for Members<'_> {
+    fn default() -> Self {
+        Self::Service(Shown::WhenReady)
+    }
+}
+
+impl Members<'_> {
+    /// The lists name pods, each by its own name (and TLS clients verify per-pod names).
+    #[must_use]
+    pub fn per_pod(self) -> bool {
+        !matches!(self, Self::Service(_))
+    }
+}
+
+/// When `status.serverList` names the Service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shown {
+    /// While the Ready condition is True (Deployment mode).
+    WhenReady,
+    /// While any pod is ready (a switch from a Deployment: the Service selects the leaving and
+    /// the new pods alike).
+    WhileServing,
 }
 
 /// What the ConfigMap is built from.
@@ -69,11 +99,11 @@ impl Servers<'_> {
     fn entries(&self) -> Vec<Entry> {
         let (name, namespace) = (self.name, self.namespace);
         match self.members {
-            Members::Service => vec![Entry {
+            Members::Service(_) => vec![Entry {
                 host: discovery::service_host(name, namespace),
                 label: name.to_owned(),
             }],
-            Members::Pods(n) => (0..n)
+            Members::Pods(n) | Members::Planned(n) => (0..n)
                 .map(|i| Entry {
                     host: discovery::pod_host(name, namespace, i),
                     label: format!("{name}-{i}"),
@@ -167,8 +197,7 @@ pub fn build(s: &Servers<'_>) -> ConfigMap {
         }
     }
     if s.tls {
-        let per_pod = matches!(s.members, Members::Pods(_) | Members::Zones(..));
-        let names = discovery::tls_server_names(name, namespace, per_pod);
+        let names = discovery::tls_server_names(name, namespace, s.members.per_pod());
         data.insert(TLS_SERVER_NAMES.to_owned(), names.join(","));
     } else {
         data.insert(TWEMPROXY.to_owned(), twemproxy(&entries, port));

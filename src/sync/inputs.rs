@@ -4,11 +4,12 @@
 use crate::api::Condition;
 use crate::api::effective::Effective;
 use crate::children::ports;
+use crate::children::servers::Members;
 use crate::hook::{ChildStatus, SyncRequest};
-use crate::status::{self, Inputs, Migration, ServerList};
+use crate::status::{self, Inputs, Migration};
 use crate::workload::Plan;
 
-use super::members::server_list;
+use super::members::members;
 use super::switch::Switch;
 use super::zones::Zoned;
 use super::{Outcome, ZoneOutcome};
@@ -60,8 +61,9 @@ pub(super) fn inputs<'a>(
             ready: old.status.ready_replicas.unwrap_or(0),
             zones: None,
         }),
-        server_list: match server_list(plan, migrating_from) {
-            ServerList::Nothing if creating => ServerList::Pods(plan.replicas.unwrap_or(1)),
+        // The first sync lists the pods it is creating, so the next writes no second status.
+        server_list: match members(plan, migrating_from) {
+            Members::Planned(n) if creating => Members::Pods(n),
             list => list,
         },
         missing_secrets: outcome.missing_secrets,
@@ -102,7 +104,7 @@ fn layout_inputs<'a>(
     match switch {
         Some(s) => Inputs {
             migration: Some(s.migration(inputs.migration)),
-            server_list: s.server_list(inputs.server_list),
+            server_list: s.members(inputs.server_list),
             ..inputs
         },
         None => inputs,
@@ -119,7 +121,7 @@ fn zoned_inputs<'a>(
     (zones, switching): (&ZoneOutcome, bool),
 ) -> Inputs<'a> {
     let (budgets, current) = (zones.budgets.as_ref(), zones.current.as_deref());
-    let zone_disruption = budgets.map(|b| status::zones::condition(&z.names(), b, previous));
+    let zone_disruption = budgets.map(|b| status::zones::condition(z.names, b, previous));
     let workload = z.workload(current);
     let migration = z.migration();
     // `inputs` (for the workload `<name>`, which zones never build) read as creating exactly when
@@ -135,7 +137,7 @@ fn zoned_inputs<'a>(
         ),
         workload: workload.or_else(|| creating.then(ChildStatus::default)),
         migration,
-        server_list: z.server_list(),
+        server_list: z.members(),
         zones: z.status(at, budgets, creating),
         zone_replicas: z.replicas,
         zone_disruption,

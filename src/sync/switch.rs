@@ -8,9 +8,10 @@
 use crate::api::effective::Effective;
 use crate::api::validation::Violation;
 use crate::children::ChildKind;
+use crate::children::servers::{Members, Shown};
 use crate::hook::{Child, Observed, ObservedChild, Received};
 use crate::keep::{self, Asked};
-use crate::status::{Migration, ServerList, ZoneSwitch};
+use crate::status::{Migration, ZoneSwitch};
 use crate::workload::Plan;
 
 use super::SyncError;
@@ -111,21 +112,22 @@ impl<'a> Switch<'a> {
     /// (`new`): a StatefulSet without zones turning zones on keeps naming its pods; zones
     /// renamed keep the zones' own list; otherwise the Service, which selects the leaving and
     /// the new pods alike, while any pod serves.
-    pub(super) fn server_list(&self, new: ServerList) -> ServerList {
+    pub(super) fn members<'m>(&self, new: Members<'m>) -> Members<'m> {
+        let service = Members::Service(Shown::WhileServing);
         match (self.way, new) {
-            (ZoneSwitch::Names, list @ (ServerList::Zones | ServerList::Pods(_))) => list,
+            (ZoneSwitch::Names, list @ (Members::Zones(..) | Members::Pods(_))) => list,
             (ZoneSwitch::On, _) => match self.leaving.first() {
                 Some(old) if old.kind == ChildKind::StatefulSet.kind() => {
-                    ServerList::Pods(old.spec.replicas.unwrap_or(1))
+                    Members::Pods(old.spec.replicas.unwrap_or(1))
                 }
-                _ => ServerList::ServiceWhileServing,
+                _ => service,
             },
-            _ => ServerList::ServiceWhileServing,
+            _ => service,
         }
     }
 
     /// Whether the server-list ConfigMap keeps what the new layout names (zones renamed), rather
-    /// than naming what [`Switch::server_list`] publishes.
+    /// than naming what [`Switch::members`] publishes.
     pub(super) fn keeps_zone_members(&self) -> bool {
         self.way == ZoneSwitch::Names
     }

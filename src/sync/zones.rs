@@ -4,14 +4,15 @@
 use crate::api::ZoneStatus;
 use crate::api::effective::Effective;
 use crate::api::zones::Zones;
+use crate::children::servers::{Members, Shown};
 use crate::children::zone::Zone;
 use crate::children::zone_budgets::{Budgets, ZoneFacts, decide};
 use crate::children::{ChildKind, statefulset};
 use crate::hook::{ChildStatus, Observed};
-use crate::status::{Migration, ServerList};
+use crate::status::Migration;
 use crate::workload::Plan;
 
-use super::members::{server_list, zones_config_map};
+use super::members::{config_map, members};
 use super::{Outcome, SyncError, kept_old_workload, pdb_state, workload_child};
 use crate::children::pdb;
 use crate::children::pod::Pods;
@@ -34,6 +35,8 @@ pub(super) struct ZonePlan<'a> {
 pub(super) struct Zoned<'a> {
     /// Each zone, in spec order.
     pub(super) zones: Vec<ZonePlan<'a>>,
+    /// The zone names, in spec order.
+    pub(super) names: &'a [&'a str],
     /// The pods each zone should have.
     pub(super) replicas: i32,
     /// With a disruption budget: each zone's.
@@ -79,14 +82,10 @@ impl<'a> Zoned<'a> {
         });
         Some(Self {
             zones,
+            names,
             replicas,
             budgets,
         })
-    }
-
-    /// The zone names, in spec order.
-    pub(super) fn names(&self) -> Vec<&'a str> {
-        self.zones.iter().map(|z| z.zone.name).collect()
     }
 
     /// Whether any zone switches between Deployment and StatefulSet.
@@ -143,19 +142,20 @@ impl<'a> Zoned<'a> {
         })
     }
 
-    /// What `status.serverList` publishes: the Service as without zones, or every zone's pods.
-    pub(super) fn server_list(&self) -> ServerList {
-        let lists: Vec<ServerList> = self
+    /// Who the lists name: the Service as without zones, or every zone's pods.
+    pub(super) fn members(&self) -> Members<'a> {
+        let service = |shown| Members::Service(shown);
+        let lists: Vec<Members<'_>> = self
             .zones
             .iter()
-            .map(|z| server_list(&z.plan, z.plan.migrating_from()))
+            .map(|z| members(&z.plan, z.plan.migrating_from()))
             .collect();
-        if lists.contains(&ServerList::ServiceWhileServing) {
-            ServerList::ServiceWhileServing
-        } else if lists.iter().all(|l| *l == ServerList::ServiceWhenReady) {
-            ServerList::ServiceWhenReady
+        if lists.contains(&service(Shown::WhileServing)) {
+            service(Shown::WhileServing)
+        } else if lists.iter().all(|l| *l == service(Shown::WhenReady)) {
+            service(Shown::WhenReady)
         } else {
-            ServerList::Zones
+            Members::Zones(self.names, self.replicas)
         }
     }
 
@@ -178,17 +178,13 @@ impl<'a> Zoned<'a> {
                     .and_then(|c| c.status.ready_replicas)
                     .unwrap_or(0);
                 let workload = z.zone.child_name(name);
-                let servers = match server_list(&z.plan, z.plan.migrating_from()) {
-                    ServerList::Pods(n) => {
+                let servers = match members(&z.plan, z.plan.migrating_from()) {
+                    Members::Pods(n) => {
                         statefulset::zone_server_list(&workload, name, namespace, n, port)
                     }
-                    ServerList::Nothing if creating => statefulset::zone_server_list(
-                        &workload,
-                        name,
-                        namespace,
-                        self.replicas,
-                        port,
-                    ),
+                    Members::Planned(n) if creating => {
+                        statefulset::zone_server_list(&workload, name, namespace, n, port)
+                    }
                     _ => Vec::new(),
                 };
                 ZoneStatus {
@@ -240,7 +236,7 @@ pub(super) fn zone_children(
         ChildKind::ConfigMap => {
             let namespace = received.request().parent.metadata.namespace.as_deref();
             let namespace = namespace.unwrap_or_default();
-            children.push(zones_config_map(name, namespace, e, z));
+            children.push(config_map(name, namespace, e, z.members()));
         }
         _ => return Ok(false),
     }

@@ -46,7 +46,7 @@ fn the_lists_agree_with_the_status_server_list() {
 #[test]
 fn a_deployment_is_listed_by_its_service_name() {
     let s = Servers {
-        members: Members::Service,
+        members: Members::Service(Shown::WhenReady),
         ..pods(0)
     };
     let d = data(&s);
@@ -79,7 +79,7 @@ fn tls_lists_the_tls_port_the_names_to_verify_and_no_twemproxy() {
     assert!(d[PROXY_POOLS].contains("backend_options = { tls = true },"));
     assert!(!d.contains_key(TWEMPROXY), "twemproxy speaks no TLS");
     let service = Servers {
-        members: Members::Service,
+        members: Members::Service(Shown::WhenReady),
         ..s
     };
     assert_eq!(
