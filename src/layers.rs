@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 /// Top-level modules by layer, bottom up; modules on one line are peers.
 const LAYERS: &[&[&str]] = &[
-    &["process", "mounted"],
+    &["process", "mounted", "http_client"],
     &["api"],
     &["hook"],
     &["children", "keep"],

@@ -9,6 +9,7 @@
 pub mod api;
 pub mod children;
 pub mod hook;
+pub mod http_client;
 pub mod keep;
 #[cfg(test)]
 mod layers;

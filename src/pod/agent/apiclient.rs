@@ -1,20 +1,16 @@
 //! A minimal client of the Kubernetes API server from inside a pod, for the one request the agent
 //! sends (a PATCH of its Pod's status): the standard in-cluster settings
 //! (`KUBERNETES_SERVICE_HOST`/`KUBERNETES_SERVICE_PORT`, the service account's token and CA),
-//! HTTPS with rustls (ring), HTTP/1.1 with hyper's client connection, one connection per request,
+//! HTTPS through the hook's one HTTP client ([`crate::http_client`]): one connection per request,
 //! every request bounded in time. Retrying is the caller's business.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
-use http_body_util::{BodyExt as _, Limited};
 use hyper::{StatusCode, header};
-use hyper_util::rt::TokioIo;
-use rustls::pki_types::pem::PemObject as _;
-use rustls::pki_types::{CertificateDer, ServerName};
 
 use super::condition::bounded;
+use crate::http_client::{Endpoint, ExchangeError, trusting};
 
 /// Where a pod's service account token is mounted.
 pub const TOKEN_FILE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
@@ -64,23 +60,9 @@ pub enum RequestError {
     /// The request could not be built (a token that is no header value).
     #[error("building the request: {0}")]
     Request(String),
-    /// No TCP connection.
-    #[error("connecting to the API server {authority}: {source}")]
-    Connect {
-        /// host:port.
-        authority: String,
-        /// The error.
-        source: std::io::Error,
-    },
-    /// The TLS handshake failed (e.g. a server certificate the CA did not sign).
-    #[error("TLS with the API server: {0}")]
-    Tls(std::io::Error),
-    /// HTTP failed midway.
-    #[error("HTTP with the API server: {0}")]
-    Http(String),
-    /// No complete answer in time.
-    #[error("no answer from the API server within {0:?}")]
-    Timeout(Duration),
+    /// No answer: the connection, TLS, HTTP or the time limit.
+    #[error("the API server: {0}")]
+    Exchange(#[from] ExchangeError),
     /// The API server answered with an error.
     #[error("the API server answered {code}: {message}")]
     Status {
@@ -92,24 +74,11 @@ pub enum RequestError {
 }
 
 /// The API server of the cluster the pod runs in.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct ApiClient {
-    host: String,
-    port: u16,
-    authority: String,
-    server_name: ServerName<'static>,
-    tls: tokio_rustls::TlsConnector,
+    endpoint: Endpoint,
     token_file: PathBuf,
     timeout: Duration,
-}
-
-impl std::fmt::Debug for ApiClient {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ApiClient")
-            .field("authority", &self.authority)
-            .field("token_file", &self.token_file)
-            .finish_non_exhaustive()
-    }
 }
 
 impl ApiClient {
@@ -140,24 +109,15 @@ impl ApiClient {
             .ok()
             .filter(|p| *p != 0)
             .ok_or_else(|| ConfigError::BadPort(port.to_owned()))?;
-        let server_name = ServerName::try_from(host.to_owned())
-            .map_err(|_| ConfigError::BadHost(host.to_owned()))?;
-        let authority = if host.contains(':') {
-            format!("[{host}]:{port_number}")
-        } else {
-            format!("{host}:{port_number}")
-        };
         let tls = trusting(ca).map_err(|reason| ConfigError::Ca {
             path: ca.display().to_string(),
             reason,
         })?;
+        let endpoint = Endpoint::new(host, port_number, Some(tls))
+            .map_err(|_| ConfigError::BadHost(host.to_owned()))?;
         read_token(token).map_err(ConfigError::Token)?;
         Ok(Self {
-            host: host.to_owned(),
-            port: port_number,
-            authority,
-            server_name,
-            tls: tokio_rustls::TlsConnector::from(tls),
+            endpoint,
             token_file: token.to_owned(),
             timeout,
         })
@@ -175,50 +135,12 @@ impl ApiClient {
         body: String,
     ) -> Result<(), RequestError> {
         let token = read_token(&self.token_file)?;
-        let request = patch_request(&self.authority, path, &token, content_type, body)?;
-        let (status, answer) = tokio::time::timeout(self.timeout, self.exchange(request))
-            .await
-            .map_err(|_| RequestError::Timeout(self.timeout))??;
+        let request = patch_request(self.endpoint.authority(), path, &token, content_type, body)?;
+        let (status, answer) = self
+            .endpoint
+            .send(request, MAX_ANSWER, self.timeout)
+            .await?;
         answered(status, &answer)
-    }
-
-    async fn exchange(
-        &self,
-        request: hyper::Request<String>,
-    ) -> Result<(StatusCode, hyper::body::Bytes), RequestError> {
-        let tcp = tokio::net::TcpStream::connect((self.host.as_str(), self.port))
-            .await
-            .map_err(|source| RequestError::Connect {
-                authority: self.authority.clone(),
-                source,
-            })?;
-        let stream = self
-            .tls
-            .connect(self.server_name.clone(), tcp)
-            .await
-            .map_err(RequestError::Tls)?;
-        let http = |e: hyper::Error| RequestError::Http(e.to_string());
-        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(http)?;
-        let exchange = async move {
-            let response = sender.send_request(request).await.map_err(http)?;
-            let status = response.status();
-            let body = Limited::new(response.into_body(), MAX_ANSWER)
-                .collect()
-                .await
-                .map_err(|e| RequestError::Http(format!("reading the answer: {e}")))?;
-            Ok((status, body.to_bytes()))
-        };
-        tokio::pin!(exchange, connection);
-        tokio::select! {
-            biased;
-            answer = &mut exchange => answer,
-            closed = &mut connection => {
-                closed.map_err(http)?;
-                exchange.await
-            }
-        }
     }
 }
 
@@ -282,32 +204,6 @@ fn read_token(path: &Path) -> Result<String, RequestError> {
         return Err(error("empty".into()));
     }
     Ok(token.to_owned())
-}
-
-/// A TLS client configuration that trusts only the certificates in the PEM file `ca`.
-///
-/// # Errors
-/// An unreadable file, no certificate in it, or one that is no usable trust anchor.
-pub fn trusting(ca: &Path) -> Result<Arc<rustls::ClientConfig>, String> {
-    let mut roots = rustls::RootCertStore::empty();
-    let certificates = CertificateDer::pem_file_iter(ca)
-        .and_then(Iterator::collect::<Result<Vec<_>, _>>)
-        .map_err(|e| e.to_string())?;
-    for certificate in certificates {
-        roots
-            .add(certificate)
-            .map_err(|e| format!("not a CA certificate: {e}"))?;
-    }
-    if roots.is_empty() {
-        return Err("no certificate in the file".into());
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS versions: {e}"))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(Arc::new(config))
 }
 
 #[cfg(test)]

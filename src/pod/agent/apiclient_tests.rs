@@ -5,6 +5,8 @@ use std::sync::Arc;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use super::*;
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject as _;
 
 /// A server certificate for 127.0.0.1 and its CA file, in a directory of their own.
 pub(crate) struct Server {
@@ -179,7 +181,10 @@ async fn a_server_the_ca_did_not_sign_is_refused() {
         .patch("/x", "application/json", "{}".into())
         .await
         .unwrap_err();
-    assert!(matches!(err, RequestError::Tls(_)), "{err}");
+    assert!(
+        matches!(err, RequestError::Exchange(ExchangeError::Tls { .. })),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -197,14 +202,17 @@ async fn silence_is_a_timeout_and_nobody_listening_a_connect_error() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "no answer from the API server within 300ms"
+        format!("the API server: no answer from 127.0.0.1:{port} within 300ms")
     );
     drop(listener);
     let err = client
         .patch("/x", "application/json", "{}".into())
         .await
         .unwrap_err();
-    assert!(matches!(err, RequestError::Connect { .. }), "{err}");
+    assert!(
+        matches!(err, RequestError::Exchange(ExchangeError::Connect { .. })),
+        "{err}"
+    );
     std::fs::write(server.dir.join("token"), " \n").unwrap();
     let err = client
         .patch("/x", "application/json", "{}".into())
@@ -266,7 +274,7 @@ fn bad_settings_are_refused_at_start() {
     ]
     "#);
     let v6 = ApiClient::new("fd00::1", "443", &token, &ca, t).unwrap();
-    assert_eq!(v6.authority, "[fd00::1]:443");
+    assert_eq!(v6.endpoint.authority(), "[fd00::1]:443");
 }
 
 #[test]
