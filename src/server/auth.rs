@@ -20,6 +20,7 @@ use thiserror::Error;
 
 use super::ApiError;
 use super::reload::{self, Reloading};
+use crate::mounted::{Snapshot, WatchError};
 
 /// Where the credentials live.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -50,13 +51,8 @@ impl AuthFiles {
 #[derive(Debug, Error)]
 pub enum AuthError {
     /// A file could not be read.
-    #[error("cannot read credential file {path}: {source}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// The cause.
-        source: std::io::Error,
-    },
+    #[error("cannot read credential file {0}")]
+    Read(#[from] WatchError),
     /// A file is empty.
     #[error("credential file {0} is empty")]
     Empty(PathBuf),
@@ -105,45 +101,39 @@ fn unsendable(bytes: &[u8], sent: Sent) -> Option<&'static str> {
     }
 }
 
-fn read_secret(path: &Path, sent: Sent) -> Result<Vec<u8>, AuthError> {
-    let mut bytes = std::fs::read(path).map_err(|source| AuthError::Read {
-        path: path.to_owned(),
-        source,
-    })?;
+/// The credential in `content`, read from the file `path`.
+fn secret(path: &Path, content: &[u8], sent: Sent) -> Result<Vec<u8>, AuthError> {
     // Metacontroller sends the Secret's value with surrounding whitespace trimmed (token, username
     // and password alike), and files written by hand often end with a newline: trim the same way.
-    let end = bytes.len()
-        - bytes
-            .iter()
-            .rev()
-            .take_while(|b| b.is_ascii_whitespace())
-            .count();
-    bytes.truncate(end);
-    let start = bytes.iter().take_while(|b| b.is_ascii_whitespace()).count();
-    bytes.drain(..start);
+    let bytes = content.trim_ascii();
     if bytes.is_empty() {
         return Err(AuthError::Empty(path.to_owned()));
     }
-    if let Some(what) = unsendable(&bytes, sent) {
+    if let Some(what) = unsendable(bytes, sent) {
         return Err(AuthError::Unsendable {
             path: path.to_owned(),
             what,
         });
     }
-    Ok(bytes)
+    Ok(bytes.to_vec())
 }
 
-fn load(files: &AuthFiles) -> Result<Credentials, AuthError> {
-    let token = files
-        .token
-        .as_deref()
-        .map(|path| read_secret(path, Sent::AsHeaderText))
-        .transpose()?;
-    let basic = match (&files.basic_username, &files.basic_password) {
-        (Some(user), Some(password)) => {
-            let mut pair = read_secret(user, Sent::Base64)?;
+/// The credentials from the contents of `files` (in [`AuthFiles::paths`] order), read at one
+/// version of the volume.
+fn load(files: &AuthFiles, contents: &Snapshot) -> Result<Credentials, AuthError> {
+    let mut next = contents.contents.iter();
+    let mut take = |path: &Option<PathBuf>, sent| {
+        path.as_deref()
+            .map(|path| secret(path, next.next().map_or(&[][..], Vec::as_slice), sent))
+            .transpose()
+    };
+    let token = take(&files.token, Sent::AsHeaderText)?;
+    let user = take(&files.basic_username, Sent::Base64)?;
+    let password = take(&files.basic_password, Sent::Base64)?;
+    let basic = match (user, password) {
+        (Some(mut pair), Some(password)) => {
             pair.push(b':');
-            pair.extend(read_secret(password, Sent::Base64)?);
+            pair.extend(password);
             Some(pair)
         }
         (None, None) => None,
@@ -177,8 +167,8 @@ impl Authenticator {
     /// # Errors
     /// A file that cannot be read or is empty, or half a basic-auth pair.
     pub fn new(files: AuthFiles) -> Result<Self, AuthError> {
-        let credentials = Reloading::new(files.paths().cloned().collect(), "credentials", || {
-            load(&files)
+        let credentials = Reloading::new(files.paths().cloned().collect(), "credentials", |c| {
+            load(&files, c)
         })?;
         Ok(Self { files, credentials })
     }
@@ -186,7 +176,7 @@ impl Authenticator {
     /// Re-reads the files if they changed; keeps the old credentials when they cannot be read.
     /// Returns whether new credentials are in force.
     pub fn reload_if_changed(&self) -> bool {
-        self.credentials.reload_if_changed(|| load(&self.files))
+        self.credentials.reload_if_changed(|c| load(&self.files, c))
     }
 
     /// Polls the files every `period` until the process ends.
@@ -250,28 +240,21 @@ mod tests {
 
     #[test]
     fn credentials_are_trimmed_like_metacontroller_trims_them() {
-        let dir = std::env::temp_dir().join(format!("memcached-hook-auth-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
-        let path = dir.join("token");
+        let path = Path::new("/token");
         for (content, want) in [
             ("tok\n", Some("tok")),
             (" \ttok en\r\n", Some("tok en")),
             ("tok", Some("tok")),
             (" \n", None),
         ] {
-            std::fs::write(&path, content).expect("write");
-            let got = read_secret(&path, Sent::AsHeaderText).ok();
+            let got = secret(path, content.as_bytes(), Sent::AsHeaderText).ok();
             assert_eq!(got.as_deref(), want.map(str::as_bytes), "{content:?}");
         }
-        std::fs::remove_dir_all(&dir).expect("cleanup");
     }
 
     #[test]
     fn credentials_no_client_can_send_are_refused() {
-        let dir =
-            std::env::temp_dir().join(format!("memcached-hook-unsendable-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
-        let path = dir.join("credential");
+        let path = Path::new("/credential");
         for (content, sent, refused) in [
             ("tok\nen\n", Sent::AsHeaderText, true),
             ("tok\0en", Sent::AsHeaderText, true),
@@ -280,8 +263,7 @@ mod tests {
             ("p\u{e4}ssword", Sent::Base64, false),
             ("tok\ten", Sent::AsHeaderText, false),
         ] {
-            std::fs::write(&path, content).expect("write");
-            match read_secret(&path, sent) {
+            match secret(path, content.as_bytes(), sent) {
                 Err(e @ AuthError::Unsendable { .. }) => {
                     assert!(refused, "{content:?}: {e}");
                     let text = e.to_string();
@@ -293,6 +275,5 @@ mod tests {
                 other => assert!(!refused && other.is_ok(), "{content:?}"),
             }
         }
-        std::fs::remove_dir_all(&dir).expect("cleanup");
     }
 }

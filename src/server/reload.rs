@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 
-use crate::mounted::Group;
+use crate::mounted::{Group, Snapshot, WatchError};
 
 /// The digest of the files' contents, read at one version of the volume (`None` when they
 /// cannot be read).
@@ -26,20 +26,20 @@ pub struct Reloading<T> {
 }
 
 impl<T> Reloading<T> {
-    /// Builds the first value.
+    /// Builds the first value from the files' contents.
     ///
     /// # Errors
-    /// Whatever `build` returns.
-    pub fn new<E>(
+    /// A file that cannot be read, or whatever `build` returns.
+    pub fn new<E: From<WatchError>>(
         paths: Vec<PathBuf>,
         what: &'static str,
-        build: impl FnOnce() -> Result<T, E>,
+        build: impl FnOnce(&Snapshot) -> Result<T, E>,
     ) -> Result<Self, E> {
         let files = Group::new(paths);
-        let digest = digest(&files);
+        let snapshot = files.snapshot()?;
         Ok(Self {
-            current: ArcSwap::from_pointee(build()?),
-            digest: ArcSwap::from_pointee(digest),
+            current: ArcSwap::from_pointee(build(&snapshot)?),
+            digest: ArcSwap::from_pointee(Some(snapshot.digest)),
             files,
             what,
         })
@@ -51,19 +51,27 @@ impl<T> Reloading<T> {
         self.current.load_full()
     }
 
-    /// Rebuilds the value if a file changed; keeps the old one when `build` fails. Returns
-    /// whether a new value is in force.
-    pub fn reload_if_changed<E: Display>(&self, build: impl FnOnce() -> Result<T, E>) -> bool {
-        let now = digest(&self.files);
+    /// Rebuilds the value from the files' contents if they changed; keeps the old one when they
+    /// cannot be read or `build` fails. Returns whether a new value is in force.
+    pub fn reload_if_changed<E: Display>(
+        &self,
+        build: impl FnOnce(&Snapshot) -> Result<T, E>,
+    ) -> bool {
+        let snapshot = self.files.snapshot();
+        let now = snapshot.as_ref().ok().map(|s| s.digest);
         if **self.digest.load() == now {
             return false;
         }
         self.digest.store(Arc::new(now));
-        match build() {
-            Ok(value) => {
+        match snapshot.map(|s| build(&s)) {
+            Ok(Ok(value)) => {
                 self.current.store(Arc::new(value));
                 tracing::info!(what = self.what, "reloaded");
                 true
+            }
+            Ok(Err(error)) => {
+                tracing::warn!(what = self.what, %error, "{NOT_RELOADED}");
+                false
             }
             Err(error) => {
                 tracing::warn!(what = self.what, %error, "{NOT_RELOADED}");
@@ -71,11 +79,6 @@ impl<T> Reloading<T> {
             }
         }
     }
-}
-
-/// The digest of `files` now.
-fn digest(files: &Group) -> Digest {
-    files.snapshot().ok().map(|s| s.digest)
 }
 
 /// Calls `reload` on `target` every `period` until the process ends.
@@ -100,15 +103,16 @@ mod tests {
 
     use super::Reloading;
     use crate::mounted::tests::Volume;
+    use crate::mounted::{Snapshot, WatchError};
 
     #[test]
     fn a_kubelet_swap_rebuilds_once_and_the_same_content_never() {
         let mut volume = Volume::new("server-reload", &[("token", b"first")]);
         let path = volume.path("token");
         let builds = AtomicU32::new(0);
-        let build = || -> Result<String, std::io::Error> {
+        let build = |files: &Snapshot| -> Result<String, WatchError> {
             builds.fetch_add(1, Ordering::SeqCst);
-            std::fs::read_to_string(&path)
+            Ok(String::from_utf8_lossy(files.file(0)).into_owned())
         };
         let value = Reloading::new(vec![path.clone()], "token", build).unwrap();
         assert_eq!(*value.current(), "first");

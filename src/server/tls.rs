@@ -15,6 +15,7 @@ use rustls::server::WebPkiClientVerifier;
 use thiserror::Error;
 
 use super::reload::{self, Reloading};
+use crate::mounted::{Snapshot, WatchError};
 
 /// Where the TLS material lives.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,6 +39,9 @@ pub enum TlsError {
         /// What is wrong.
         message: String,
     },
+    /// A file could not be read.
+    #[error(transparent)]
+    Read(#[from] WatchError),
     /// rustls refused the material.
     #[error("TLS configuration: {0}")]
     Rustls(String),
@@ -50,9 +54,9 @@ fn pem_error(path: &Path, error: impl std::fmt::Display) -> TlsError {
     }
 }
 
-fn certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
-    let certs = CertificateDer::pem_file_iter(path)
-        .map_err(|e| pem_error(path, e))?
+/// The certificates in `pem`, read from the file `path`.
+fn certificates(path: &Path, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let certs = CertificateDer::pem_slice_iter(pem)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| pem_error(path, e))?;
     if certs.is_empty() {
@@ -61,7 +65,9 @@ fn certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     Ok(certs)
 }
 
-fn build(files: &TlsFiles) -> Result<ServerConfig, TlsError> {
+/// The configuration from the contents of `files` (certificate, key, then the client CA), read
+/// at one version of the volume, so a certificate never meets the previous key.
+fn build(files: &TlsFiles, contents: &Snapshot) -> Result<ServerConfig, TlsError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ServerConfig::builder_with_provider(Arc::clone(&provider))
         .with_safe_default_protocol_versions()
@@ -69,7 +75,7 @@ fn build(files: &TlsFiles) -> Result<ServerConfig, TlsError> {
     let builder = match &files.client_ca {
         Some(ca) => {
             let mut roots = rustls::RootCertStore::empty();
-            for cert in certificates(ca)? {
+            for cert in certificates(ca, contents.file(2))? {
                 roots.add(cert).map_err(|e| pem_error(ca, e))?;
             }
             let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
@@ -79,9 +85,10 @@ fn build(files: &TlsFiles) -> Result<ServerConfig, TlsError> {
         }
         None => builder.with_no_client_auth(),
     };
-    let key = PrivateKeyDer::from_pem_file(&files.key).map_err(|e| pem_error(&files.key, e))?;
+    let key =
+        PrivateKeyDer::from_pem_slice(contents.file(1)).map_err(|e| pem_error(&files.key, e))?;
     let mut config = builder
-        .with_single_cert(certificates(&files.cert)?, key)
+        .with_single_cert(certificates(&files.cert, contents.file(0))?, key)
         .map_err(|e| TlsError::Rustls(e.to_string()))?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(config)
@@ -116,7 +123,7 @@ impl Tls {
         .flatten()
         .cloned()
         .collect();
-        let config = Reloading::new(paths, "TLS configuration", || build(&files))?;
+        let config = Reloading::new(paths, "TLS configuration", |c| build(&files, c))?;
         Ok(Self { files, config })
     }
 
@@ -128,7 +135,7 @@ impl Tls {
 
     /// Rebuilds the configuration if a file changed; keeps the old one when that fails.
     pub fn reload_if_changed(&self) -> bool {
-        self.config.reload_if_changed(|| build(&self.files))
+        self.config.reload_if_changed(|c| build(&self.files, c))
     }
 
     /// Polls the files every `period` until the process ends.
