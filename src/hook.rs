@@ -11,6 +11,7 @@
 //! the hook does not know (a hook API other than v1 and v2) is refused instead of guessed at.
 
 mod customize;
+mod forward;
 mod observed;
 pub mod pods;
 mod received;

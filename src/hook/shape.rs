@@ -12,7 +12,7 @@ use std::fmt;
 
 use serde::de::{Deserializer, MapAccess, Visitor};
 
-use super::strict::forward_deserialize;
+use super::forward::forward_deserialize;
 
 /// A struct's visitor that takes an object only. serde_json offers a struct only a sequence
 /// (`[`) or an object (`{`) and reports anything else itself, so `visit_map` is all that is

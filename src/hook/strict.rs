@@ -34,6 +34,8 @@ use serde::de::{
     self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess, VariantAccess, Visitor,
 };
 
+use super::forward::forward_deserialize;
+
 /// Keys of an object kept in place and compared one by one, without an allocation (a parent's
 /// `metadata` has about ten); more go into a hash set.
 const INLINE_KEYS: usize = 16;
@@ -56,54 +58,6 @@ where
 
 /// A deserializer, visitor, seed or access whose objects refuse repeated keys.
 pub struct Strict<T>(pub T);
-
-/// Every `Deserializer` method but `deserialize_struct` and `deserialize_ignored_any` (each
-/// wrapper writes those two itself), forwarded to `self.0` with the visitor passed through
-/// `$wrap`: [`Strict`] here, unchanged in [`super::shape::TopLevel`].
-macro_rules! forward_deserialize {
-    ($wrap:expr) => {
-        forward_deserialize! { @ $wrap;
-        deserialize_any();
-        deserialize_bool();
-        deserialize_i8();
-        deserialize_i16();
-        deserialize_i32();
-        deserialize_i64();
-        deserialize_i128();
-        deserialize_u8();
-        deserialize_u16();
-        deserialize_u32();
-        deserialize_u64();
-        deserialize_u128();
-        deserialize_f32();
-        deserialize_f64();
-        deserialize_char();
-        deserialize_str();
-        deserialize_string();
-        deserialize_bytes();
-        deserialize_byte_buf();
-        deserialize_option();
-        deserialize_unit();
-        deserialize_unit_struct(name: &'static str);
-        deserialize_newtype_struct(name: &'static str);
-        deserialize_seq();
-        deserialize_tuple(len: usize);
-        deserialize_tuple_struct(name: &'static str, len: usize);
-        deserialize_map();
-        deserialize_enum(name: &'static str, variants: &'static [&'static str]);
-        deserialize_identifier();
-        }
-    };
-    (@ $wrap:expr; $($method:ident($($arg:ident: $ty:ty),*);)*) => {
-        $(
-            fn $method<V: Visitor<'de>>(self, $($arg: $ty,)* visitor: V) -> Result<V::Value, D::Error> {
-                self.0.$method($($arg,)* $wrap(visitor))
-            }
-        )*
-    };
-}
-
-pub(super) use forward_deserialize;
 
 impl<'de, D: Deserializer<'de>> Deserializer<'de> for Strict<D> {
     type Error = D::Error;
