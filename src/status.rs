@@ -7,6 +7,7 @@
 
 use crate::api::{Condition, MemcachedStatus, ZoneStatus};
 use crate::children::servers::{Members, Shown};
+use crate::children::zone_budgets::Budgets;
 use crate::children::{ChildKind, discovery, labels, ports, statefulset};
 use crate::hook::ChildStatus;
 
@@ -116,8 +117,9 @@ pub struct Inputs<'a> {
     pub zones: Vec<ZoneStatus>,
     /// With `spec.zones`: the pods each zone should have ready.
     pub zone_replicas: i32,
-    /// With `spec.zones` and a disruption budget: `ZoneDisruption`.
-    pub zone_disruption: Option<SpecCondition>,
+    /// With `spec.zones` and a disruption budget: the zones' budgets as built, which
+    /// `ZoneDisruption` explains.
+    pub zone_budgets: Option<Budgets>,
 }
 
 impl Inputs<'_> {
@@ -208,7 +210,7 @@ fn merge(
 /// The whole new status. `now` is the request's wall-clock time in RFC 3339, whole seconds.
 #[must_use]
 pub fn build(inputs: &Inputs<'_>, previous: &[Condition], now: &str) -> MemcachedStatus {
-    let conditions = merge(previous, computed(inputs), inputs, now);
+    let conditions = merge(previous, computed(inputs, previous), inputs, now);
     let ready = conditions
         .iter()
         .any(|c| c.type_ == READY && c.status == "True");

@@ -6,6 +6,7 @@ use super::{
     PROGRESSING, PdbState, READY, SECRET_RELOAD, WARM_RESTART, WORKLOAD_MIGRATION, ZONE_DISRUPTION,
     ZONE_SWITCH, ZoneSwitch,
 };
+use crate::api::Condition;
 use crate::children::ChildKind;
 use crate::hook::ChildStatus;
 
@@ -233,21 +234,25 @@ fn child_kinds(missing: &[(String, &'static str)]) -> Computed {
     condition(CHILD_RESOURCES_MISSING, true, "NotDeclared", message)
 }
 
-/// Every condition the sync computes, before the merge.
-pub(super) fn computed(inputs: &Inputs<'_>) -> Vec<Computed> {
+/// Every condition the sync computes, before the merge into the parent's current conditions
+/// (`previous`).
+pub(super) fn computed(inputs: &Inputs<'_>, previous: &[Condition]) -> Vec<Computed> {
     let c = Counts::of(inputs);
     let mut out = vec![available(c), progressing(c), degraded(c, inputs), ready(c)];
     out.extend(inputs.pdb.as_ref().map(disruption_budget));
-    let spec_conditions = [
+    for (type_, c) in [
         (SECRET_RELOAD, &inputs.secret_rotation),
         (WARM_RESTART, &inputs.warm_restart),
-        (ZONE_DISRUPTION, &inputs.zone_disruption),
-    ];
-    for (type_, c) in spec_conditions {
+    ] {
         out.extend(
             c.as_ref()
                 .map(|c| condition(type_, c.status, c.reason, c.message.clone())),
         );
+    }
+    if let Some(budgets) = &inputs.zone_budgets {
+        let names: Vec<&str> = inputs.zones.iter().map(|z| z.name.as_str()).collect();
+        let c = super::zones::condition(&names, budgets, previous);
+        out.push(condition(ZONE_DISRUPTION, c.status, c.reason, c.message));
     }
     out.push(child_kinds(&inputs.missing_kinds));
     out

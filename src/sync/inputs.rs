@@ -1,7 +1,6 @@
 //! What the status is computed from: the spec, the plan of the workload (and of the zones and
 //! a zone layout switch) and what the sync built.
 
-use crate::api::Condition;
 use crate::api::effective::Effective;
 use crate::children::ports;
 use crate::children::servers::Members;
@@ -81,24 +80,23 @@ pub(super) fn inputs<'a>(
             .flatten(),
         zones: Vec::new(),
         zone_replicas: 0,
-        zone_disruption: None,
+        zone_budgets: None,
     };
     if kept {
         return inputs;
     }
-    let at = (client_port, parent.status.conditions.as_slice());
-    layout_inputs(inputs, (zoned, switch), at, &outcome.zones)
+    layout_inputs(inputs, (zoned, switch), client_port, outcome.zones)
 }
 
 /// `inputs` of a valid spec with its zones (`zoned`) and the switch of the zone layout under way.
 fn layout_inputs<'a>(
     inputs: Inputs<'a>,
     (zoned, switch): (Option<&Zoned<'a>>, Option<&Switch<'a>>),
-    (port, previous): (i32, &[Condition]),
-    built: &ZoneOutcome,
+    port: i32,
+    built: ZoneOutcome,
 ) -> Inputs<'a> {
     let inputs = match zoned {
-        Some(z) => zoned_inputs(inputs, z, (port, previous), (built, switch.is_some())),
+        Some(z) => zoned_inputs(inputs, z, port, (built, switch.is_some())),
         None => inputs,
     };
     match switch {
@@ -112,17 +110,14 @@ fn layout_inputs<'a>(
 }
 
 /// `inputs` of a Memcached with `spec.zones`: its zones counted together (the desired count is
-/// `replicas` times the zones), and each zone; `zones` as the zones' children say; `previous`:
-/// the parent's current conditions.
+/// `replicas` times the zones), and each zone; `zones` as the zones' children say.
 fn zoned_inputs<'a>(
     inputs: Inputs<'a>,
     z: &Zoned<'a>,
-    (port, previous): (i32, &[Condition]),
-    (zones, switching): (&ZoneOutcome, bool),
+    port: i32,
+    (zones, switching): (ZoneOutcome, bool),
 ) -> Inputs<'a> {
-    let (budgets, current) = (zones.budgets.as_ref(), zones.current.as_deref());
-    let zone_disruption = budgets.map(|b| status::zones::condition(z.names, b, previous));
-    let workload = z.workload(current);
+    let workload = z.workload(zones.current.as_deref());
     let migration = z.migration();
     // `inputs` (for the workload `<name>`, which zones never build) read as creating exactly when
     // the parent has no conditions yet; the zones are created when none of theirs is observed.
@@ -138,9 +133,9 @@ fn zoned_inputs<'a>(
         workload: workload.or_else(|| creating.then(ChildStatus::default)),
         migration,
         server_list: z.members(),
-        zones: z.status(at, budgets, creating),
+        zones: z.status(at, zones.budgets.as_ref(), creating),
         zone_replicas: z.replicas,
-        zone_disruption,
+        zone_budgets: zones.budgets,
         ..inputs
     }
 }
