@@ -289,7 +289,7 @@ fn server_list_names_the_tls_port_clients_use() {
 /// Under `secretRotation: Reload` (the default) a reload-agent native sidecar from the
 /// hook's image watches the mounted Secrets; with SASL it shares memcached's process namespace.
 #[test]
-fn reload_agent_sidecar() {
+fn reload_agent_with_sasl_and_tls() {
     let r = render(json!({"security": {
         "sasl": {"enabled": true, "credentialsSecretRef": {"name": "s"}},
         "tls": {"enabled": true, "enableClientCert": true, "certificateSecretRef": {"name": "t"}}}}));
@@ -342,7 +342,11 @@ fn reload_agent_sidecar() {
         Some(strict(&restricted_container()))
     );
     assert_eq!(typed_pod.security_context, Some(strict(&restricted_pod())));
-    // TLS only: no signal, no shared process namespace, the user's fields over the defaults.
+}
+
+#[test]
+fn reload_agent_with_tls_only() {
+    // no signal, no shared process namespace, the user's fields over the defaults.
     let tls = render(
         json!({"security": {"containerSecurityContext": {"runAsNonRoot": true},
         "tls": {"enabled": true, "allowPlaintext": true, "certificateSecretRef": {"name": "t"}}}}),
@@ -369,6 +373,13 @@ fn reload_agent_sidecar() {
             "127.0.0.1:11211"
         ]
     );
+}
+
+#[test]
+fn secret_reload_names_a_placeholder_agent_image() {
+    let r = render(json!({"security": {
+        "sasl": {"enabled": true, "credentialsSecretRef": {"name": "s"}},
+        "tls": {"enabled": true, "enableClientCert": true, "certificateSecretRef": {"name": "t"}}}}));
     // The hook's reload-agent image is still the placeholder: the children are rendered, and
     // the status names the placeholder and the flag that replaces it.
     let placeholder = condition(&r, "SecretReload");
@@ -402,6 +413,10 @@ fn reload_agent_sidecar() {
             .as_deref(),
         Some("ghcr.io/corp/memcached-hook:0.1.0")
     );
+}
+
+#[test]
+fn a_memcached_too_old_to_reload_rolls_instead() {
     // A memcached too old for the reload: the pods roll, and the status says why.
     let old = render(json!({"image": "memcached:1.5.12", "security": {
         "sasl": {"enabled": true, "credentialsSecretRef": {"name": "s"}}}}));
@@ -424,6 +439,10 @@ fn reload_agent_sidecar() {
             .all(|c| c.type_ != "SecretReload"),
         "no condition without SASL and TLS"
     );
+}
+
+#[test]
+fn no_agent_without_reload() {
     // RollingRestart, or nothing to rotate: no agent.
     for spec in [
         json!({"security": {"secretRotation": "RollingRestart",
