@@ -6,6 +6,11 @@
 //! every other zone's budget is `maxUnavailable: 0`, so a node drain can take pods from one zone
 //! only. Two or more short zones are an outage: every budget blocks.
 //!
+//! While the zones are starting (not every zone has had all its pods ready yet, since the
+//! zones or their budgets were created), a short zone is no disruption: every budget blocks until
+//! every zone is whole, and then every budget opens at once, so a new cache writes its budgets
+//! twice (created, opened) and never moves the allowance around while its pods come up.
+//!
 //! The budgets change only "break before make": no answer opens a closed budget while it closes
 //! an open one, because Metacontroller updates the budgets one by one and an eviction could pass
 //! between two updates. So the allowance moves to another zone in two syncs (first every budget
@@ -69,6 +74,9 @@ pub enum Why {
     Settling,
     /// Two or more zones (their indices) are short: every budget blocks.
     Outage(Vec<usize>),
+    /// The zones are starting and these (their indices) are short: every budget blocks until
+    /// every zone is whole.
+    Starting(Vec<usize>),
 }
 
 /// Each zone's budget: `open[i]` is the user's budget for zone `i`, else `maxUnavailable: 0`.
@@ -80,9 +88,10 @@ pub struct Budgets {
     pub why: Why,
 }
 
-/// The budgets of the zones observed as `zones` (in spec order).
+/// The budgets of the zones observed as `zones` (in spec order); `starting`: not every zone has
+/// been whole once yet.
 #[must_use]
-pub fn decide(zones: &[ZoneFacts]) -> Budgets {
+pub fn decide(zones: &[ZoneFacts], starting: bool) -> Budgets {
     let short: Vec<usize> = (0..zones.len()).filter(|&i| zones[i].short).collect();
     let opened = zones.iter().filter(|z| z.open).count();
     let only = |zone: usize| (0..zones.len()).map(|i| i == zone).collect();
@@ -95,6 +104,10 @@ pub fn decide(zones: &[ZoneFacts]) -> Budgets {
         [] => Budgets {
             open: none,
             why: Why::Settling,
+        },
+        _ if starting => Budgets {
+            open: none,
+            why: Why::Starting(short),
         },
         &[zone] if zones[zone].open || opened == 0 => Budgets {
             open: only(zone),
@@ -151,7 +164,7 @@ mod tests {
             ("o- o- o-", "c c c", Why::Outage(vec![0, 1, 2])),
         ];
         for (observed, want, why) in table {
-            let got = decide(&zones(observed));
+            let got = decide(&zones(observed), false);
             assert_eq!((answer(&got).as_str(), got.why), (want, why), "{observed}");
         }
     }
@@ -170,7 +183,7 @@ mod tests {
             ("o- c- c-", "c c c", Why::Outage(vec![0, 1, 2])),
         ];
         for (observed, want, why) in table {
-            let got = decide(&zones(observed));
+            let got = decide(&zones(observed), false);
             assert_eq!((answer(&got).as_str(), got.why), (want, why), "{observed}");
         }
     }
@@ -186,7 +199,7 @@ mod tests {
             ("c- c- c-", "c c c", Why::Outage(vec![0, 1, 2])),
         ];
         for (observed, want, why) in table {
-            let got = decide(&zones(observed));
+            let got = decide(&zones(observed), false);
             assert_eq!((answer(&got).as_str(), got.why), (want, why), "{observed}");
         }
     }
@@ -194,38 +207,56 @@ mod tests {
     #[test]
     fn a_zone_seen_whole_hands_the_allowance_back_over_two_syncs() {
         // Sync 1: zone a is drained.
-        let first = decide(&zones("o- o+ o+"));
+        let first = decide(&zones("o- o+ o+"), false);
         assert_eq!(answer(&first), "o c c");
         // Sync 2: zone a is whole again: every budget blocks, none reopens yet.
-        let second = decide(&zones("o+ c+ c+"));
+        let second = decide(&zones("o+ c+ c+"), false);
         assert_eq!(
             (answer(&second).as_str(), second.why),
             ("c c c", Why::Settling)
         );
         // Sync 3: the budgets as sync 2 wrote them, every zone whole: all reopen.
-        let third = decide(&zones("c+ c+ c+"));
+        let third = decide(&zones("c+ c+ c+"), false);
         assert_eq!(answer(&third), "o o o");
     }
 
     #[test]
     fn a_drain_moving_to_another_zone_waits_a_sync() {
         // Zone a holds the allowance and is whole; zone b is drained meanwhile.
-        let first = decide(&zones("o+ c- c+"));
+        let first = decide(&zones("o+ c- c+"), false);
         assert_eq!(
             (answer(&first).as_str(), first.why),
             ("c c c", Why::HandingOver(1))
         );
         // The next sync sees every budget blocking: zone b gets the allowance.
-        let second = decide(&zones("c+ c- c+"));
+        let second = decide(&zones("c+ c- c+"), false);
         assert_eq!(answer(&second), "c o c");
     }
 
     #[test]
     fn two_short_zones_block_every_budget() {
         for observed in ["o- o- o+", "o- c- c+", "c+ c- c-", "o- o- o-"] {
-            let got = decide(&zones(observed));
+            let got = decide(&zones(observed), false);
             assert_eq!(answer(&got), "c c c", "{observed}");
             assert!(matches!(got.why, Why::Outage(_)), "{observed}");
+        }
+    }
+
+    #[test]
+    fn starting_zones_block_until_every_zone_is_whole_then_all_open_at_once() {
+        let table = [
+            // Created: no budget observed yet (a missing budget counts as open).
+            ("o- o- o-", "c c c", Why::Starting(vec![0, 1, 2])),
+            ("o+ o+ o-", "c c c", Why::Starting(vec![2])),
+            // Created closed, the pods coming up zone by zone: no zone gets the allowance.
+            ("c+ c- c-", "c c c", Why::Starting(vec![1, 2])),
+            ("c+ c+ c-", "c c c", Why::Starting(vec![2])),
+            // Every zone whole: every budget opens in this sync, with nothing to close.
+            ("c+ c+ c+", "o o o", Why::AllWhole),
+        ];
+        for (observed, want, why) in table {
+            let got = decide(&zones(observed), true);
+            assert_eq!((answer(&got).as_str(), got.why), (want, why), "{observed}");
         }
     }
 
@@ -246,9 +277,9 @@ mod tests {
 
     #[test]
     fn no_answer_opens_two_zones_while_a_disruption_is_observed() {
-        for n in 2..=5 {
+        for (n, starting) in (2..=5).flat_map(|n| [(n, false), (n, true)]) {
             for state in all_states(n) {
-                let got = decide(&state);
+                let got = decide(&state, starting);
                 let short: Vec<usize> = (0..n).filter(|&i| state[i].short).collect();
                 let open: Vec<usize> = (0..n).filter(|&i| got.open[i]).collect();
                 if !short.is_empty() {
@@ -267,9 +298,9 @@ mod tests {
 
     #[test]
     fn no_answer_opens_a_budget_while_it_closes_another() {
-        for n in 2..=5 {
+        for (n, starting) in (2..=5).flat_map(|n| [(n, false), (n, true)]) {
             for state in all_states(n) {
-                let got = decide(&state);
+                let got = decide(&state, starting);
                 let opens = (0..n).any(|i| got.open[i] && !state[i].open);
                 let closes = (0..n).any(|i| !got.open[i] && state[i].open);
                 assert!(!(opens && closes), "{state:?} -> {got:?}");
@@ -279,11 +310,11 @@ mod tests {
 
     #[test]
     fn the_budgets_settle_within_two_syncs_of_what_they_wrote() {
-        for n in 2..=5 {
+        for (n, starting) in (2..=5).flat_map(|n| [(n, false), (n, true)]) {
             for state in all_states(n) {
                 let mut now = state.clone();
                 for _ in 0..2 {
-                    let got = decide(&now);
+                    let got = decide(&now, starting);
                     for (zone, open) in now.iter_mut().zip(got.open) {
                         zone.open = open;
                     }
@@ -291,12 +322,16 @@ mod tests {
                 let short: Vec<usize> = (0..n).filter(|&i| state[i].short).collect();
                 let want: Vec<bool> = match short.as_slice() {
                     [] => vec![true; n],
-                    [one] => (0..n).map(|i| i == *one).collect(),
+                    [one] if !starting => (0..n).map(|i| i == *one).collect(),
                     _ => vec![false; n],
                 };
                 let settled: Vec<bool> = now.iter().map(|z| z.open).collect();
                 assert_eq!(settled, want, "{state:?}");
-                assert_eq!(decide(&now).open, want, "a fixed point: {state:?}");
+                assert_eq!(
+                    decide(&now, starting).open,
+                    want,
+                    "a fixed point: {state:?}"
+                );
             }
         }
     }

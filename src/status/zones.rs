@@ -19,13 +19,18 @@ pub const ZONE_OUTAGE: &str = "ZoneOutage";
 /// once: the budgets follow the same rule, but no zone is disrupted, they are starting.
 pub const ZONES_STARTING: &str = "ZonesStarting";
 
-/// Whether the zones are still starting: the parent's `previous` conditions have no
-/// `ZoneDisruption` yet or say [`ZONES_STARTING`], and `why` is not every zone whole. Derived from
-/// the status the cluster holds, so a restarted hook reads the same.
-fn starting(previous: &[Condition], why: &Why) -> bool {
+/// Whether the zones were starting at the last sync: the parent's `previous` conditions have no
+/// `ZoneDisruption` yet or say [`ZONES_STARTING`]. Derived from the status the cluster holds, so
+/// a restarted hook reads the same.
+#[must_use]
+pub fn were_starting(previous: &[Condition]) -> bool {
     let before = previous.iter().find(|c| c.type_ == ZONE_DISRUPTION);
-    let was_starting = before.is_none_or(|c| c.reason == ZONES_STARTING);
-    was_starting && !matches!(why, Why::AllWhole | Why::Settling)
+    before.is_none_or(|c| c.reason == ZONES_STARTING)
+}
+
+/// Whether the zones are still starting: they were, and `why` is not every zone whole.
+fn starting(previous: &[Condition], why: &Why) -> bool {
+    were_starting(previous) && !matches!(why, Why::AllWhole | Why::Settling)
 }
 
 /// `zones` named, joined with `, `.
@@ -64,7 +69,7 @@ fn starting_condition(zones: &[&str], budgets: &Budgets) -> SpecCondition {
 #[must_use]
 pub fn condition(zones: &[&str], budgets: &Budgets, previous: &[Condition]) -> SpecCondition {
     let others = |zone: usize| named(zones, (0..zones.len()).filter(|&i| i != zone));
-    if starting(previous, &budgets.why) {
+    if starting(previous, &budgets.why) || matches!(budgets.why, Why::Starting(_)) {
         return starting_condition(zones, budgets);
     }
     let (status, reason, message) = match &budgets.why {
@@ -102,7 +107,7 @@ pub fn condition(zones: &[&str], budgets: &Budgets, previous: &[Condition]) -> S
              then every budget reopens"
                 .to_owned(),
         ),
-        Why::Outage(short) => (
+        Why::Outage(short) | Why::Starting(short) => (
             true,
             ZONE_OUTAGE,
             format!(

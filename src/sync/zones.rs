@@ -45,12 +45,12 @@ pub(super) struct Zoned<'a> {
 
 impl<'a> Zoned<'a> {
     /// The zones of the valid spec `e` for the Memcached `name` with the observed `children`;
-    /// `None` without `spec.zones`. `statefulsets` as for [`Plan::new`].
+    /// `None` without `spec.zones`. `statefulsets` as for [`Plan::new`]; `starting`: not every
+    /// zone has been whole once yet.
     pub(super) fn of(
         e: &'a Effective<'a>,
         children: &'a Observed,
-        name: &str,
-        statefulsets: bool,
+        (name, statefulsets, starting): (&str, bool, bool),
     ) -> Option<Self> {
         let Zones {
             names,
@@ -78,7 +78,7 @@ impl<'a> Zoned<'a> {
                     ZoneFacts::observe(z.plan.current, replicas, budget)
                 })
                 .collect();
-            decide(&facts)
+            decide(&facts, starting)
         });
         Some(Self {
             zones,

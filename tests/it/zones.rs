@@ -154,8 +154,8 @@ fn a_drain_of_one_zone_over_syncs_never_opens_two_zones() {
     // Each step: the zones' ready pods, then the budgets the answer must hold.
     let steps = [
         ([0, 0, 0], "c c c", "ZonesStarting"), // created: every zone short
-        ([2, 0, 2], "c o c", "ZonesStarting"), // two zones whole, one still starting
-        ([2, 2, 2], "c c c", "Settling"),      // every zone whole once: the rule's own reasons
+        ([2, 0, 2], "c c c", "ZonesStarting"), // one zone still starting: no zone is disrupted
+        ([2, 2, 2], "o o o", "AllZonesWhole"), // every zone whole once: every budget opens at once
         ([2, 2, 2], "o o o", "AllZonesWhole"), // every zone ready
         ([2, 1, 2], "c o c", "ZoneDisrupted"), // a drain takes a pod of zone-b
         ([2, 1, 2], "c o c", "ZoneDisrupted"),
