@@ -207,5 +207,4 @@ fn read_token(path: &Path) -> Result<String, RequestError> {
 }
 
 #[cfg(test)]
-#[path = "apiclient_tests.rs"]
 pub(crate) mod tests;
