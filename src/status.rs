@@ -5,11 +5,13 @@
 //! does not change, so the status is a deterministic function of the request and Metacontroller
 //! does not sync again and again.
 
+use crate::api::effective::Effective;
 use crate::api::{Condition, MemcachedStatus, ZoneStatus};
 use crate::children::servers::{Members, Shown};
 use crate::children::zone_budgets::Budgets;
 use crate::children::{ChildKind, discovery, labels, ports, statefulset};
-use crate::hook::ChildStatus;
+use crate::hook::{ChildStatus, Observed, RelatedObject};
+use crate::workload::Plan;
 
 mod conditions;
 mod pods;
@@ -42,7 +44,7 @@ pub const WARM_RESTART: &str = "WarmRestart";
 /// Condition type: with `spec.zones`, which zone's disruption budget lets pods go.
 pub const ZONE_DISRUPTION: &str = "ZoneDisruption";
 
-/// A condition the sync computes from the spec (`SecretReload`, `WarmRestart`).
+/// A condition computed from the spec (`SecretReload`, `WarmRestart`, `ZoneDisruption`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SpecCondition {
     /// The condition's status.
@@ -108,10 +110,9 @@ pub struct Inputs<'a> {
     pub client_port: Option<i32>,
     /// TLS is on.
     pub tls: bool,
-    /// With SASL or TLS on: how Secret changes reach the pods.
-    pub secret_rotation: Option<SpecCondition>,
-    /// `WarmRestart`, with a StatefulSet (`None` for a kept invalid spec).
-    pub warm_restart: Option<SpecCondition>,
+    /// The valid spec and what it was planned with, which `SecretReload` and `WarmRestart`
+    /// read (`None` for a kept invalid spec).
+    pub spec: Option<Spec<'a>>,
     /// With `spec.zones`: each zone, in spec order (empty without zones or for a kept invalid
     /// spec).
     pub zones: Vec<ZoneStatus>,
@@ -120,6 +121,20 @@ pub struct Inputs<'a> {
     /// With `spec.zones` and a disruption budget: the zones' budgets as built, which
     /// `ZoneDisruption` explains.
     pub zone_budgets: Option<Budgets>,
+}
+
+/// The valid spec of a sync, its workload plan, the related objects Metacontroller sent and the
+/// hook's reload-agent image.
+#[derive(Clone, Copy, Debug)]
+pub struct Spec<'a> {
+    /// The spec with its defaults.
+    pub effective: &'a Effective<'a>,
+    /// The workload's plan.
+    pub plan: &'a Plan<'a>,
+    /// The related objects (the pods, when the customize hook asked for them).
+    pub related: &'a Observed<RelatedObject>,
+    /// The hook's `--reload-agent-image`.
+    pub agent_image: &'a str,
 }
 
 impl Inputs<'_> {

@@ -240,14 +240,15 @@ pub(super) fn computed(inputs: &Inputs<'_>, previous: &[Condition]) -> Vec<Compu
     let c = Counts::of(inputs);
     let mut out = vec![available(c), progressing(c), degraded(c, inputs), ready(c)];
     out.extend(inputs.pdb.as_ref().map(disruption_budget));
-    for (type_, c) in [
-        (SECRET_RELOAD, &inputs.secret_rotation),
-        (WARM_RESTART, &inputs.warm_restart),
-    ] {
-        out.extend(
-            c.as_ref()
-                .map(|c| condition(type_, c.status, c.reason, c.message.clone())),
-        );
+    if let Some(s) = inputs.spec {
+        let namespace = inputs.namespace;
+        let secret_reload =
+            super::secret_reload::condition(s.effective, s.related, namespace, s.agent_image);
+        let warm_restart =
+            super::warm_restart::condition(s.effective, s.plan, s.related, namespace);
+        for (type_, c) in [(SECRET_RELOAD, secret_reload), (WARM_RESTART, warm_restart)] {
+            out.extend(c.map(|c| condition(type_, c.status, c.reason, c.message)));
+        }
     }
     if let Some(budgets) = &inputs.zone_budgets {
         let names: Vec<&str> = inputs.zones.iter().map(|z| z.name.as_str()).collect();

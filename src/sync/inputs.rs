@@ -5,7 +5,7 @@ use crate::api::effective::Effective;
 use crate::children::ports;
 use crate::children::servers::Members;
 use crate::hook::{ChildStatus, SyncRequest};
-use crate::status::{self, Inputs, Migration};
+use crate::status::{Inputs, Migration, Spec};
 use crate::workload::Plan;
 
 use super::members::members;
@@ -16,10 +16,10 @@ use super::{Outcome, ZoneOutcome};
 /// The status inputs of a sync that built `outcome`.
 pub(super) fn inputs<'a>(
     req: &'a SyncRequest,
-    e: &Effective<'_>,
-    (plan, zoned, switch): (&Plan<'a>, Option<&Zoned<'a>>, Option<&Switch<'a>>),
+    e: &'a Effective<'a>,
+    (plan, zoned, switch): (&'a Plan<'a>, Option<&Zoned<'a>>, Option<&Switch<'a>>),
     outcome: Outcome,
-    agent_image: &str,
+    agent_image: &'a str,
 ) -> Inputs<'a> {
     let parent = &req.parent;
     let name = parent.metadata.name.as_str();
@@ -72,12 +72,12 @@ pub(super) fn inputs<'a>(
         keep_previous: kept,
         client_port: Some(client_port).filter(|p| *p != ports::MEMCACHED.number),
         tls: e.security.tls.is_some(),
-        secret_rotation: (!kept)
-            .then(|| status::secret_reload::condition(e, &req.related, namespace, agent_image))
-            .flatten(),
-        warm_restart: (!kept)
-            .then(|| status::warm_restart::condition(e, plan, &req.related, namespace))
-            .flatten(),
+        spec: (!kept).then_some(Spec {
+            effective: e,
+            plan,
+            related: &req.related,
+            agent_image,
+        }),
         zones: Vec::new(),
         zone_replicas: 0,
         zone_budgets: None,
