@@ -123,10 +123,9 @@ pub fn sync(
     let statefulsets = declared(&ChildKind::StatefulSet);
     let plan = Plan::new(&e, &req.children, name, statefulsets, violations.is_empty());
     // Only a valid spec has zones to plan (an invalid one keeps what is observed).
-    let starting = status::zones::were_starting(&req.parent.status.conditions);
     let zoned = violations
         .is_empty()
-        .then(|| Zoned::of(&e, &req.children, (name, statefulsets, starting)))
+        .then(|| Zoned::of(&e, req, (name, statefulsets)))
         .flatten();
     // Zones turned on or off or renamed: the workloads of the old layout serve until the new
     // ones are settled.

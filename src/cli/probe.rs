@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context as _, anyhow, bail};
-use axum::http::{Uri, header};
+use axum::http::{StatusCode, Uri, header};
 use memcached_hook::http_client::{Endpoint, trusting};
 
 /// The most of an answer's body read.
@@ -63,8 +63,8 @@ impl Target {
         })
     }
 
-    /// One GET; the answer's status line (`HTTP/1.1 200 OK`).
-    async fn get(&self, timeout: Duration) -> anyhow::Result<String> {
+    /// One GET; the answer's status.
+    async fn get(&self, timeout: Duration) -> anyhow::Result<StatusCode> {
         let request = axum::http::Request::get(&self.path)
             .header(header::HOST, self.endpoint.authority())
             .header(header::USER_AGENT, "memcached-hook-probe")
@@ -72,7 +72,7 @@ impl Target {
             .body(String::new())
             .context("building the request")?;
         let (status, _) = self.endpoint.send(request, MAX_BODY, timeout).await?;
-        Ok(format!("HTTP/1.1 {status}"))
+        Ok(status)
     }
 }
 
@@ -91,10 +91,8 @@ pub fn probe(args: &ProbeArgs) -> anyhow::Result<String> {
         let mut last = anyhow!("no attempt");
         for attempt in 1..=args.attempts {
             match target.get(timeout).await {
-                Ok(status) if status.split(' ').nth(1) == Some("200") => {
-                    return Ok(format!("GET {}: {status}\n", args.url));
-                }
-                Ok(status) => last = anyhow!("answered {status}"),
+                Ok(StatusCode::OK) => return Ok(format!("GET {}: HTTP/1.1 200 OK\n", args.url)),
+                Ok(status) => last = anyhow!("answered HTTP/1.1 {status}"),
                 Err(e) => last = e,
             }
             if attempt < args.attempts {

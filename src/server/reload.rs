@@ -63,15 +63,15 @@ impl<T> Reloading<T> {
             return false;
         }
         self.digest.store(Arc::new(now));
-        match snapshot.map(|s| build(&s)) {
-            Ok(Ok(value)) => {
+        let rebuilt = match &snapshot {
+            Ok(files) => build(files).map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        match rebuilt {
+            Ok(value) => {
                 self.current.store(Arc::new(value));
                 tracing::info!(what = self.what, "reloaded");
                 true
-            }
-            Ok(Err(error)) => {
-                tracing::warn!(what = self.what, %error, "{NOT_RELOADED}");
-                false
             }
             Err(error) => {
                 tracing::warn!(what = self.what, %error, "{NOT_RELOADED}");

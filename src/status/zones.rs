@@ -28,9 +28,11 @@ pub fn were_starting(previous: &[Condition]) -> bool {
     before.is_none_or(|c| c.reason == ZONES_STARTING)
 }
 
-/// Whether the zones are still starting: they were, and `why` is not every zone whole.
+/// Whether the zones are still starting: the budgets say so, or they were starting and `why` is
+/// not every zone whole.
 fn starting(previous: &[Condition], why: &Why) -> bool {
-    were_starting(previous) && !matches!(why, Why::AllWhole | Why::Settling)
+    matches!(why, Why::Starting(_))
+        || were_starting(previous) && !matches!(why, Why::AllWhole | Why::Settling)
 }
 
 /// `zones` named, joined with `, `.
@@ -69,7 +71,7 @@ fn starting_condition(zones: &[&str], budgets: &Budgets) -> SpecCondition {
 #[must_use]
 pub fn condition(zones: &[&str], budgets: &Budgets, previous: &[Condition]) -> SpecCondition {
     let others = |zone: usize| named(zones, (0..zones.len()).filter(|&i| i != zone));
-    if starting(previous, &budgets.why) || matches!(budgets.why, Why::Starting(_)) {
+    if starting(previous, &budgets.why) {
         return starting_condition(zones, budgets);
     }
     let (status, reason, message) = match &budgets.why {

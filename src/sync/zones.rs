@@ -8,8 +8,8 @@ use crate::children::servers::{Members, Shown};
 use crate::children::zone::Zone;
 use crate::children::zone_budgets::{Budgets, ZoneFacts, decide};
 use crate::children::{ChildKind, statefulset};
-use crate::hook::{ChildStatus, Observed};
-use crate::status::Migration;
+use crate::hook::{ChildStatus, SyncRequest};
+use crate::status::{self, Migration};
 use crate::workload::Plan;
 
 use super::members::{config_map, members};
@@ -44,18 +44,18 @@ pub(super) struct Zoned<'a> {
 }
 
 impl<'a> Zoned<'a> {
-    /// The zones of the valid spec `e` for the Memcached `name` with the observed `children`;
-    /// `None` without `spec.zones`. `statefulsets` as for [`Plan::new`]; `starting`: not every
-    /// zone has been whole once yet.
+    /// The zones of the valid spec `e` for the Memcached `name` of `req`; `None` without
+    /// `spec.zones`. `statefulsets` as for [`Plan::new`].
     pub(super) fn of(
         e: &'a Effective<'a>,
-        children: &'a Observed,
-        (name, statefulsets, starting): (&str, bool, bool),
+        req: &'a SyncRequest,
+        (name, statefulsets): (&str, bool),
     ) -> Option<Self> {
         let Zones {
             names,
             topology_key,
         } = e.zones.as_ref()?;
+        let children = &req.children;
         let replicas = e.replicas.unwrap_or(1);
         let zones: Vec<ZonePlan<'a>> = names
             .iter()
@@ -78,7 +78,10 @@ impl<'a> Zoned<'a> {
                     ZoneFacts::observe(z.plan.current, replicas, budget)
                 })
                 .collect();
-            decide(&facts, starting)
+            decide(
+                &facts,
+                status::zones::were_starting(&req.parent.status.conditions),
+            )
         });
         Some(Self {
             zones,
