@@ -81,8 +81,8 @@ const MIB: u32 = 1 << 20;
         label_selector_path = ".status.selector"
     ),
     doc = "Memcached is a memcached cache managed by the memcached-hook Metacontroller sync hook.",
-    printcolumn = r#"{"name":"Replicas","type":"integer","jsonPath":".status.desiredReplicas","description":"Number of desired Memcached pods (spec.replicas, 1 when unset, or the autoscaler's count)"}"#,
-    printcolumn = r#"{"name":"Ready","type":"integer","jsonPath":".status.readyReplicas","description":"Number of ready Memcached pods"}"#,
+    printcolumn = r#"{"name":"Pods","type":"integer","jsonPath":".status.desiredReplicas","description":"Memcached pods wanted over all zones: spec.replicas (1 when unset, or the autoscaler's count), times the zones with spec.zones"}"#,
+    printcolumn = r#"{"name":"Ready","type":"integer","jsonPath":".status.readyReplicas","description":"Ready Memcached pods over all zones"}"#,
     printcolumn = r#"{"name":"Zones","type":"string","jsonPath":".status.zonesReady","description":"With spec.zones: zones whose pods are all ready, over all zones","priority":1}"#,
     printcolumn = r#"{"name":"Status","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status","description":"Whether all desired Memcached pods are ready"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
@@ -122,9 +122,10 @@ const MIB: u32 = 1 << 20;
 #[serde(rename_all = "camelCase")]
 pub struct MemcachedSpec {
     /// Number of memcached pods (0 scales to zero). Defaults to 1 unless autoscaling is enabled;
-    /// must not be set when autoscaling is enabled. With `zones`, the number of pods per zone:
-    /// each zone runs a full copy of the cache. The scale subresource's count: `kubectl scale`
-    /// and an autoscaler that targets the Memcached set it.
+    /// must not be set when autoscaling is enabled. With `zones`, the number of pods **per
+    /// zone**: each zone runs a full copy of the cache, and the PODS column
+    /// (`status.desiredReplicas`) counts every zone's pods. The scale subresource's count, per
+    /// zone too: `kubectl scale` and an autoscaler that targets the Memcached set it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = REPLICAS.0, max = REPLICAS.1))]
     pub replicas: Option<i32>,

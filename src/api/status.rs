@@ -15,11 +15,14 @@ pub struct MemcachedStatus {
         extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"])
     )]
     pub conditions: Option<Vec<Condition>>,
-    /// Ready pods of the workload (Deployment or StatefulSet).
+    /// Ready pods of the workload (Deployment or StatefulSet); with `zones`, of every zone's
+    /// workload together. Shown as the READY column.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ready_replicas: Option<i32>,
     /// The pod count the hook wants: `spec.replicas` (1 when unset), or under autoscaling the
-    /// observed workload's count (the HPA's choice). Shown as the REPLICAS column.
+    /// observed workload's count (the HPA's choice); with `zones`, over all zones (`spec.replicas`
+    /// per zone times the zones), while `replicas` and `kubectl scale` count per zone. Shown as
+    /// the PODS column.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub desired_replicas: Option<i32>,
     /// The pods the workload has now, in the unit of `spec.replicas`: with `zones`, per zone

@@ -348,7 +348,7 @@ def check_crd(built, deploy):
         check(og.get("type") == "integer", f"deploy: CRD version {name}: status.observedGeneration must "
               f"be an integer field (Metacontroller writes it; unknown status fields are pruned)")
         columns = {c.get("name") for c in v.get("additionalPrinterColumns", [])}
-        check({"Replicas", "Ready", "Status", "Age"} <= columns,
+        check({"Pods", "Ready", "Status", "Age"} <= columns,
               f"deploy: CRD version {name}: printer columns {sorted(columns)} lack Replicas/Ready/Status/Age")
 
 
