@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use anyhow::{anyhow, bail};
 use serde_json::{Map, Value, json};
 
-use super::chart::{CHART_REQUESTS, is_default};
+use super::chart::{self, Generation};
 use super::values::{insert_path, int, int_or_percent, is_default_empty, item_size};
 
 /// The conversion under way: the leaves not yet read, the spec being written.
@@ -14,16 +14,45 @@ pub(super) struct Conversion {
     pub(super) spec: Map<String, Value>,
     /// memcached flags that go to `extraArgs`.
     pub(super) extra: Vec<String>,
+    /// `(what, why)` of what was read but not carried over, besides the leaves left.
+    pub(super) notes: Vec<(String, String)>,
+    /// Warnings and steps for the user, each a paragraph.
+    pub(super) notices: Vec<String>,
+    /// The chart generation whose defaults apply.
+    pub(super) generation: Generation,
 }
 
 impl Conversion {
+    pub(super) fn new(leaves: BTreeMap<String, Value>, generation: Generation) -> Self {
+        Self {
+            leaves,
+            spec: Map::new(),
+            extra: Vec::new(),
+            notes: Vec::new(),
+            notices: Vec::new(),
+            generation,
+        }
+    }
+
     /// Takes the leaf at `path`, if set (empty values count as unset).
-    fn take(&mut self, path: &str) -> Option<Value> {
+    pub(super) fn take(&mut self, path: &str) -> Option<Value> {
         self.leaves.remove(path).filter(|v| !is_default_empty(v))
     }
 
-    /// Takes every leaf under `prefix` as one object (`prefix.a.b` -> `{a: {b: ..}}`).
-    fn take_object(&mut self, prefix: &str) -> Option<Value> {
+    /// Takes the leaf at `path` if it differs from the chart's default.
+    pub(super) fn take_chosen(&mut self, path: &str) -> Option<Value> {
+        let v = self.leaves.remove(path)?;
+        (!self.generation.is_default(path, &v)).then_some(v)
+    }
+
+    /// Takes the leaf at `path`, else the chart's default for it: what the release ran with.
+    pub(super) fn effective(&mut self, path: &str) -> Option<Value> {
+        self.take(path).or_else(|| self.generation.default_of(path))
+    }
+
+    /// Takes every leaf under `prefix` as one object (`prefix.a.b` -> `{a: {b: ..}}`); with
+    /// `chosen`, only the leaves that differ from the chart's defaults.
+    pub(super) fn take_object_of(&mut self, prefix: &str, chosen: bool) -> Option<Value> {
         let dotted = format!("{prefix}.");
         let keys: Vec<String> = self
             .leaves
@@ -34,14 +63,11 @@ impl Conversion {
         let mut out = json!({});
         for key in keys {
             let v = self.leaves.remove(&key).unwrap_or(Value::Null);
-            if key == prefix {
-                if !is_default_empty(&v) {
-                    return Some(v);
-                }
+            if is_default_empty(&v) || (chosen && self.generation.is_default(&key, &v)) {
                 continue;
             }
-            if is_default_empty(&v) {
-                continue;
+            if key == prefix {
+                return Some(v);
             }
             let parts: Vec<&str> = key[dotted.len()..].split('.').collect();
             insert_path(&mut out, &parts, v);
@@ -51,7 +77,12 @@ impl Conversion {
             .then_some(out)
     }
 
-    fn set(&mut self, path: &[&str], v: Value) {
+    /// [`Self::take_object_of`] of every leaf.
+    pub(super) fn take_object(&mut self, prefix: &str) -> Option<Value> {
+        self.take_object_of(prefix, false)
+    }
+
+    pub(super) fn set(&mut self, path: &[&str], v: Value) {
         let mut at = &mut self.spec;
         for part in &path[..path.len() - 1] {
             let entry = at.entry((*part).to_owned()).or_insert_with(|| json!({}));
@@ -63,9 +94,14 @@ impl Conversion {
         at.insert(path[path.len() - 1].to_owned(), v);
     }
 
+    /// Whether the Memcached runs a StatefulSet (the chart's `high-availability`).
+    pub(super) fn stateful(&self) -> bool {
+        self.spec.get("workload") == Some(&json!("StatefulSet"))
+    }
+
     /// `replicaCount` and `architecture`.
     pub(super) fn workload(&mut self) -> anyhow::Result<()> {
-        if let Some(v) = self.take("replicaCount") {
+        if let Some(v) = self.take_chosen("replicaCount") {
             self.set(&["replicas"], json!(int(&v, "replicaCount")?));
         }
         match self.take("architecture").as_ref().and_then(Value::as_str) {
@@ -119,8 +155,10 @@ impl Conversion {
         flags
     }
 
-    /// `spec.memcached` from memcached's flags ([`Self::flags`]); the others go to `extraArgs`.
-    pub(super) fn memcached(&mut self) -> anyhow::Result<()> {
+    /// `spec.memcached` from memcached's flags ([`Self::flags`]); the others go to `extraArgs`,
+    /// except binary-protocol SASL (`-S`), and with `sasl` the protocol choice (`-B`): memcached
+    /// with ASCII authentication refuses the binary protocol.
+    pub(super) fn memcached(&mut self, sasl: bool) -> anyhow::Result<()> {
         let flags = self.flags();
         let mut config = Map::new();
         let mut verbosity = 0;
@@ -154,7 +192,7 @@ impl Conversion {
                 verbosity = 2;
             } else if key == "-v" || key == "--verbose" {
                 verbosity = (verbosity + 1).min(2);
-            } else {
+            } else if !self.dropped(&key, value, sasl, &mut it) {
                 self.extra.push(flag);
             }
         }
@@ -170,10 +208,68 @@ impl Conversion {
         Ok(())
     }
 
+    /// Takes a flag the Memcached must not pass on, with the reason: binary-protocol SASL
+    /// (`-S`), and with `sasl` the protocol (`-B`), which memcached with ASCII authentication
+    /// refuses. Whether `key` (with `value`, or the next of `rest`) was one.
+    fn dropped(
+        &mut self,
+        key: &str,
+        value: Option<String>,
+        sasl: bool,
+        rest: &mut impl Iterator<Item = String>,
+    ) -> bool {
+        if key == "-S" || key == "--enable-sasl" {
+            self.notes.push((
+                format!("memcached flag {key}"),
+                "SASL over the binary protocol; the Memcached authenticates with \
+                 spec.security.sasl (ASCII protocol, set from auth.enabled)"
+                    .into(),
+            ));
+            return true;
+        }
+        if !sasl || !(key.starts_with("-B") || key == "--protocol") {
+            return false;
+        }
+        let value = match value {
+            Some(v) => v,
+            None if key == "-B" || key == "--protocol" => rest.next().unwrap_or_default(),
+            None => key.trim_start_matches("-B").to_owned(),
+        };
+        self.notes.push((
+            format!(
+                "memcached flag {} {value}",
+                if key == "--protocol" { key } else { "-B" }
+            ),
+            "memcached refuses the binary protocol with ASCII authentication \
+             (spec.security.sasl): clients speak the ASCII protocol"
+                .into(),
+        ));
+        true
+    }
+
     /// Resources, placement, pod metadata, pull secrets, security contexts, Service annotations.
-    pub(super) fn pod(&mut self) {
-        if let Some(r) = self.take_object("resources") {
+    ///
+    /// # Errors
+    /// A `resourcesPreset` that is not one of the chart's.
+    pub(super) fn pod(&mut self) -> anyhow::Result<()> {
+        let preset = self.take_chosen("resourcesPreset");
+        // A whole `resources` when any of it was chosen: the chart set it as one.
+        let chosen = self
+            .leaves
+            .iter()
+            .any(|(k, v)| k.starts_with("resources") && !self.generation.is_default(k, v));
+        let resources = self.take_object("resources").filter(|_| chosen);
+        if let Some(r) = resources {
             self.set(&["resources"], r);
+        } else if let Some(name) = preset.as_ref().and_then(Value::as_str) {
+            match chart::preset(name) {
+                Some(r) => self.set(&["resources"], r),
+                None if name == "none" => {}
+                None => bail!(
+                    "resourcesPreset: {name:?} is not one of the chart's presets (nano, micro, \
+                     small, medium, large, xlarge, 2xlarge, none)"
+                ),
+            }
         }
         for (from, to) in [
             ("podLabels", "podLabels"),
@@ -202,36 +298,35 @@ impl Conversion {
         if !secrets.is_empty() {
             self.set(&["imagePullSecrets"], Value::Array(secrets));
         }
-        // The chart's own contexts (1001, fsGroup 1001) are left to the hook's defaults; a
-        // context the user changed carries over without the chart's `enabled` switch.
+        self.contexts();
+        if let Some(a) = self.take_object("service.annotations") {
+            self.set(&["service", "annotations"], a);
+        }
+        Ok(())
+    }
+
+    /// The security contexts: only what the user changed from the chart's (uid and gid 1001,
+    /// fsGroup 1001, ...) carries over, without the chart's `enabled` switch; the rest is the
+    /// hook's own.
+    fn contexts(&mut self) {
         for (from, to) in [
             ("podSecurityContext", "podSecurityContext"),
             ("containerSecurityContext", "containerSecurityContext"),
         ] {
-            let enabled = self.leaves.remove(&format!("{from}.enabled"));
-            let changed: Vec<String> = self
-                .leaves
-                .iter()
-                .filter(|(k, v)| k.starts_with(&format!("{from}.")) && !is_default(k, v))
-                .map(|(k, _)| k.clone())
-                .collect();
-            let context = self.take_object(from);
-            if enabled != Some(Value::Bool(false))
-                && !changed.is_empty()
-                && let Some(context) = context
+            let enabled = self.effective(&format!("{from}.enabled"));
+            let changed = self.take_object_of(from, true);
+            if enabled == Some(Value::Bool(true))
+                && let Some(context) = changed
             {
                 self.set(&["security", to], context);
             }
-        }
-        if let Some(a) = self.take_object("service.annotations") {
-            self.set(&["service", "annotations"], a);
         }
     }
 
     /// Anti-affinity, spread, budget, autoscaling, termination grace.
     pub(super) fn availability(&mut self) -> anyhow::Result<()> {
         match self
-            .take("podAntiAffinityPreset")
+            .take_chosen("podAntiAffinityPreset")
             .as_ref()
             .and_then(Value::as_str)
         {
@@ -244,19 +339,7 @@ impl Conversion {
         if let Some(t) = self.take("topologySpreadConstraints") {
             self.set(&["highAvailability", "topologySpreadConstraints"], t);
         }
-        let pdb = self.take("pdb.create") == Some(Value::Bool(true));
-        let min = self.take("pdb.minAvailable");
-        let max = self.take("pdb.maxUnavailable");
-        if pdb {
-            let mut budget = json!({"enabled": true});
-            // The chart renders minAvailable when it is set, else maxUnavailable.
-            match (min, max) {
-                (Some(min), _) => budget["minAvailable"] = int_or_percent(&min),
-                (None, Some(max)) => budget["maxUnavailable"] = int_or_percent(&max),
-                (None, None) => {}
-            }
-            self.set(&["highAvailability", "podDisruptionBudget"], budget);
-        }
+        self.budget();
         if let Some(v) = self.take("terminationGracePeriodSeconds") {
             self.set(
                 &[
@@ -268,6 +351,35 @@ impl Conversion {
             );
         }
         self.autoscaling()
+    }
+
+    /// `pdb`: the chart made a budget for `high-availability` only, with `minAvailable` when
+    /// set, else `maxUnavailable` (1 when neither is set).
+    fn budget(&mut self) {
+        let chosen = self.take_chosen("pdb.create");
+        let create = chosen
+            .clone()
+            .or_else(|| self.generation.default_of("pdb.create"));
+        let min = self.take("pdb.minAvailable");
+        let max = self.take("pdb.maxUnavailable");
+        if create != Some(Value::Bool(true)) {
+            return;
+        }
+        if !self.stateful() {
+            if chosen.is_some() {
+                self.notes.push((
+                    "pdb.create".into(),
+                    "the chart made a budget only with architecture high-availability".into(),
+                ));
+            }
+            return;
+        }
+        let mut budget = json!({"enabled": true});
+        match min {
+            Some(min) => budget["minAvailable"] = int_or_percent(&min),
+            None => budget["maxUnavailable"] = max.map_or(json!(1), |m| int_or_percent(&m)),
+        }
+        self.set(&["highAvailability", "podDisruptionBudget"], budget);
     }
 
     /// `autoscaling`: the HPA's bounds and targets.
@@ -292,11 +404,8 @@ impl Conversion {
             // The HPA's utilization is of the requests: without `resources` in the file, the
             // chart's default requests are what the pods asked for.
             if !self.spec.contains_key("resources") {
-                let (cpu, memory) = CHART_REQUESTS;
-                self.set(
-                    &["resources"],
-                    json!({"requests": {"cpu": cpu, "memory": memory}}),
-                );
+                let defaults = self.generation.default_resources();
+                self.set(&["resources"], defaults);
             }
             self.set(
                 &["autoscaling"],
@@ -333,38 +442,8 @@ impl Conversion {
         }
         // The chart's scrape annotations point at its own exporter port; the hook's sidecar
         // is scraped through the ServiceMonitor.
-        self.leaves
-            .retain(|k, _| !k.starts_with("metrics.podAnnotations."));
-        self.leaves
-            .retain(|k, _| !k.starts_with("metrics.service.annotations."));
+        self.leaves.remove("metrics.podAnnotations");
+        self.leaves.remove("metrics.service.annotations");
         self.set(&["monitoring"], m);
-    }
-
-    /// `auth`: a Secret in the hook's format when the file holds the password.
-    pub(super) fn auth(&mut self, name: &str) -> Option<Value> {
-        if self.take("auth.enabled") != Some(Value::Bool(true)) {
-            self.leaves.remove("auth.username");
-            self.leaves.remove("auth.password");
-            return None;
-        }
-        let user = self.take("auth.username");
-        let password = self.take("auth.password");
-        let (Some(user), Some(password)) = (
-            user.as_ref().and_then(Value::as_str),
-            password.as_ref().and_then(Value::as_str),
-        ) else {
-            // existingPasswordSecret, or a password the chart would generate: left out, named.
-            self.leaves
-                .entry("auth.existingPasswordSecret".into())
-                .or_insert(json!("(none: the chart generated the password)"));
-            return None;
-        };
-        Some(json!({
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": {"name": format!("{name}-sasl")},
-            "type": "Opaque",
-            "stringData": {"password-file": format!("{user}:{password}\n")},
-        }))
     }
 }

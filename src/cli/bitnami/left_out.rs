@@ -14,7 +14,8 @@ const NOT_CARRIED: &[(&str, &str)] = &[
     ),
     (
         "persistence.",
-        "a cache keeps no volume; spec.warmRestart keeps its contents across restarts",
+        "the warm restart's volume is the hook's own; only persistence.enabled (with \
+         high-availability), storageClass and size carry over, to spec.warmRestart",
     ),
     ("volumePermissions.", "no volume whose owner needs changing"),
     (
@@ -42,11 +43,6 @@ const NOT_CARRIED: &[(&str, &str)] = &[
     ("initContainers", "the pod's containers are the hook's own"),
     ("extraVolumes", "the pod's volumes are the hook's own"),
     ("extraVolumeMounts", "the pod's volumes are the hook's own"),
-    (
-        "auth.existingPasswordSecret",
-        "create a Secret with the key password-file holding `user:password` lines and name it in \
-         spec.security.sasl.credentialsSecretRef",
-    ),
     (
         "serviceAccount.",
         "memcached pods need no ServiceAccount token (the hook mounts none)",
