@@ -109,17 +109,7 @@ enum Command {
     Crd,
     /// Print a Memcached (and its SASL Secret) for a values file of the retired Bitnami memcached
     /// chart; the values it cannot carry over are listed as comments on top, with the reason.
-    FromBitnami {
-        /// The chart's values file (what `helm get values RELEASE` prints).
-        values: PathBuf,
-        /// The Memcached's name (default: the file's fullnameOverride, nameOverride, or
-        /// `memcached`).
-        #[arg(long)]
-        name: Option<String>,
-        /// Its namespace (default: none, so `kubectl apply -n` decides).
-        #[arg(long)]
-        namespace: Option<String>,
-    },
+    FromBitnami(bitnami::Args),
     /// Init step of a memcached pod with SASL: write the auth file memcached's `-Y` reads, a
     /// normalised copy of the Secret's (every line ends with a newline).
     AuthFile(memcached_hook::pod::agent::auth_file::CopyArgs),
@@ -253,15 +243,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         ),
         Command::Render { file } => print(&render::render(&file, &options)?),
         Command::Crd => print(&memcached_hook::api::crd_yaml().context("encoding the CRD")?),
-        Command::FromBitnami {
-            values,
-            name,
-            namespace,
-        } => print(&bitnami::from_bitnami(
-            &values,
-            name.as_deref(),
-            namespace.as_deref(),
-        )?),
+        Command::FromBitnami(args) => print(&bitnami::from_bitnami(&args)?),
         Command::Probe(args) => print(&probe::probe(&args)?),
         Command::AuthFile(args) => {
             init_logging(LogFormat::Auto);
