@@ -84,6 +84,8 @@ pub struct Refused {
 /// A command line as memcached reads it: its options in order, and the arguments it refuses.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CommandLine<'a> {
+    /// The arguments read.
+    pub args: &'a [String],
     /// The options, in order.
     pub options: Vec<Opt<'a>>,
     /// Arguments memcached refuses (it would not start).
@@ -91,6 +93,12 @@ pub struct CommandLine<'a> {
 }
 
 impl<'a> CommandLine<'a> {
+    /// The argument at `at`, as written.
+    #[must_use]
+    pub fn arg(&self, at: usize) -> &'a str {
+        self.args.get(at).map_or("", String::as_str)
+    }
+
     /// Every option of `flag`, in order.
     pub fn all(&self, flag: char) -> impl Iterator<Item = &Opt<'a>> + '_ {
         self.options.iter().filter(move |o| o.flag == flag)
@@ -177,89 +185,88 @@ fn trimmed(value: &str) -> &str {
 /// Reads `args` (the arguments after the program's name) as memcached does.
 #[must_use]
 pub fn read(args: &[String]) -> CommandLine<'_> {
-    let mut out = CommandLine::default();
+    let mut out = CommandLine {
+        args,
+        ..CommandLine::default()
+    };
     let mut at = 0;
     while at < args.len() {
         let arg = args[at].as_str();
         let next = args.get(at + 1).map(String::as_str);
-        let mut taken = 0;
-        if arg == "--" {
+        let taken = if arg == "--" {
             break;
         } else if let Some(body) = arg.strip_prefix("--") {
-            let (name, attached) = match body.split_once('=') {
-                Some((n, v)) => (n, Some(v)),
-                None => (body, None),
-            };
-            match long(name) {
-                Err(why) => out.refused.push(Refused {
-                    at,
-                    reason: format!("--{name} {why}"),
-                }),
-                Ok((flag, Takes::Nothing)) if attached.is_some() => out.refused.push(Refused {
-                    at,
-                    reason: format!("--{name} takes no value (-{flag})"),
-                }),
-                Ok((flag, Takes::Nothing | Takes::Attached)) => out.options.push(Opt {
-                    flag,
-                    value: attached.map(trimmed),
-                    at,
-                    value_at: at,
-                }),
-                Ok((flag, Takes::Value)) => match attached.or(next) {
-                    Some(value) => {
-                        taken = usize::from(attached.is_none());
-                        out.options.push(Opt {
-                            flag,
-                            value: Some(trimmed(value)),
-                            at,
-                            value_at: at + taken,
-                        });
-                    }
-                    None => out.refused.push(Refused {
-                        at,
-                        reason: format!("--{name} needs a value"),
-                    }),
-                },
-            }
+            out.long(at, body, next)
         } else if let Some(cluster) = arg.strip_prefix('-').filter(|c| !c.is_empty()) {
-            for (offset, flag) in cluster.char_indices() {
-                match short(flag) {
-                    None => out.refused.push(Refused {
-                        at,
-                        reason: format!("-{flag} is not a memcached option"),
-                    }),
-                    Some(Takes::Value) => {
-                        let rest = &cluster[offset + flag.len_utf8()..];
-                        let value = if rest.is_empty() { next } else { Some(rest) };
-                        match value {
-                            Some(value) => {
-                                taken = usize::from(rest.is_empty());
-                                out.options.push(Opt {
-                                    flag,
-                                    value: Some(trimmed(value)),
-                                    at,
-                                    value_at: at + taken,
-                                });
-                            }
-                            None => out.refused.push(Refused {
-                                at,
-                                reason: format!("-{flag} needs a value"),
-                            }),
-                        }
-                        break;
-                    }
-                    Some(_) => out.options.push(Opt {
-                        flag,
-                        value: None,
-                        at,
-                        value_at: at,
-                    }),
-                }
-            }
-        }
+            out.cluster(at, cluster, next)
+        } else {
+            0
+        };
         at += 1 + taken;
     }
     out
+}
+
+impl<'a> CommandLine<'a> {
+    fn refuse(&mut self, at: usize, reason: String) {
+        self.refused.push(Refused { at, reason });
+    }
+
+    fn push(&mut self, flag: char, value: Option<&'a str>, at: usize, taken: usize) {
+        self.options.push(Opt {
+            flag,
+            value: value.map(trimmed),
+            at,
+            value_at: at + taken,
+        });
+    }
+
+    /// Reads `--<body>` at `at`; the arguments it takes after its own (0 or 1).
+    fn long(&mut self, at: usize, body: &'a str, next: Option<&'a str>) -> usize {
+        let (name, attached) = match body.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (body, None),
+        };
+        match long(name) {
+            Err(why) => self.refuse(at, format!("--{name} {why}")),
+            Ok((flag, Takes::Nothing)) if attached.is_some() => {
+                self.refuse(at, format!("--{name} takes no value (-{flag})"));
+            }
+            Ok((flag, Takes::Nothing | Takes::Attached)) => self.push(flag, attached, at, 0),
+            Ok((flag, Takes::Value)) => match (attached, next) {
+                (Some(value), _) => self.push(flag, Some(value), at, 0),
+                (None, Some(value)) => {
+                    self.push(flag, Some(value), at, 1);
+                    return 1;
+                }
+                (None, None) => self.refuse(at, format!("--{name} needs a value")),
+            },
+        }
+        0
+    }
+
+    /// Reads the short flags `-<cluster>` at `at`; the arguments it takes after its own.
+    fn cluster(&mut self, at: usize, cluster: &'a str, next: Option<&'a str>) -> usize {
+        for (offset, flag) in cluster.char_indices() {
+            match short(flag) {
+                None => self.refuse(at, format!("-{flag} is not a memcached option")),
+                Some(Takes::Value) => {
+                    let rest = &cluster[offset + flag.len_utf8()..];
+                    match (rest, next) {
+                        ("", Some(value)) => {
+                            self.push(flag, Some(value), at, 1);
+                            return 1;
+                        }
+                        ("", None) => self.refuse(at, format!("-{flag} needs a value")),
+                        (value, _) => self.push(flag, Some(value), at, 0),
+                    }
+                    return 0;
+                }
+                Some(_) => self.push(flag, None, at, 0),
+            }
+        }
+        0
+    }
 }
 
 /// A number as C's `atoi` reads it (leading whitespace, a sign, digits up to the first other

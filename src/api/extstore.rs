@@ -10,6 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::check::{self, Out, Violation, Zero, quoted};
+use super::command_line::{CommandLine, atoi, item_size_bytes};
 use super::quantity::Quantity;
 use super::warm_restart::{SIZE_FIXED_MIB, SIZE_MIB_PER_EXTRA_MIB, STORAGE_CLASS_LENGTH};
 use super::{MemcachedSpec, memcached};
@@ -383,40 +384,10 @@ fn validate_aligned(out: &mut Out, name: &str, v: Option<i32>, bounds: (i32, i32
     }
 }
 
-/// `maxItemSize` (`1m`, `512k`) in bytes.
-fn item_size_bytes(text: &str) -> Option<u64> {
-    let (digits, unit) = match text.strip_suffix('k') {
-        Some(d) => (d, 1 << 10),
-        None => (text.strip_suffix('m')?, 1 << 20),
-    };
-    digits.parse::<u64>().ok()?.checked_mul(unit)
-}
-
-/// Whether a memcached argument sets an extstore option (`-o ext_path=...`, `ext_threads=2`).
-fn sets_extstore(arg: &str) -> bool {
-    let options = arg
-        .strip_prefix("--extended=")
-        .or_else(|| arg.strip_prefix("-o"))
-        .unwrap_or(arg);
-    options
-        .split(',')
-        .any(|o| o.trim_start().starts_with("ext_"))
-}
-
 /// CEL rule (on the spec): extstore and warm restart are not both enabled.
 pub const WARM_RESTART_RULE: &str = "!has(self.extstore) || !has(self.extstore.enabled) || \
     !self.extstore.enabled || !has(self.warmRestart) || !has(self.warmRestart.enabled) || \
     !self.warmRestart.enabled";
-
-/// The UDP port an argument sets (`-U 11211`, `-U11211`, `--udp-port=11211`), `next` being the
-/// argument after it.
-fn udp_port<'a>(arg: &'a str, next: Option<&'a str>) -> Option<&'a str> {
-    if arg == "-U" || arg == "--udp-port" {
-        return next;
-    }
-    arg.strip_prefix("--udp-port=")
-        .or_else(|| arg.strip_prefix("-U").filter(|v| !v.is_empty()))
-}
 
 /// The detail of extstore with warm restart.
 pub const WARM_RESTART_DETAIL: &str = "extstore cannot be used with warmRestart: memcached \
@@ -424,7 +395,12 @@ pub const WARM_RESTART_DETAIL: &str = "extstore cannot be used with warmRestart:
     supported\")";
 
 /// The cross-field rules of an enabled `spec.extstore`, each one memcached itself needs.
-pub(super) fn validate_rules(out: &mut Out, spec: &MemcachedSpec, server: &memcached::Server<'_>) {
+pub(super) fn validate_rules(
+    out: &mut Out,
+    spec: &MemcachedSpec,
+    server: &memcached::Server<'_>,
+    line: &CommandLine<'_>,
+) {
     let Some(x) = spec.extstore.as_ref().filter(|x| x.enabled == Some(true)) else {
         return;
     };
@@ -449,27 +425,33 @@ pub(super) fn validate_rules(out: &mut Out, spec: &MemcachedSpec, server: &memca
             WARM_RESTART_DETAIL,
         ));
     }
-    let args = server.extra_args;
-    for (index, arg) in args.iter().enumerate() {
-        let next = args.get(index + 1).map(String::as_str);
-        if let Some(port) = udp_port(arg, next).filter(|p| *p != "0") {
+    let field = |at: usize| format!("spec.memcached.extraArgs[{at}]");
+    for o in line.all('U') {
+        let port = o.value.unwrap_or_default();
+        if atoi(port) != Some(0) {
             out.push(Violation::invalid(
-                format!("spec.memcached.extraArgs[{index}]"),
-                quoted(arg),
+                field(o.at),
+                quoted(line.arg(o.at)),
                 format!(
                     "UDP port {port} with extstore: memcached refuses UDP with extstore enabled \
                      (\"Cannot use UDP with extstore enabled\")"
                 ),
             ));
         }
-        if sets_extstore(arg) {
-            out.push(Violation::invalid(
-                format!("spec.memcached.extraArgs[{index}]"),
-                quoted(arg),
-                "extstore options belong in spec.extstore when it is enabled: memcached \
-                 would read both, the last one winning",
-            ));
-        }
+    }
+    let mut options = line
+        .extended()
+        .filter(|(_, sub)| sub.name.trim_start().starts_with("ext_"))
+        .map(|(o, _)| o.value_at)
+        .collect::<Vec<_>>();
+    options.dedup();
+    for at in options {
+        out.push(Violation::invalid(
+            field(at),
+            quoted(line.arg(at)),
+            "extstore options belong in spec.extstore when it is enabled: memcached \
+             would read both, the last one winning",
+        ));
     }
     validate_buffers(out, x, server);
     validate_pages(out, x);
@@ -614,35 +596,5 @@ mod tests {
             "ext_page_size=32,ext_wbuf_size=8,ext_threads=2,ext_max_frag=0.50,\
              ext_path=/data/extstore:953m"
         );
-    }
-
-    #[test]
-    fn extstore_options_are_found_in_any_spelling() {
-        for arg in [
-            "ext_path=/x:1G",
-            "-oext_threads=2",
-            "--extended=ext_item_size=1",
-        ] {
-            assert!(sets_extstore(arg), "{arg}");
-        }
-        assert!(sets_extstore("no_lru_crawler,ext_max_frag=0.5"));
-        for arg in ["-o", "no_lru_crawler", "--max-reqs-per-event", "text"] {
-            assert!(!sets_extstore(arg), "{arg}");
-        }
-    }
-
-    #[test]
-    fn udp_ports_are_found_in_any_spelling() {
-        assert_eq!(udp_port("-U", Some("11211")), Some("11211"));
-        assert_eq!(udp_port("-U11211", None), Some("11211"));
-        assert_eq!(udp_port("--udp-port=0", None), Some("0"));
-        assert_eq!(udp_port("-m", Some("64")), None);
-    }
-
-    #[test]
-    fn item_sizes_read_like_memcached() {
-        assert_eq!(item_size_bytes("1m"), Some(1 << 20));
-        assert_eq!(item_size_bytes("512k"), Some(512 << 10));
-        assert_eq!(item_size_bytes("12"), None);
     }
 }

@@ -10,6 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::check::{self, Out, Violation, Zero, quoted};
+use super::command_line::CommandLine;
 use super::{MemcachedSpec, Workload};
 
 /// Default of `maxStaleSeconds`: a restart within five minutes of the stop restores the items.
@@ -133,7 +134,7 @@ const EXTSTORE_DETAIL: &str = "extstore (-o ext_path) cannot be used with warmRe
 
 /// The cross-field rules: warm restart only with a StatefulSet ([`WORKLOAD_RULE`]), and not
 /// with an extstore path in `extraArgs`.
-pub(super) fn validate_rules(out: &mut Out, spec: &MemcachedSpec) {
+pub(super) fn validate_rules(out: &mut Out, spec: &MemcachedSpec, line: &CommandLine<'_>) {
     let enabled = spec
         .warm_restart
         .as_ref()
@@ -148,15 +149,13 @@ pub(super) fn validate_rules(out: &mut Out, spec: &MemcachedSpec) {
             WORKLOAD_MESSAGE,
         ));
     }
-    let args = spec
-        .memcached
-        .as_ref()
-        .and_then(|m| m.extra_args.as_deref())
-        .unwrap_or_default();
-    if let Some(index) = args.iter().position(|a| a.contains("ext_path=")) {
+    let path = line
+        .extended()
+        .find(|(_, sub)| sub.name.trim_start() == "ext_path");
+    if let Some((o, _)) = path {
         out.push(Violation::invalid(
-            format!("spec.memcached.extraArgs[{index}]"),
-            quoted(&args[index]),
+            format!("spec.memcached.extraArgs[{}]", o.value_at),
+            quoted(line.arg(o.value_at)),
             EXTSTORE_DETAIL,
         ));
     }

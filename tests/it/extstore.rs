@@ -83,8 +83,8 @@ fn a_spec_fs_group_is_kept() {
     assert_eq!(view["securityContext"]["fsGroup"], 2000);
 }
 
-/// The violations of a Memcached with `spec`, as the status shows them.
-fn refused(spec: Value) -> Vec<String> {
+/// The violations of a Memcached with `spec`, as the status shows them (and the hook answers).
+pub(crate) fn refused(spec: Value) -> Vec<String> {
     let typed: memcached_hook::api::MemcachedSpec =
         serde_json::from_value(spec.clone()).expect("spec");
     let shown: Vec<String> = memcached_hook::api::validation::validate("cache", &typed)
@@ -236,4 +236,64 @@ fn refusals() {
 fn ext_options_in_extra_args_alone_are_kept() {
     let spec = json!({"memcached": {"extraArgs": ["-o", "ext_path=/data/e:1G"]}});
     assert_eq!(refused(spec), Vec::<String>::new());
+}
+
+#[test]
+fn udp_and_ext_options_are_refused_in_every_spelling_memcached_reads() {
+    let spec = |args: Value| json!({"extstore": {"enabled": true, "size": "1Gi"}, "memcached": {"extraArgs": args}});
+    let udp = "UDP port 11211 with extstore";
+    let ext = "extstore options belong in spec.extstore";
+    for (args, field, detail) in [
+        (
+            json!(["-U", "11211"]),
+            "extraArgs[0]: Invalid value: \"-U\"",
+            udp,
+        ),
+        (
+            json!(["-vU11211"]),
+            "extraArgs[0]: Invalid value: \"-vU11211\"",
+            udp,
+        ),
+        (
+            json!(["-v", "-vU", "11211"]),
+            "extraArgs[1]: Invalid value: \"-vU\"",
+            udp,
+        ),
+        (json!(["--udp-port=11211"]), "extraArgs[0]", udp),
+        (json!(["--udp", "11211"]), "extraArgs[0]", udp),
+        (
+            json!(["-vvoext_path=/x:1g"]),
+            "extraArgs[0]: Invalid value: \"-vvoext_path=/x:1g\"",
+            ext,
+        ),
+        (
+            json!(["-vo", "ext_path=/x:1g"]),
+            "extraArgs[1]: Invalid value: \"ext_path=/x:1g\"",
+            ext,
+        ),
+        (
+            json!(["--extended=no_lru_crawler,ext_threads=2"]),
+            "extraArgs[0]",
+            ext,
+        ),
+        (json!(["--ext", "ext_threads=2"]), "extraArgs[1]", ext),
+    ] {
+        let shown = refused(spec(args.clone()));
+        assert_eq!(shown.len(), 1, "{args}: {shown:?}");
+        let want = format!("spec.memcached.{field}");
+        assert!(
+            shown[0].starts_with(&want) && shown[0].contains(detail),
+            "{args}: {shown:?}"
+        );
+    }
+    // What memcached does not read as a UDP port or an extstore option stays allowed.
+    for args in [
+        json!(["-U", "0"]),
+        json!(["-vU0"]),
+        json!(["-o", "no_lru_crawler"]),
+        json!(["-v", "--", "-U", "11211"]),
+        json!(["-m", "128", "ext_path=/x:1g"]),
+    ] {
+        assert_eq!(refused(spec(args.clone())), Vec::<String>::new(), "{args}");
+    }
 }

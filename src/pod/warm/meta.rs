@@ -10,7 +10,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::children::layout::{Layout, item_size_bytes};
+use crate::api::command_line::item_size_bytes;
+use crate::children::layout::Layout;
 
 /// The longest metadata file accepted (memcached 1.6.18 writes about 400 bytes).
 pub const MAX_LEN: usize = 64 * 1024;
