@@ -1,4 +1,4 @@
-//! memcached's memory layout, read from its command line: the settings a warm restart must keep.
+//! memcached's memory and item settings, read from its command line: what a warm restart must keep.
 //!
 //! memcached 1.6.18 restores its items only when these match the ones saved in `<file>.meta`
 //! (measured one by one, docs/warm-restart.md): `-m` (`maxbytes`), `-I` (`item_size_max`),
@@ -10,15 +10,15 @@ use std::collections::BTreeMap;
 
 use crate::api::command_line;
 
-/// The layout settings found on a command line, by the flag that sets them (the last one
+/// The memory and item settings found on a command line, by the flag that sets them (the last one
 /// wins, as in memcached); a setting left at its default is absent. Ordered by its settings,
-/// so that a list of layouts has one sorted form.
+/// so that a list of them has one sorted form.
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Layout(BTreeMap<&'static str, String>);
+pub struct MemorySettings(BTreeMap<&'static str, String>);
 
-/// Short flags with a value that change the layout, by flag character.
+/// Short flags with a value that change the memory settings, by flag character.
 const VALUED: [(char, &str); 4] = [('m', "-m"), ('I', "-I"), ('n', "-n"), ('f', "-f")];
-/// `-o` settings that change the layout.
+/// `-o` settings that change the memory settings.
 const EXTENDED: [&str; 4] = [
     "slab_chunk_max",
     "slab_sizes",
@@ -26,8 +26,8 @@ const EXTENDED: [&str; 4] = [
     "slab_reassign",
 ];
 
-impl Layout {
-    /// The layout of memcached started with `args`.
+impl MemorySettings {
+    /// The memory settings of memcached started with `args`.
     #[must_use]
     pub fn of(args: &[String]) -> Self {
         let mut out = BTreeMap::new();
@@ -54,8 +54,8 @@ impl Layout {
         Self(out)
     }
 
-    /// The layout as memcached arguments, by flag (`-C`, `-I 1m`, `-m 64`, `-o slab_sizes=...`):
-    /// [`Layout::of`] reads them back to the same layout.
+    /// The settings as memcached arguments, by flag (`-C`, `-I 1m`, `-m 64`, `-o slab_sizes=...`):
+    /// [`MemorySettings::of`] reads them back to the same settings.
     #[must_use]
     pub fn args(&self) -> Vec<&str> {
         let mut out = Vec::with_capacity(2 * self.0.len());
@@ -104,9 +104,9 @@ impl Layout {
 mod tests {
     use super::*;
 
-    fn layout(args: &str) -> Layout {
+    fn layout(args: &str) -> MemorySettings {
         let args: Vec<String> = args.split_whitespace().map(str::to_owned).collect();
-        Layout::of(&args)
+        MemorySettings::of(&args)
     }
 
     #[test]
@@ -165,7 +165,7 @@ mod tests {
         );
         for l in [all, layout(""), layout("-m -C"), layout("--memory-limit=")] {
             let args: Vec<String> = l.args().into_iter().map(str::to_owned).collect();
-            assert_eq!(Layout::of(&args), l);
+            assert_eq!(MemorySettings::of(&args), l);
         }
     }
 
