@@ -12,7 +12,10 @@ use serde::{Deserialize, Serialize};
 use super::check::{self, Out, Violation, Zero, quoted};
 use super::command_line::{CommandLine, atoi, item_size_bytes};
 use super::quantity::Quantity;
-use super::warm_restart::{SIZE_FIXED_MIB, SIZE_MIB_PER_EXTRA_MIB, STORAGE_CLASS_LENGTH};
+use super::warm_restart::{
+    SIZE_FIXED_MIB, SIZE_MIB_PER_EXTRA_MIB, STORAGE_CLASS_LENGTH, STORAGE_CLASS_PATTERN,
+    check_storage_class,
+};
 use super::{MemcachedSpec, memcached};
 
 const MIB: u128 = 1 << 20;
@@ -107,10 +110,10 @@ pub struct ExtstoreSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<KubeQuantity>,
 
-    /// StorageClass of each pod's ephemeral volume; the cluster's default class when unset.
-    /// Not with `volume: EmptyDir`.
+    /// StorageClass of each pod's ephemeral volume (a DNS subdomain); the cluster's default
+    /// class when unset. Not with `volume: EmptyDir`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = STORAGE_CLASS_LENGTH))]
+    #[schemars(length(max = STORAGE_CLASS_LENGTH), regex(pattern = STORAGE_CLASS_PATTERN))]
     pub storage_class_name: Option<String>,
 
     /// `Ephemeral`: a PersistentVolumeClaim per pod, created and deleted with it. `EmptyDir`:
@@ -295,7 +298,7 @@ impl<'a> Extstore<'a> {
             .max_frag
             .filter(|f| (f - DEFAULT_MAX_FRAG).abs() > f64::EPSILON)
         {
-            options.push(format!("ext_max_frag={f:.2}"));
+            options.push(format!("ext_max_frag={}", exact(f)));
         }
         options.push(format!("ext_path={FILE}:{}m", self.size_mib));
         options.join(",")
@@ -308,6 +311,17 @@ impl<'a> Extstore<'a> {
         WRITE_BUFFERS * i64::from(self.write_buffer_size_mb)
             + (self.pages() + PAGES_PER_MIB - 1) / PAGES_PER_MIB
             + MEMORY_FIXED_MIB
+    }
+}
+
+/// `f` with at least two decimals and as many as it takes to be read back exactly (`0.50`,
+/// `0.001`): memcached reads it with `atof`.
+fn exact(f: f64) -> String {
+    let two = format!("{f:.2}");
+    if two.parse::<f64>() == Ok(f) {
+        two
+    } else {
+        f.to_string()
     }
 }
 
@@ -361,11 +375,10 @@ pub(super) fn validate(out: &mut Out, x: &ExtstoreSpec) {
         let detail = format!("must be between {} and {}", MAX_FRAG.0, MAX_FRAG.1);
         out.push(Violation::invalid(field!("maxFrag"), f, detail));
     }
-    check::length(
+    check_storage_class(
         out,
         field!("storageClassName"),
         x.storage_class_name.as_deref(),
-        STORAGE_CLASS_LENGTH,
     );
     if let Some(size) = &x.size {
         check::positive_quantity(out, "spec.extstore.size", &size.0);
@@ -562,6 +575,32 @@ mod tests {
             size: Some(KubeQuantity(size.into())),
             ..ExtstoreSpec::default()
         }
+    }
+
+    #[test]
+    fn max_frag_reaches_memcached_exactly() {
+        for (f, shown) in [
+            (0.5, "0.50"),
+            (0.25, "0.25"),
+            (0.001, "0.001"),
+            (0.125, "0.125"),
+            (0.0, "0.00"),
+            (1.0, "1.00"),
+            (1e-7, "0.0000001"),
+            (0.333_333_333_333_333_3, "0.3333333333333333"),
+        ] {
+            assert_eq!(exact(f), shown);
+            assert_eq!(exact(f).parse::<f64>(), Ok(f));
+        }
+        let spec = ExtstoreSpec {
+            max_frag: Some(0.001),
+            ..on("1Gi")
+        };
+        let x = Extstore::of(Some(&spec)).expect("enabled");
+        assert_eq!(
+            x.option(),
+            "ext_max_frag=0.001,ext_path=/data/extstore:1024m"
+        );
     }
 
     #[test]

@@ -17,8 +17,11 @@ use super::{MemcachedSpec, Workload};
 pub const DEFAULT_MAX_STALE_SECONDS: i32 = 300;
 /// Bounds of `maxStaleSeconds` (one day at most).
 pub const MAX_STALE_SECONDS: (i32, i32) = (1, 86_400);
-/// The pattern of a storage class name (a DNS subdomain).
+/// The longest storage class name (a DNS subdomain).
 pub const STORAGE_CLASS_LENGTH: usize = 253;
+/// The pattern of a storage class name: a DNS subdomain, as the API server requires of a
+/// claim's class (empty: the cluster's default class).
+pub const STORAGE_CLASS_PATTERN: &str = super::pod::SECRET_NAME_PATTERN;
 /// MiB the default volume size adds to `maxMemoryMB`: the metadata file (under 1 KiB) and a
 /// filesystem's own structures (an ext4 journal of up to 64 MiB).
 pub const SIZE_FIXED_MIB: i64 = 64;
@@ -46,9 +49,10 @@ pub struct WarmRestartSpec {
     #[schemars(extend("default" = false))]
     pub enabled: Option<bool>,
 
-    /// StorageClass of each pod's volume; the cluster's default class when unset.
+    /// StorageClass of each pod's volume (a DNS subdomain); the cluster's default class when
+    /// unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = STORAGE_CLASS_LENGTH))]
+    #[schemars(length(max = STORAGE_CLASS_LENGTH), regex(pattern = STORAGE_CLASS_PATTERN))]
     pub storage_class_name: Option<String>,
 
     /// Size of each pod's volume. Default: `maxMemoryMB + ceil(maxMemoryMB / 16) + 64` MiB
@@ -92,7 +96,7 @@ impl<'a> WarmRestart<'a> {
         let spec = spec.filter(|w| w.enabled == Some(true))?;
         let size = match &spec.size {
             Some(q) => super::quantity::canonical(q).0,
-            None => format!("{}Mi", default_size_mib(max_memory_mb)),
+            None => super::quantity::mebibytes(default_size_mib(max_memory_mb)).0,
         };
         Some(Self {
             storage_class_name: spec.storage_class_name.as_deref().filter(|s| !s.is_empty()),
@@ -116,16 +120,20 @@ pub(super) fn validate(out: &mut Out, w: &WarmRestartSpec) {
         bounds,
         Zero::IsAValue,
     );
-    let class = "spec.warmRestart.storageClassName";
-    check::length(
+    check_storage_class(
         out,
-        class,
+        "spec.warmRestart.storageClassName",
         w.storage_class_name.as_deref(),
-        STORAGE_CLASS_LENGTH,
     );
     if let Some(size) = &w.size {
         check::positive_quantity(out, "spec.warmRestart.size", &size.0);
     }
+}
+
+/// A storage class name: empty (the default class) or a DNS subdomain of at most
+/// [`STORAGE_CLASS_LENGTH`] characters, as the API server requires.
+pub(super) fn check_storage_class(out: &mut Out, field: &str, name: Option<&str>) {
+    super::pod::check_subdomain(out, field, name.filter(|n| !n.is_empty()));
 }
 
 /// The detail of an extstore path with warm restart.

@@ -224,6 +224,21 @@ fn the_memory_request_follows_memory_and_connections_in_extra_args_in_every_spel
 }
 
 #[test]
+fn a_memory_request_of_exactly_a_gibibyte_is_written_as_the_api_server_stores_it() {
+    let resources =
+        |mb: i64| memcached(&render(json!({"memcached": {"maxMemoryMB": mb}}))).resources;
+    let want = |q: &str| {
+        Some(strict::<ResourceRequirements>(
+            &json!({"requests": {"memory": q}}),
+        ))
+    };
+    // 984 + 8 + 16 + 16 = 1024 MiB; 2008 + 8 + 16 + 32 = 2064 MiB.
+    assert_eq!(resources(984), want("1Gi"));
+    assert_eq!(resources(985), want("1025Mi"));
+    assert_eq!(resources(2008), want("2064Mi"));
+}
+
+#[test]
 fn extra_args_memcached_would_refuse_are_refused() {
     for (args, shown) in [
         (

@@ -191,6 +191,16 @@ fn warm_restart_refuses_extstore() {
 }
 
 #[test]
+fn the_default_volume_of_exactly_a_gibibyte_is_written_as_the_api_server_stores_it() {
+    // 903 + ceil(903 / 16) + 64 = 1024 MiB.
+    let spec: memcached_hook::api::MemcachedSpec =
+        serde_json::from_value(warm_spec(json!({"memcached": {"maxMemoryMB": 903}})))
+            .expect("spec");
+    let e = memcached_hook::api::effective::Effective::of(&spec);
+    assert_eq!(e.warm_restart.expect("on").size, "1Gi");
+}
+
+#[test]
 fn warm_restart_refuses_extstore_in_every_spelling() {
     for (args, at) in [
         (json!(["-vvoext_path=/d/e:1g"]), 0),
