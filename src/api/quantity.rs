@@ -346,6 +346,24 @@ mod tests {
     }
 
     #[test]
+    fn every_size_the_hook_writes_is_already_canonical() {
+        // Memory requests and volumes of up to 128 GiB and beyond, MiB by MiB.
+        for mib in (0..=(1 << 17)).chain([(1 << 20) - 1, 1 << 20, 3 << 20, (1 << 30) + 1024]) {
+            let written = mebibytes(mib).0;
+            let q = Quantity::parse(&written).unwrap();
+            assert_eq!(q.canonical().as_deref(), Ok(written.as_str()), "{mib}");
+            assert_eq!(q.ceil(), Some(u128::try_from(mib).unwrap() << 20), "{mib}");
+            // The largest exact suffix: a whole number of the next unit is never left in Mi.
+            let exact_gib = mib != 0 && mib % 1024 == 0;
+            assert_eq!(
+                written.ends_with("Mi"),
+                mib != 0 && !exact_gib,
+                "{mib}: {written}"
+            );
+        }
+    }
+
+    #[test]
     fn memory_requirements_in_canonical_binary_form() {
         let req = |mb: u128| Quantity::from_bytes((mb + 32) << 20).canonical().unwrap();
         assert_eq!(req(64), "96Mi");
