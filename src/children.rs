@@ -15,7 +15,7 @@ pub mod exporter;
 pub mod extstore;
 pub mod hpa;
 pub mod labels;
-pub mod layout;
+pub mod memory;
 pub mod network_policy;
 pub mod own_image;
 pub mod pdb;

@@ -276,11 +276,19 @@ pub(crate) fn quantity(out: &mut Out, field: String, text: &str) {
     }
 }
 
-/// A volume size (`warmRestart.size`, `extstore.size`): well formed and greater than 0.
+/// A volume size (`warmRestart.size`, `extstore.size`): well formed, greater than 0 and a
+/// number of bytes the hook can compute with.
 pub(crate) fn positive_quantity(out: &mut Out, field: &'static str, text: &str) {
     match Quantity::parse(text) {
         Err(e) => out.push(Violation::invalid(field, quoted(text), e.to_string())),
-        Ok(q) if q.is_negative() || q.ceil().unwrap_or(0) == 0 => {
+        Ok(q) if q.ceil().is_none() => {
+            out.push(Violation::invalid(
+                field,
+                quoted(text),
+                "is too large: a volume size must be below 2^128 bytes",
+            ));
+        }
+        Ok(q) if q.is_negative() || q.ceil() == Some(0) => {
             out.push(Violation::invalid(
                 field,
                 quoted(text),

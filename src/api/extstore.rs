@@ -9,10 +9,10 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity as KubeQuantity;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::check::{self, Out, Violation, Zero, quoted};
 use super::quantity::Quantity;
-use super::warm_restart::{SIZE_FIXED_MIB, SIZE_MIB_PER_EXTRA_MIB, STORAGE_CLASS_LENGTH};
-use super::{MemcachedSpec, memcached};
+use super::warm_restart::{
+    SIZE_FIXED_MIB, SIZE_MIB_PER_EXTRA_MIB, STORAGE_CLASS_LENGTH, STORAGE_CLASS_PATTERN,
+};
 
 const MIB: u128 = 1 << 20;
 
@@ -106,10 +106,10 @@ pub struct ExtstoreSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<KubeQuantity>,
 
-    /// StorageClass of each pod's ephemeral volume; the cluster's default class when unset.
-    /// Not with `volume: EmptyDir`.
+    /// StorageClass of each pod's ephemeral volume (a DNS subdomain); the cluster's default
+    /// class when unset. Not with `volume: EmptyDir`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = STORAGE_CLASS_LENGTH))]
+    #[schemars(length(max = STORAGE_CLASS_LENGTH), regex(pattern = STORAGE_CLASS_PATTERN))]
     pub storage_class_name: Option<String>,
 
     /// `Ephemeral`: a PersistentVolumeClaim per pod, created and deleted with it. `EmptyDir`:
@@ -294,7 +294,7 @@ impl<'a> Extstore<'a> {
             .max_frag
             .filter(|f| (f - DEFAULT_MAX_FRAG).abs() > f64::EPSILON)
         {
-            options.push(format!("ext_max_frag={f:.2}"));
+            options.push(format!("ext_max_frag={}", exact(f)));
         }
         options.push(format!("ext_path={FILE}:{}m", self.size_mib));
         options.join(",")
@@ -310,97 +310,15 @@ impl<'a> Extstore<'a> {
     }
 }
 
-fn wide((min, max): (i32, i32)) -> (i64, i64) {
-    (i64::from(min), i64::from(max))
-}
-
-/// The field rules of `spec.extstore`.
-pub(super) fn validate(out: &mut Out, x: &ExtstoreSpec) {
-    macro_rules! field {
-        ($name:literal) => {
-            concat!("spec.extstore.", $name)
-        };
+/// `f` with at least two decimals and as many as it takes to be read back exactly (`0.50`,
+/// `0.001`): memcached reads it with `atof`.
+fn exact(f: f64) -> String {
+    let two = format!("{f:.2}");
+    if two.parse::<f64>() == Ok(f) {
+        two
+    } else {
+        f.to_string()
     }
-    let int = |v: Option<i32>| v.map(i64::from);
-    let value = Zero::IsAValue;
-    for (name, v, bounds) in [
-        (field!("pageSizeMB"), x.page_size_mb, PAGE_SIZE_MB),
-        (
-            field!("writeBufferSizeMB"),
-            x.write_buffer_size_mb,
-            WRITE_BUFFER_SIZE_MB,
-        ),
-    ] {
-        validate_aligned(out, name, v, bounds);
-    }
-    check::range(out, field!("threads"), int(x.threads), wide(THREADS), value);
-    let item = int(x.item_size_bytes);
-    check::range(
-        out,
-        field!("itemSizeBytes"),
-        item,
-        wide(ITEM_SIZE_BYTES),
-        value,
-    );
-    let age = int(x.item_age_seconds);
-    check::range(out, field!("itemAgeSeconds"), age, wide(SECONDS), value);
-    let low = int(x.low_ttl_seconds);
-    check::range(out, field!("lowTtlSeconds"), low, wide(SECONDS), value);
-    let rate = int(x.recache_rate);
-    check::range(out, field!("recacheRate"), rate, wide(RECACHE_RATE), value);
-    let compact = int(x.compact_under_pages);
-    let under = wide(UNDER_PAGES);
-    check::range(out, field!("compactUnderPages"), compact, under, value);
-    let drop = int(x.drop_under_pages);
-    check::range(out, field!("dropUnderPages"), drop, under, value);
-    if let Some(f) = x
-        .max_frag
-        .filter(|f| !(MAX_FRAG.0..=MAX_FRAG.1).contains(f))
-    {
-        let detail = format!("must be between {} and {}", MAX_FRAG.0, MAX_FRAG.1);
-        out.push(Violation::invalid(field!("maxFrag"), f, detail));
-    }
-    check::length(
-        out,
-        field!("storageClassName"),
-        x.storage_class_name.as_deref(),
-        STORAGE_CLASS_LENGTH,
-    );
-    if let Some(size) = &x.size {
-        check::positive_quantity(out, "spec.extstore.size", &size.0);
-    }
-}
-
-/// A page or write-buffer size: within `bounds` and a multiple of [`ALIGNMENT_MB`].
-fn validate_aligned(out: &mut Out, name: &str, v: Option<i32>, bounds: (i32, i32)) {
-    check::range(out, name, v.map(i64::from), wide(bounds), Zero::IsAValue);
-    if let Some(v) = v.filter(|v| v % ALIGNMENT_MB != 0) {
-        out.push(Violation::invalid(
-            name,
-            v,
-            format!("must be a multiple of {ALIGNMENT_MB}"),
-        ));
-    }
-}
-
-/// `maxItemSize` (`1m`, `512k`) in bytes.
-fn item_size_bytes(text: &str) -> Option<u64> {
-    let (digits, unit) = match text.strip_suffix('k') {
-        Some(d) => (d, 1 << 10),
-        None => (text.strip_suffix('m')?, 1 << 20),
-    };
-    digits.parse::<u64>().ok()?.checked_mul(unit)
-}
-
-/// Whether a memcached argument sets an extstore option (`-o ext_path=...`, `ext_threads=2`).
-fn sets_extstore(arg: &str) -> bool {
-    let options = arg
-        .strip_prefix("--extended=")
-        .or_else(|| arg.strip_prefix("-o"))
-        .unwrap_or(arg);
-    options
-        .split(',')
-        .any(|o| o.trim_start().starts_with("ext_"))
 }
 
 /// CEL rule (on the spec): extstore and warm restart are not both enabled.
@@ -408,241 +326,14 @@ pub const WARM_RESTART_RULE: &str = "!has(self.extstore) || !has(self.extstore.e
     !self.extstore.enabled || !has(self.warmRestart) || !has(self.warmRestart.enabled) || \
     !self.warmRestart.enabled";
 
-/// The UDP port an argument sets (`-U 11211`, `-U11211`, `--udp-port=11211`), `next` being the
-/// argument after it.
-fn udp_port<'a>(arg: &'a str, next: Option<&'a str>) -> Option<&'a str> {
-    if arg == "-U" || arg == "--udp-port" {
-        return next;
-    }
-    arg.strip_prefix("--udp-port=")
-        .or_else(|| arg.strip_prefix("-U").filter(|v| !v.is_empty()))
-}
-
 /// The detail of extstore with warm restart.
 pub const WARM_RESTART_DETAIL: &str = "extstore cannot be used with warmRestart: memcached \
     starts with both but never restores (\"memory restart with extstore not presently \
     supported\")";
 
-/// The cross-field rules of an enabled `spec.extstore`, each one memcached itself needs.
-pub(super) fn validate_rules(out: &mut Out, spec: &MemcachedSpec, server: &memcached::Server<'_>) {
-    let Some(x) = spec.extstore.as_ref().filter(|x| x.enabled == Some(true)) else {
-        return;
-    };
-    if x.size.is_none() {
-        out.push(Violation::required("spec.extstore.size", SIZE_MESSAGE));
-    }
-    if x.storage_class_name.is_some() && x.volume == Some(ExtstoreVolume::EmptyDir) {
-        out.push(Violation::invalid(
-            "spec.extstore.storageClassName",
-            quoted(x.storage_class_name.as_deref().unwrap_or_default()),
-            "a storage class names an ephemeral volume's class: not with volume EmptyDir",
-        ));
-    }
-    if spec
-        .warm_restart
-        .as_ref()
-        .is_some_and(|w| w.enabled == Some(true))
-    {
-        out.push(Violation::invalid(
-            "spec.extstore.enabled",
-            "true",
-            WARM_RESTART_DETAIL,
-        ));
-    }
-    let args = server.extra_args;
-    for (index, arg) in args.iter().enumerate() {
-        let next = args.get(index + 1).map(String::as_str);
-        if let Some(port) = udp_port(arg, next).filter(|p| *p != "0") {
-            out.push(Violation::invalid(
-                format!("spec.memcached.extraArgs[{index}]"),
-                quoted(arg),
-                format!(
-                    "UDP port {port} with extstore: memcached refuses UDP with extstore enabled \
-                     (\"Cannot use UDP with extstore enabled\")"
-                ),
-            ));
-        }
-        if sets_extstore(arg) {
-            out.push(Violation::invalid(
-                format!("spec.memcached.extraArgs[{index}]"),
-                quoted(arg),
-                "extstore options belong in spec.extstore when it is enabled: memcached \
-                 would read both, the last one winning",
-            ));
-        }
-    }
-    validate_buffers(out, x, server);
-    validate_pages(out, x);
-}
+mod rules;
 
-/// The write buffer holds the largest item and divides a page; the item size is below the
-/// largest item.
-fn validate_buffers(out: &mut Out, x: &ExtstoreSpec, server: &memcached::Server<'_>) {
-    let page = x.page_size_mb.unwrap_or(DEFAULT_PAGE_SIZE_MB);
-    let wbuf = x
-        .write_buffer_size_mb
-        .unwrap_or(DEFAULT_WRITE_BUFFER_SIZE_MB);
-    if page > 0 && wbuf > 0 && page % wbuf != 0 {
-        out.push(Violation::invalid(
-            "spec.extstore.writeBufferSizeMB",
-            wbuf,
-            format!(
-                "must divide pageSizeMB ({page}): memcached fills a page with whole write buffers"
-            ),
-        ));
-    }
-    let item_max = item_size_bytes(server.max_item_size);
-    if let Some(item_max) = item_max {
-        let wbuf_bytes = u64::from(wbuf.unsigned_abs()) << 20;
-        if wbuf > 0 && item_max > wbuf_bytes {
-            out.push(Violation::invalid(
-                "spec.extstore.writeBufferSizeMB",
-                wbuf,
-                format!(
-                    "must hold the largest item: maxItemSize {} is {item_max} bytes, a write \
-                     buffer of {wbuf} MiB {wbuf_bytes} (memcached refuses -I larger than \
-                     ext_wbuf_size)",
-                    server.max_item_size
-                ),
-            ));
-        }
-        let item = x.item_size_bytes.unwrap_or(DEFAULT_ITEM_SIZE_BYTES);
-        if u64::from(item.unsigned_abs()) >= item_max {
-            out.push(Violation::invalid(
-                "spec.extstore.itemSizeBytes",
-                item,
-                format!(
-                    "must be below maxItemSize {} ({item_max} bytes): only items larger than \
-                     it go to extstore, so none would",
-                    server.max_item_size
-                ),
-            ));
-        }
-    }
-}
-
-/// The file holds from [`MIN_PAGES`] to [`MAX_PAGES`] pages, and the page thresholds are
-/// within it.
-fn validate_pages(out: &mut Out, x: &ExtstoreSpec) {
-    let page = x.page_size_mb.unwrap_or(DEFAULT_PAGE_SIZE_MB);
-    let Some(size) = x.size.as_ref().and_then(bytes) else {
-        return;
-    };
-    if page <= 0 {
-        return;
-    }
-    let page_bytes = u128::from(page.unsigned_abs()) * MIB;
-    let pages = size / page_bytes;
-    let shown = || quoted(&x.size.as_ref().map(|q| q.0.clone()).unwrap_or_default());
-    if pages < u128::from(MIN_PAGES.unsigned_abs()) {
-        let min = i64::from(page) * MIN_PAGES;
-        out.push(Violation::invalid(
-            "spec.extstore.size",
-            shown(),
-            format!(
-                "must be at least {min}Mi ({MIN_PAGES} pages of pageSizeMB {page}): memcached \
-                 never writes its first page and keeps one open per page bucket, so a smaller \
-                 file holds next to nothing"
-            ),
-        ));
-    } else if pages > u128::from(MAX_PAGES.unsigned_abs()) {
-        out.push(Violation::invalid(
-            "spec.extstore.size",
-            shown(),
-            format!(
-                "must be at most {MAX_PAGES} pages of pageSizeMB {page}: memcached refuses \
-                 65535 pages or more (a larger pageSizeMB makes fewer pages)"
-            ),
-        ));
-    }
-    let pages = i64::try_from(pages).unwrap_or(i64::MAX);
-    for (name, value) in [
-        ("spec.extstore.compactUnderPages", x.compact_under_pages),
-        ("spec.extstore.dropUnderPages", x.drop_under_pages),
-    ] {
-        if let Some(v) = value.filter(|v| i64::from(*v) > pages) {
-            out.push(Violation::invalid(
-                name,
-                v,
-                format!("must be at most the file's {pages} pages"),
-            ));
-        }
-    }
-}
+pub(super) use rules::{validate, validate_rules};
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn on(size: &str) -> ExtstoreSpec {
-        ExtstoreSpec {
-            enabled: Some(true),
-            size: Some(KubeQuantity(size.into())),
-            ..ExtstoreSpec::default()
-        }
-    }
-
-    #[test]
-    fn the_volume_holds_the_file_and_the_filesystem() {
-        assert_eq!(volume_mib(512), 512 + 32 + 64);
-        assert_eq!(volume_mib(1024), 1024 + 64 + 64);
-        assert_eq!(volume_mib(100), 100 + 7 + 64);
-    }
-
-    #[test]
-    fn defaults_render_only_the_path() {
-        let spec = on("1Gi");
-        let x = Extstore::of(Some(&spec)).expect("enabled");
-        assert_eq!(x.option(), "ext_path=/data/extstore:1024m");
-        assert_eq!((x.pages(), x.volume_mib), (16, 1152));
-        assert_eq!(x.memory_mib(), 5 * 4 + 1 + 1);
-        assert_eq!(Extstore::of(Some(&ExtstoreSpec::default())), None);
-    }
-
-    #[test]
-    fn the_page_size_comes_before_the_path() {
-        let spec = ExtstoreSpec {
-            page_size_mb: Some(32),
-            write_buffer_size_mb: Some(8),
-            threads: Some(2),
-            max_frag: Some(0.5),
-            ..on("1G")
-        };
-        let x = Extstore::of(Some(&spec)).expect("enabled");
-        assert_eq!(
-            x.option(),
-            "ext_page_size=32,ext_wbuf_size=8,ext_threads=2,ext_max_frag=0.50,\
-             ext_path=/data/extstore:953m"
-        );
-    }
-
-    #[test]
-    fn extstore_options_are_found_in_any_spelling() {
-        for arg in [
-            "ext_path=/x:1G",
-            "-oext_threads=2",
-            "--extended=ext_item_size=1",
-        ] {
-            assert!(sets_extstore(arg), "{arg}");
-        }
-        assert!(sets_extstore("no_lru_crawler,ext_max_frag=0.5"));
-        for arg in ["-o", "no_lru_crawler", "--max-reqs-per-event", "text"] {
-            assert!(!sets_extstore(arg), "{arg}");
-        }
-    }
-
-    #[test]
-    fn udp_ports_are_found_in_any_spelling() {
-        assert_eq!(udp_port("-U", Some("11211")), Some("11211"));
-        assert_eq!(udp_port("-U11211", None), Some("11211"));
-        assert_eq!(udp_port("--udp-port=0", None), Some("0"));
-        assert_eq!(udp_port("-m", Some("64")), None);
-    }
-
-    #[test]
-    fn item_sizes_read_like_memcached() {
-        assert_eq!(item_size_bytes("1m"), Some(1 << 20));
-        assert_eq!(item_size_bytes("512k"), Some(512 << 10));
-        assert_eq!(item_size_bytes("12"), None);
-    }
-}
+mod tests;

@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::check::{self, Out, Violation, Zero, is_too_long, quoted};
+use super::command_line::{self, CommandLine};
 use super::hardening::{Hardening, HardeningSpec};
 
 /// Default item memory in MB.
@@ -110,7 +111,8 @@ pub struct MemcachedConfig {
     pub hardening: Option<HardeningSpec>,
 }
 
-/// The memcached settings with every default applied.
+/// The memcached settings with every default applied, and `-m`, `-c` and `-I` as memcached
+/// reads them: an `extraArgs` flag comes after the hook's own and wins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Server<'a> {
     /// `-m`.
@@ -134,11 +136,11 @@ fn non_zero(value: Option<i32>, default: i32) -> i32 {
 }
 
 impl<'a> Server<'a> {
-    /// Resolves the defaults of `spec.memcached`.
+    /// Resolves the defaults of `spec.memcached`, then the settings `extraArgs` overrides.
     #[must_use]
     pub fn of(config: Option<&'a MemcachedConfig>) -> Self {
         let c = config;
-        Self {
+        let server = Self {
             max_memory_mb: non_zero(c.and_then(|c| c.max_memory_mb), DEFAULT_MAX_MEMORY_MB),
             max_connections: non_zero(c.and_then(|c| c.max_connections), DEFAULT_MAX_CONNECTIONS),
             threads: non_zero(c.and_then(|c| c.threads), DEFAULT_THREADS),
@@ -149,6 +151,78 @@ impl<'a> Server<'a> {
             verbosity: c.and_then(|c| c.verbosity).unwrap_or(DEFAULT_VERBOSITY),
             extra_args: c.and_then(|c| c.extra_args.as_deref()).unwrap_or(&[]),
             hardening: Hardening::of(c.and_then(|c| c.hardening.as_ref())),
+        };
+        server.overridden(&command_line::read(server.extra_args))
+    }
+
+    /// The settings with the last valid `-m`, `-c` and `-I` of `line` (its `extraArgs`); an
+    /// invalid one is refused by [`validate_args`] and leaves the field's value.
+    fn overridden(mut self, line: &CommandLine<'a>) -> Self {
+        if let Some(Ok(mb)) = line.last('m').map(|o| within(o.value, MAX_MEMORY_MB)) {
+            self.max_memory_mb = mb;
+        }
+        if let Some(Ok(n)) = line.last('c').map(|o| within(o.value, MAX_CONNECTIONS)) {
+            self.max_connections = n;
+        }
+        let size = line.last('I').and_then(|o| o.value);
+        if let Some(size) = size.filter(|s| command_line::item_size_bytes(s).is_some()) {
+            self.max_item_size = size;
+        }
+        self
+    }
+}
+
+/// A flag's value as a whole number within `bounds`, or why not.
+fn within(value: Option<&str>, (min, max): (i32, i32)) -> Result<i32, String> {
+    value
+        .and_then(|v| v.parse::<i32>().ok())
+        .filter(|v| (min..=max).contains(v))
+        .ok_or_else(|| format!("must be a whole number from {min} to {max}"))
+}
+
+/// The rules of `extraArgs` as memcached reads them ([`command_line::read`]): every argument
+/// one memcached accepts (it exits on the others), and `-m`, `-c` and `-I`, which the hook
+/// reads for the memory request, the volumes and the extstore rules, within the bounds of the
+/// fields they override.
+pub(super) fn validate_args(out: &mut Out, line: &CommandLine<'_>) {
+    let field = |at: usize| format!("spec.memcached.extraArgs[{at}]");
+    for refused in &line.refused {
+        out.push(Violation::invalid(
+            field(refused.at),
+            quoted(line.arg(refused.at)),
+            format!("{}: memcached would exit", refused.reason),
+        ));
+    }
+    for (flag, name, bounds) in [
+        ('m', "maxMemoryMB", MAX_MEMORY_MB),
+        ('c', "maxConnections", MAX_CONNECTIONS),
+    ] {
+        for o in line.all(flag) {
+            if let Err(why) = within(o.value, bounds) {
+                out.push(Violation::invalid(
+                    field(o.value_at),
+                    quoted(line.arg(o.value_at)),
+                    format!("-{flag} {why}, as {name}"),
+                ));
+            }
+        }
+    }
+    for o in line.all('B') {
+        if !matches!(o.value, Some("auto" | "binary" | "ascii")) {
+            out.push(Violation::invalid(
+                field(o.value_at),
+                quoted(line.arg(o.value_at)),
+                "-B must be auto, binary or ascii: memcached would exit",
+            ));
+        }
+    }
+    for o in line.all('I') {
+        if o.value.and_then(command_line::item_size_bytes).is_none() {
+            out.push(Violation::invalid(
+                field(o.value_at),
+                quoted(line.arg(o.value_at)),
+                "-I must be a size in bytes, or a number followed by k or m",
+            ));
         }
     }
 }

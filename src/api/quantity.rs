@@ -231,6 +231,20 @@ pub fn canonicalize(text: &str) -> Result<String, QuantityError> {
     Quantity::parse(text)?.canonical()
 }
 
+/// `mib` MiB written as the API server stores it: the largest binary suffix that divides it
+/// exactly (`1024` MiB is `1Gi`, `1536` MiB stays `1536Mi`, `1048576` MiB is `1Ti`).
+#[must_use]
+pub fn mebibytes(mib: i64) -> k8s_openapi::apimachinery::pkg::api::resource::Quantity {
+    let bytes = u128::from(mib.unsigned_abs()) << 20;
+    let text = Quantity {
+        negative: mib < 0,
+        ..Quantity::from_bytes(bytes)
+    }
+    .canonical()
+    .unwrap_or_else(|_| format!("{mib}Mi"));
+    k8s_openapi::apimachinery::pkg::api::resource::Quantity(text)
+}
+
 /// A k8s-openapi quantity in canonical form, as written when it is malformed (validation
 /// reports that).
 #[must_use]
@@ -302,6 +316,51 @@ mod tests {
         assert_eq!(Quantity::parse("1500m").unwrap().ceil(), Some(2));
         assert_eq!(Quantity::parse("1n").unwrap().ceil(), Some(1));
         assert_eq!(Quantity::parse("1G").unwrap().ceil(), Some(1_000_000_000));
+    }
+
+    #[test]
+    fn mebibytes_are_written_with_the_largest_exact_binary_suffix() {
+        for (mib, want) in [
+            (0, "0"),
+            (1, "1Mi"),
+            (89, "89Mi"),
+            (1023, "1023Mi"),
+            (1024, "1Gi"),
+            (1025, "1025Mi"),
+            (1536, "1536Mi"),
+            (2048, "2Gi"),
+            (1152, "1152Mi"),
+            (10240, "10Gi"),
+            (1 << 20, "1Ti"),
+            ((1 << 20) + 1024, "1025Gi"),
+            (1 << 30, "1Pi"),
+            (1 << 40, "1Ei"),
+            (1 << 41, "2Ei"),
+        ] {
+            assert_eq!(mebibytes(mib).0, want, "{mib}");
+            // Whatever is written reads back to the same amount, already canonical.
+            let q = Quantity::parse(want).unwrap();
+            assert_eq!(q.ceil(), Some(u128::try_from(mib).unwrap() << 20));
+            assert_eq!(q.canonical().as_deref(), Ok(want));
+        }
+    }
+
+    #[test]
+    fn every_size_the_hook_writes_is_already_canonical() {
+        // Memory requests and volumes of up to 128 GiB and beyond, MiB by MiB.
+        for mib in (0..=(1 << 17)).chain([(1 << 20) - 1, 1 << 20, 3 << 20, (1 << 30) + 1024]) {
+            let written = mebibytes(mib).0;
+            let q = Quantity::parse(&written).unwrap();
+            assert_eq!(q.canonical().as_deref(), Ok(written.as_str()), "{mib}");
+            assert_eq!(q.ceil(), Some(u128::try_from(mib).unwrap() << 20), "{mib}");
+            // The largest exact suffix: a whole number of the next unit is never left in Mi.
+            let exact_gib = mib != 0 && mib % 1024 == 0;
+            assert_eq!(
+                written.ends_with("Mi"),
+                mib != 0 && !exact_gib,
+                "{mib}: {written}"
+            );
+        }
     }
 
     #[test]

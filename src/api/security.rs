@@ -7,7 +7,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::bounds;
-use super::check::{self, Out, Violation};
+use super::check::{self, Out, Violation, quoted};
+use super::command_line::{CommandLine, atoi};
 use super::pod;
 
 mod rotation;
@@ -294,8 +295,12 @@ pub(super) fn validate(out: &mut Out, s: &SecuritySpec) {
     check::bounded(out, field, sources);
 }
 
-/// The cross-field rules of `spec.security` (the CRD's CEL rules on SASL and TLS).
-pub(super) fn validate_rules(out: &mut Out, s: &Security<'_>) {
+/// The cross-field rules of `spec.security`: the CRD's CEL rules on SASL and TLS, and the
+/// `extraArgs` memcached refuses beside SASL ([`validate_sasl_args`]).
+pub(super) fn validate_rules(out: &mut Out, s: &Security<'_>, line: &CommandLine<'_>) {
+    if s.sasl_secret.is_some() {
+        validate_sasl_args(out, line);
+    }
     if s.sasl_secret == Some("") {
         let field = "spec.security.sasl.credentialsSecretRef.name";
         out.push(Violation::required(field, SASL_SECRET_MESSAGE));
@@ -303,5 +308,53 @@ pub(super) fn validate_rules(out: &mut Out, s: &Security<'_>) {
     if s.tls.is_some_and(|t| t.secret_name.is_empty()) {
         let field = "spec.security.tls.certificateSecretRef.name";
         out.push(Violation::required(field, TLS_SECRET_MESSAGE));
+    }
+}
+
+/// `extraArgs` beside `spec.security.sasl` (memcached `-Y`, ASCII authentication): memcached
+/// then serves only the ASCII protocol and exits on `-B binary` or `-B auto` and on a UDP port;
+/// `-S` is the binary protocol's SASL, which no client could use.
+fn validate_sasl_args(out: &mut Out, line: &CommandLine<'_>) {
+    let mut refuse = |at: usize, detail: String| {
+        out.push(Violation::invalid(
+            format!("spec.memcached.extraArgs[{at}]"),
+            quoted(line.arg(at)),
+            detail,
+        ));
+    };
+    for o in line.all('B') {
+        let protocol = o.value.unwrap_or_default();
+        if protocol != "ascii" {
+            refuse(
+                o.value_at,
+                format!(
+                    "-B {protocol} with spec.security.sasl.enabled: SASL here is memcached's \
+                     ASCII authentication (-Y), which serves only the ASCII protocol (memcached \
+                     exits: \"You cannot allow the BINARY protocol while using ascii \
+                     authentication tokens\")"
+                ),
+            );
+        }
+    }
+    for o in line.all('S') {
+        refuse(
+            o.at,
+            "-S with spec.security.sasl.enabled: -S is the binary protocol's SASL, while \
+             spec.security.sasl is memcached's ASCII authentication (-Y), with which memcached \
+             serves only the ASCII protocol: no client could log in with binary SASL"
+                .to_owned(),
+        );
+    }
+    for o in line.all('U') {
+        let port = o.value.unwrap_or_default();
+        if atoi(port) != Some(0) {
+            refuse(
+                o.at,
+                format!(
+                    "UDP port {port} with spec.security.sasl.enabled: memcached exits (\"Cannot \
+                     use UDP with ascii authentication enabled\")"
+                ),
+            );
+        }
     }
 }

@@ -9,6 +9,7 @@
 //! a running cache (docs/behaviour.md). Violations read like the API server's field errors, and
 //! a summary lists at most 32 of them, so the status stays small whatever the spec.
 
+use super::command_line;
 use super::effective::Effective;
 use super::security;
 use super::{MemcachedSpec, autoscaling, extstore, high_availability, memcached, monitoring};
@@ -50,10 +51,12 @@ pub fn validate(name: &str, spec: &MemcachedSpec) -> Vec<Violation> {
 #[must_use]
 pub fn validate_effective(name: &str, spec: &MemcachedSpec, e: &Effective<'_>) -> Vec<Violation> {
     let mut out = Vec::new();
+    let line = command_line::read(e.memcached.extra_args);
     spec::validate(&mut out, name, spec);
     if let Some(c) = &spec.memcached {
         memcached::validate(&mut out, c);
     }
+    memcached::validate_args(&mut out, &line);
     if let Some(ha) = &spec.high_availability {
         high_availability::validate(&mut out, ha);
     }
@@ -79,9 +82,9 @@ pub fn validate_effective(name: &str, spec: &MemcachedSpec, e: &Effective<'_>) -
     pod::validate(&mut out, spec);
     spec::validate_rules(&mut out, spec, e.memcached.max_memory_mb);
     high_availability::validate_rules(&mut out, &e.high_availability);
-    security::validate_rules(&mut out, &e.security);
-    warm_restart::validate_rules(&mut out, spec);
-    extstore::validate_rules(&mut out, spec, &e.memcached);
+    security::validate_rules(&mut out, &e.security, &line);
+    warm_restart::validate_rules(&mut out, spec, &line);
+    extstore::validate_rules(&mut out, spec, &e.memcached, &line);
     zones::validate_rules(&mut out, spec);
     if let Some(a) = &e.autoscaling {
         autoscaling::validate_rules(&mut out, a, spec);

@@ -10,14 +10,18 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::check::{self, Out, Violation, Zero, quoted};
+use super::command_line::CommandLine;
 use super::{MemcachedSpec, Workload};
 
 /// Default of `maxStaleSeconds`: a restart within five minutes of the stop restores the items.
 pub const DEFAULT_MAX_STALE_SECONDS: i32 = 300;
 /// Bounds of `maxStaleSeconds` (one day at most).
 pub const MAX_STALE_SECONDS: (i32, i32) = (1, 86_400);
-/// The pattern of a storage class name (a DNS subdomain).
+/// The longest storage class name (a DNS subdomain).
 pub const STORAGE_CLASS_LENGTH: usize = 253;
+/// The pattern of a storage class name: a DNS subdomain, as the API server requires of a
+/// claim's class (empty: the cluster's default class).
+pub const STORAGE_CLASS_PATTERN: &str = super::pod::SECRET_NAME_PATTERN;
 /// MiB the default volume size adds to `maxMemoryMB`: the metadata file (under 1 KiB) and a
 /// filesystem's own structures (an ext4 journal of up to 64 MiB).
 pub const SIZE_FIXED_MIB: i64 = 64;
@@ -45,9 +49,10 @@ pub struct WarmRestartSpec {
     #[schemars(extend("default" = false))]
     pub enabled: Option<bool>,
 
-    /// StorageClass of each pod's volume; the cluster's default class when unset.
+    /// StorageClass of each pod's volume (a DNS subdomain); the cluster's default class when
+    /// unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = STORAGE_CLASS_LENGTH))]
+    #[schemars(length(max = STORAGE_CLASS_LENGTH), regex(pattern = STORAGE_CLASS_PATTERN))]
     pub storage_class_name: Option<String>,
 
     /// Size of each pod's volume. Default: `maxMemoryMB + ceil(maxMemoryMB / 16) + 64` MiB
@@ -91,7 +96,7 @@ impl<'a> WarmRestart<'a> {
         let spec = spec.filter(|w| w.enabled == Some(true))?;
         let size = match &spec.size {
             Some(q) => super::quantity::canonical(q).0,
-            None => format!("{}Mi", default_size_mib(max_memory_mb)),
+            None => super::quantity::mebibytes(default_size_mib(max_memory_mb)).0,
         };
         Some(Self {
             storage_class_name: spec.storage_class_name.as_deref().filter(|s| !s.is_empty()),
@@ -115,16 +120,20 @@ pub(super) fn validate(out: &mut Out, w: &WarmRestartSpec) {
         bounds,
         Zero::IsAValue,
     );
-    let class = "spec.warmRestart.storageClassName";
-    check::length(
+    check_storage_class(
         out,
-        class,
+        "spec.warmRestart.storageClassName",
         w.storage_class_name.as_deref(),
-        STORAGE_CLASS_LENGTH,
     );
     if let Some(size) = &w.size {
         check::positive_quantity(out, "spec.warmRestart.size", &size.0);
     }
+}
+
+/// A storage class name: empty (the default class) or a DNS subdomain of at most
+/// [`STORAGE_CLASS_LENGTH`] characters, as the API server requires.
+pub(super) fn check_storage_class(out: &mut Out, field: &str, name: Option<&str>) {
+    super::pod::check_subdomain(out, field, name.filter(|n| !n.is_empty()));
 }
 
 /// The detail of an extstore path with warm restart.
@@ -133,7 +142,7 @@ const EXTSTORE_DETAIL: &str = "extstore (-o ext_path) cannot be used with warmRe
 
 /// The cross-field rules: warm restart only with a StatefulSet ([`WORKLOAD_RULE`]), and not
 /// with an extstore path in `extraArgs`.
-pub(super) fn validate_rules(out: &mut Out, spec: &MemcachedSpec) {
+pub(super) fn validate_rules(out: &mut Out, spec: &MemcachedSpec, line: &CommandLine<'_>) {
     let enabled = spec
         .warm_restart
         .as_ref()
@@ -148,15 +157,13 @@ pub(super) fn validate_rules(out: &mut Out, spec: &MemcachedSpec) {
             WORKLOAD_MESSAGE,
         ));
     }
-    let args = spec
-        .memcached
-        .as_ref()
-        .and_then(|m| m.extra_args.as_deref())
-        .unwrap_or_default();
-    if let Some(index) = args.iter().position(|a| a.contains("ext_path=")) {
+    let path = line
+        .extended()
+        .find(|(_, sub)| sub.name.trim_start() == "ext_path");
+    if let Some((o, _)) = path {
         out.push(Violation::invalid(
-            format!("spec.memcached.extraArgs[{index}]"),
-            quoted(&args[index]),
+            format!("spec.memcached.extraArgs[{}]", o.value_at),
+            quoted(line.arg(o.value_at)),
             EXTSTORE_DETAIL,
         ));
     }

@@ -50,7 +50,7 @@ pub fn container(
     let common = Container {
         name: NAME.to_owned(),
         ports: Some(container_ports(served, Server::Exporter)),
-        resources: resources(m.exporter_resources, None),
+        resources: resources(m.exporter_resources, &[]),
         security_context: Some(security_context::container(e)),
         ..Container::default()
     };

@@ -5,14 +5,13 @@
 
 use std::collections::BTreeMap;
 
+use super::volumes::writable_mount;
+use crate::api::extstore::{Extstore, ExtstoreVolume, MOUNT_PATH};
+use crate::api::quantity;
 use k8s_openapi::api::core::v1::{
     EmptyDirVolumeSource, EphemeralVolumeSource, PersistentVolumeClaimSpec,
     PersistentVolumeClaimTemplate, Volume, VolumeMount, VolumeResourceRequirements,
 };
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-
-use super::volumes::writable_mount;
-use crate::api::extstore::{Extstore, ExtstoreVolume, MOUNT_PATH};
 
 /// The volume's name in the pod (an ephemeral claim is `<pod>-extstore`).
 pub const VOLUME: &str = "extstore";
@@ -20,7 +19,7 @@ pub const VOLUME: &str = "extstore";
 /// The volume of `x`: its size is the file's plus the filesystem's margin.
 #[must_use]
 pub fn volume(x: &Extstore<'_>) -> Volume {
-    let size = Quantity(format!("{}Mi", x.volume_mib));
+    let size = quantity::mebibytes(x.volume_mib);
     match x.volume {
         ExtstoreVolume::EmptyDir => Volume {
             name: VOLUME.to_owned(),
@@ -49,6 +48,16 @@ pub fn volume(x: &Extstore<'_>) -> Volume {
             ..Volume::default()
         },
     }
+}
+
+/// What the extstore file takes of the node's disk, in MiB, when it lives there (`EmptyDir`):
+/// the container requests it as `ephemeral-storage`, so the scheduler places the pod on a node
+/// with room for the file and the kubelet, short of disk, evicts first the pods that use more
+/// than they requested. No limit: the volume's `sizeLimit` already bounds the file, and a
+/// container limit would also count the container's logs.
+#[must_use]
+pub fn node_disk_mib(x: &Extstore<'_>) -> Option<i64> {
+    (x.volume == ExtstoreVolume::EmptyDir).then_some(x.size_mib)
 }
 
 /// memcached's mount of the volume.

@@ -143,13 +143,25 @@ fn volumes_and_mounts(e: &Effective<'_>) -> (Vec<Volume>, Vec<VolumeMount>, Vec<
     (volumes, mounts, agent_mounts)
 }
 
+/// The resource of a pod's share of its node's disk.
+const EPHEMERAL_STORAGE: &str = "ephemeral-storage";
+
 fn memcached_container(e: &Effective<'_>, served: &[Port], mounts: Vec<VolumeMount>) -> Container {
     Container {
         name: "memcached".to_owned(),
         image: Some(e.image.to_owned()),
         args: Some(args::memcached(e)),
         ports: Some(container_ports(served, Server::Memcached)),
-        resources: resources(e.resources, e.memory_request_mib),
+        resources: resources(
+            e.resources,
+            &[
+                ("memory", e.memory_request_mib),
+                (
+                    EPHEMERAL_STORAGE,
+                    e.extstore.as_ref().and_then(extstore::node_disk_mib),
+                ),
+            ],
+        ),
         liveness_probe: Some(tcp_probe(10, 10)),
         readiness_probe: Some(tcp_probe(5, 5)),
         lifecycle: e.high_availability.graceful_shutdown.map(|g| Lifecycle {

@@ -8,11 +8,13 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use crate::api::quantity;
 
-/// Resources with canonical quantities, absent when empty; `memory_request_mib` (the default
-/// memory request, only when the user gave no memory) joins the requests.
+/// Resources with canonical quantities, absent when empty. Each of `defaults` (a resource
+/// and a request in MiB, such as the default memory request) joins the requests when the user
+/// gave neither a request nor a limit of that resource: a limit alone makes the API server
+/// request it, and a smaller request of ours would lower the pod's QoS class.
 pub(super) fn resources(
     requirements: Option<&ResourceRequirements>,
-    memory_request_mib: Option<i64>,
+    defaults: &[(&str, Option<i64>)],
 ) -> Option<ResourceRequirements> {
     let canonical = |list: Option<&BTreeMap<String, Quantity>>| {
         list.filter(|l| !l.is_empty()).map(|l| {
@@ -22,11 +24,20 @@ pub(super) fn resources(
         })
     };
     let r = requirements;
+    let given = |resource: &str| {
+        r.is_some_and(|r| {
+            [&r.requests, &r.limits]
+                .iter()
+                .any(|l| l.as_ref().is_some_and(|l| l.contains_key(resource)))
+        })
+    };
     let mut requests = canonical(r.and_then(|r| r.requests.as_ref()));
-    if let Some(mib) = memory_request_mib {
-        requests
-            .get_or_insert_default()
-            .insert("memory".to_owned(), Quantity(format!("{mib}Mi")));
+    for (resource, mib) in defaults {
+        if let Some(mib) = mib.filter(|_| !given(resource)) {
+            requests
+                .get_or_insert_default()
+                .insert((*resource).to_owned(), quantity::mebibytes(mib));
+        }
     }
     let out = ResourceRequirements {
         limits: canonical(r.and_then(|r| r.limits.as_ref())),

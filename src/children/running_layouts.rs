@@ -24,7 +24,7 @@
 use serde_json::Value;
 
 use super::args;
-use super::layout::Layout;
+use super::memory::MemorySettings;
 use crate::api::effective::Effective;
 use crate::hook::ObservedChild;
 
@@ -34,18 +34,18 @@ pub const ANNOTATION: &str = "memcached.c5c3.io/running-layouts";
 /// The spec's layout and the layouts the pods of the StatefulSet may hold.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Layouts {
-    spec: Layout,
-    running: Vec<Layout>,
+    spec: MemorySettings,
+    running: Vec<MemorySettings>,
 }
 
 impl Layouts {
     /// The layouts for the spec `e` and the `observed` StatefulSet (see the module).
     #[must_use]
     pub fn of(e: &Effective<'_>, observed: Option<&ObservedChild>) -> Self {
-        Self::from_spec(Layout::of(&args::memcached(e)), observed)
+        Self::from_spec(MemorySettings::of(&args::memcached(e)), observed)
     }
 
-    fn from_spec(spec: Layout, observed: Option<&ObservedChild>) -> Self {
+    fn from_spec(spec: MemorySettings, observed: Option<&ObservedChild>) -> Self {
         let running = match observed {
             None => vec![spec.clone()],
             Some(sts) => running(sts),
@@ -74,13 +74,13 @@ impl Layouts {
 }
 
 /// The layouts the pods of an observed StatefulSet may hold.
-fn running(sts: &ObservedChild) -> Vec<Layout> {
+fn running(sts: &ObservedChild) -> Vec<MemorySettings> {
     let args = sts
         .spec
         .template
         .as_ref()
         .and_then(|t| t.args_of("memcached"));
-    let template = Layout::of(args.unwrap_or_default());
+    let template = MemorySettings::of(args.unwrap_or_default());
     if sts.rolled_out() {
         return vec![template];
     }
@@ -98,9 +98,9 @@ fn running(sts: &ObservedChild) -> Vec<Layout> {
 }
 
 /// The layouts of an annotation's value; `None` when it is not a list of argument lists.
-fn read(text: &str) -> Option<Vec<Layout>> {
+fn read(text: &str) -> Option<Vec<MemorySettings>> {
     let lists: Vec<Vec<String>> = serde_json::from_str(text).ok()?;
-    Some(lists.iter().map(|args| Layout::of(args)).collect())
+    Some(lists.iter().map(|args| MemorySettings::of(args)).collect())
 }
 
 #[cfg(test)]

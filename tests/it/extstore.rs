@@ -83,8 +83,8 @@ fn a_spec_fs_group_is_kept() {
     assert_eq!(view["securityContext"]["fsGroup"], 2000);
 }
 
-/// The violations of a Memcached with `spec`, as the status shows them.
-fn refused(spec: Value) -> Vec<String> {
+/// The violations of a Memcached with `spec`, as the status shows them (and the hook answers).
+pub(crate) fn refused(spec: Value) -> Vec<String> {
     let typed: memcached_hook::api::MemcachedSpec =
         serde_json::from_value(spec.clone()).expect("spec");
     let shown: Vec<String> = memcached_hook::api::validation::validate("cache", &typed)
@@ -236,4 +236,176 @@ fn refusals() {
 fn ext_options_in_extra_args_alone_are_kept() {
     let spec = json!({"memcached": {"extraArgs": ["-o", "ext_path=/data/e:1G"]}});
     assert_eq!(refused(spec), Vec::<String>::new());
+}
+
+#[test]
+fn udp_and_ext_options_are_refused_in_every_spelling_memcached_reads() {
+    let spec = |args: Value| json!({"extstore": {"enabled": true, "size": "1Gi"}, "memcached": {"extraArgs": args}});
+    let udp = "UDP port 11211 with extstore";
+    let ext = "extstore options belong in spec.extstore";
+    for (args, field, detail) in [
+        (
+            json!(["-U", "11211"]),
+            "extraArgs[0]: Invalid value: \"-U\"",
+            udp,
+        ),
+        (
+            json!(["-vU11211"]),
+            "extraArgs[0]: Invalid value: \"-vU11211\"",
+            udp,
+        ),
+        (
+            json!(["-v", "-vU", "11211"]),
+            "extraArgs[1]: Invalid value: \"-vU\"",
+            udp,
+        ),
+        (json!(["--udp-port=11211"]), "extraArgs[0]", udp),
+        (json!(["--udp", "11211"]), "extraArgs[0]", udp),
+        (
+            json!(["-vvoext_path=/x:1g"]),
+            "extraArgs[0]: Invalid value: \"-vvoext_path=/x:1g\"",
+            ext,
+        ),
+        (
+            json!(["-vo", "ext_path=/x:1g"]),
+            "extraArgs[1]: Invalid value: \"ext_path=/x:1g\"",
+            ext,
+        ),
+        (
+            json!(["--extended=no_lru_crawler,ext_threads=2"]),
+            "extraArgs[0]",
+            ext,
+        ),
+        (json!(["--ext", "ext_threads=2"]), "extraArgs[1]", ext),
+    ] {
+        let shown = refused(spec(args.clone()));
+        assert_eq!(shown.len(), 1, "{args}: {shown:?}");
+        let want = format!("spec.memcached.{field}");
+        assert!(
+            shown[0].starts_with(&want) && shown[0].contains(detail),
+            "{args}: {shown:?}"
+        );
+    }
+    // What memcached does not read as a UDP port or an extstore option stays allowed.
+    for args in [
+        json!(["-U", "0"]),
+        json!(["-vU0"]),
+        json!(["-o", "no_lru_crawler"]),
+        json!(["-v", "--", "-U", "11211"]),
+        json!(["-m", "128", "ext_path=/x:1g"]),
+    ] {
+        assert_eq!(refused(spec(args.clone())), Vec::<String>::new(), "{args}");
+    }
+}
+
+#[test]
+fn storage_class_names_are_dns_subdomains_as_the_api_server_requires() {
+    let extstore = |class: &str| json!({"extstore": {"enabled": true, "size": "1Gi", "storageClassName": class}});
+    let warm = |class: &str| {
+        json!({"workload": "StatefulSet",
+               "warmRestart": {"enabled": true, "storageClassName": class}})
+    };
+    let syntax = "must be a DNS-1123 subdomain";
+    for class in [
+        "Fast_SSD",
+        "fast;rm",
+        "fast/ssd",
+        "fast\nssd",
+        "-fast",
+        "fast.",
+        "a..b",
+        "é",
+    ] {
+        for (spec, field) in [
+            (extstore(class), "spec.extstore.storageClassName"),
+            (warm(class), "spec.warmRestart.storageClassName"),
+        ] {
+            let shown = refused(spec);
+            assert_eq!(shown.len(), 1, "{class:?}: {shown:?}");
+            assert!(
+                shown[0].starts_with(&format!("{field}: Invalid value: "))
+                    && shown[0].contains(syntax),
+                "{class:?}: {shown:?}"
+            );
+        }
+    }
+    let long = "a".repeat(254);
+    assert_eq!(
+        refused(extstore(&long)),
+        ["spec.extstore.storageClassName: Too long: may not be more than 253 bytes"]
+    );
+    let longest = format!("{0}.{0}.{0}.{1}", "a".repeat(63), "a".repeat(61));
+    assert_eq!(longest.len(), 253);
+    for class in ["", "fast-ssd", "local.nvme.example.com", &longest] {
+        assert_eq!(refused(extstore(class)), Vec::<String>::new(), "{class:?}");
+        assert_eq!(refused(warm(class)), Vec::<String>::new(), "{class:?}");
+    }
+}
+
+#[test]
+fn sizes_of_exactly_a_gibibyte_are_written_as_the_api_server_stores_them() {
+    // 962 MB of items, 1024 connections and a 1Gi file: a memory request of exactly 1024 MiB.
+    let view = pod_view(json!({"memcached": {"maxMemoryMB": 962},
+                               "extstore": {"enabled": true, "size": "1Gi"}}));
+    assert_eq!(view["resources"], json!({"requests": {"memory": "1Gi"}}));
+    // A 903 MiB file: 903 + 57 + 64 = 1024 MiB of volume.
+    let view = pod_view(json!({"extstore": {"enabled": true, "size": "903Mi"}}));
+    let claim = &view["volumes"][0]["ephemeral"]["volumeClaimTemplate"]["spec"];
+    assert_eq!(claim["resources"]["requests"]["storage"], json!("1Gi"));
+}
+
+#[test]
+fn a_file_on_the_node_disk_requests_its_ephemeral_storage() {
+    let view =
+        pod_view(json!({"extstore": {"enabled": true, "size": "2Gi", "volume": "EmptyDir"}}));
+    assert_eq!(
+        view["resources"],
+        json!({"requests": {"memory": "111Mi", "ephemeral-storage": "2Gi"}})
+    );
+    assert_eq!(
+        view["volumes"][0]["emptyDir"],
+        json!({"sizeLimit": "2240Mi"})
+    );
+    // The user's own request or limit of ephemeral storage stands.
+    for given in [
+        json!({"requests": {"ephemeral-storage": "5Gi"}}),
+        json!({"limits": {"ephemeral-storage": "5Gi"}}),
+    ] {
+        let view = pod_view(json!({"resources": given,
+                                   "extstore": {"enabled": true, "size": "2Gi", "volume": "EmptyDir"}}));
+        let resources = &view["resources"];
+        assert!(
+            resources.to_string().matches("ephemeral-storage").count() == 1
+                && resources.to_string().contains("5Gi"),
+            "{resources}"
+        );
+    }
+    // A claim's storage is not the node's.
+    let view = pod_view(json!({"extstore": {"enabled": true, "size": "2Gi"}}));
+    assert_eq!(view["resources"], json!({"requests": {"memory": "111Mi"}}));
+}
+
+#[test]
+fn max_frag_reaches_memcached_exactly_and_a_huge_size_is_too_large() {
+    let view = pod_view(json!({"extstore": {"enabled": true, "size": "1Gi", "maxFrag": 0.001}}));
+    let args: Vec<String> = serde_json::from_value(view["args"].clone()).expect("args");
+    assert_eq!(
+        args.last().map(String::as_str),
+        Some("ext_max_frag=0.001,ext_path=/data/extstore:1024m")
+    );
+    for size in ["1e60", "1e39", "400e36"] {
+        let shown = refused(json!({"extstore": {"enabled": true, "size": size}}));
+        assert_eq!(
+            shown,
+            [format!(
+                "spec.extstore.size: Invalid value: \"{size}\": is too large: a volume size must be below 2^128 bytes"
+            )],
+            "{size}"
+        );
+    }
+    let shown = refused(json!({"extstore": {"enabled": true, "size": "1e30"}}));
+    assert!(
+        shown.len() == 1 && shown[0].contains("must be at most 65534 pages"),
+        "{shown:?}"
+    );
 }

@@ -193,6 +193,95 @@ fn the_memory_request_follows_max_memory_and_connections_and_never_a_limit() {
 }
 
 #[test]
+fn the_memory_request_follows_memory_and_connections_in_extra_args_in_every_spelling() {
+    let resources =
+        |args: Value| memcached(&render(json!({"memcached": {"extraArgs": args}}))).resources;
+    let want = |mib: i64| {
+        Some(strict::<ResourceRequirements>(
+            &json!({"requests": {"memory": format!("{mib}Mi")}}),
+        ))
+    };
+    // memcached keeps the last -m and -c: 2048 MB and 1024 connections.
+    let expected = 2048 + 8 + 16 + 32;
+    for args in [
+        json!(["-m", "2048"]),
+        json!(["-m2048"]),
+        json!(["-vm2048"]),
+        json!(["-vm", "2048"]),
+        json!(["--memory-limit=2048"]),
+        json!(["--memory-limit", "2048"]),
+        json!(["--memory-l=2048"]),
+        json!(["-m", "100", "-m2048"]),
+    ] {
+        assert_eq!(resources(args.clone()), want(expected), "{args}");
+    }
+    assert_eq!(
+        resources(json!(["-c4096", "-m", "1024"])),
+        want(1024 + 8 + 64 + 16)
+    );
+    // After `--` memcached reads nothing: the request is the default's.
+    assert_eq!(resources(json!(["--", "-m2048"])), want(89));
+}
+
+#[test]
+fn a_memory_request_of_exactly_a_gibibyte_is_written_as_the_api_server_stores_it() {
+    let resources =
+        |mb: i64| memcached(&render(json!({"memcached": {"maxMemoryMB": mb}}))).resources;
+    let want = |q: &str| {
+        Some(strict::<ResourceRequirements>(
+            &json!({"requests": {"memory": q}}),
+        ))
+    };
+    // 984 + 8 + 16 + 16 = 1024 MiB; 2008 + 8 + 16 + 32 = 2064 MiB.
+    assert_eq!(resources(984), want("1Gi"));
+    assert_eq!(resources(985), want("1025Mi"));
+    assert_eq!(resources(2008), want("2064Mi"));
+}
+
+#[test]
+fn extra_args_memcached_would_refuse_are_refused() {
+    for (args, shown) in [
+        (
+            json!(["-m99999999"]),
+            "spec.memcached.extraArgs[0]: Invalid value: \"-m99999999\": -m must be a whole number from 16 to 65536, as maxMemoryMB",
+        ),
+        (
+            json!(["-v", "-m", "lots"]),
+            "spec.memcached.extraArgs[2]: Invalid value: \"lots\": -m must be a whole number from 16 to 65536, as maxMemoryMB",
+        ),
+        (
+            json!(["--conn-limit=0"]),
+            "spec.memcached.extraArgs[0]: Invalid value: \"--conn-limit=0\": -c must be a whole number from 1 to 65536, as maxConnections",
+        ),
+        (
+            json!(["-I", "2g"]),
+            "spec.memcached.extraArgs[1]: Invalid value: \"2g\": -I must be a size in bytes, or a number followed by k or m",
+        ),
+        (
+            json!(["-Bbinary2"]),
+            "spec.memcached.extraArgs[0]: Invalid value: \"-Bbinary2\": -B must be auto, binary or ascii: memcached would exit",
+        ),
+        (
+            json!(["-vq"]),
+            "spec.memcached.extraArgs[0]: Invalid value: \"-vq\": -q is not a memcached option: memcached would exit",
+        ),
+        (
+            json!(["-v", "-o"]),
+            "spec.memcached.extraArgs[1]: Invalid value: \"-o\": -o needs a value: memcached would exit",
+        ),
+        (
+            json!(["--enable-s"]),
+            "spec.memcached.extraArgs[0]: Invalid value: \"--enable-s\": --enable-s is ambiguous: memcached would exit",
+        ),
+    ] {
+        assert_eq!(
+            crate::extstore::refused(json!({"memcached": {"extraArgs": args}})),
+            [shown]
+        );
+    }
+}
+
+#[test]
 fn kitchen_sink_argument_order() {
     let r = render(
         json!({"memcached": {"maxMemoryMB": 256, "maxConnections": 2048, "threads": 8, "maxItemSize": "2m",

@@ -343,9 +343,10 @@ fn memcached_config() -> BoxedStrategy<Value> {
         field(
             vec(
                 prop_oneof![
-                    text(".{0,16}"),
+                    // Not an option: memcached skips it.
+                    text("[^-].{0,15}"),
                     Just(json!("--enable-largepages")),
-                    Just(json!("-o")),
+                    Just(json!("-omodern")),
                     Just(json!("modern"))
                 ],
                 0..4,

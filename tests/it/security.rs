@@ -478,3 +478,71 @@ fn reload_hash_covers_only_what_a_reload_cannot_apply() {
     assert_ne!(hash("Reload", v1.clone()), hash("Reload", no_key));
     assert_ne!(hash("RollingRestart", v1), hash("RollingRestart", renewed));
 }
+
+#[test]
+fn sasl_refuses_the_binary_protocol_and_udp_in_extra_args_in_every_spelling() {
+    let spec = |args: Value| {
+        json!({"security": {"sasl": {"enabled": true, "credentialsSecretRef": {"name": "s"}}},
+               "memcached": {"extraArgs": args}})
+    };
+    for (args, at, detail) in [
+        (
+            json!(["-B", "binary"]),
+            1,
+            "-B binary with spec.security.sasl.enabled",
+        ),
+        (
+            json!(["-Bauto"]),
+            0,
+            "-B auto with spec.security.sasl.enabled",
+        ),
+        (
+            json!(["--protocol=binary"]),
+            0,
+            "-B binary with spec.security.sasl.enabled",
+        ),
+        (json!(["-vS"]), 0, "-S with spec.security.sasl.enabled"),
+        (
+            json!(["--enable-sasl"]),
+            0,
+            "-S with spec.security.sasl.enabled",
+        ),
+        (
+            json!(["-v", "-U11211"]),
+            1,
+            "UDP port 11211 with spec.security.sasl.enabled",
+        ),
+    ] {
+        let shown = crate::extstore::refused(spec(args.clone()));
+        assert_eq!(shown.len(), 1, "{args}: {shown:?}");
+        let field = format!("spec.memcached.extraArgs[{at}]: Invalid value: ");
+        assert!(
+            shown[0].starts_with(&field) && shown[0].contains(detail),
+            "{args}: {shown:?}"
+        );
+    }
+    for args in [
+        json!(["-B", "ascii"]),
+        json!(["-U", "0"]),
+        json!(["--", "-S"]),
+    ] {
+        assert_eq!(
+            crate::extstore::refused(spec(args.clone())),
+            Vec::<String>::new(),
+            "{args}"
+        );
+    }
+    // Without SASL memcached starts with each of them.
+    for args in [
+        json!(["-B", "binary"]),
+        json!(["-S"]),
+        json!(["-U", "11211"]),
+    ] {
+        let plain = json!({"memcached": {"extraArgs": args}});
+        assert_eq!(
+            crate::extstore::refused(plain),
+            Vec::<String>::new(),
+            "{args}"
+        );
+    }
+}

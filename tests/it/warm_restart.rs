@@ -191,6 +191,37 @@ fn warm_restart_refuses_extstore() {
 }
 
 #[test]
+fn the_default_volume_of_exactly_a_gibibyte_is_written_as_the_api_server_stores_it() {
+    // 903 + ceil(903 / 16) + 64 = 1024 MiB.
+    let spec: memcached_hook::api::MemcachedSpec =
+        serde_json::from_value(warm_spec(json!({"memcached": {"maxMemoryMB": 903}})))
+            .expect("spec");
+    let e = memcached_hook::api::effective::Effective::of(&spec);
+    assert_eq!(e.warm_restart.expect("on").size, "1Gi");
+}
+
+#[test]
+fn warm_restart_refuses_extstore_in_every_spelling() {
+    for (args, at) in [
+        (json!(["-vvoext_path=/d/e:1g"]), 0),
+        (json!(["-v", "-o", "ext_path=/d/e:1g"]), 2),
+        (json!(["--extended", "no_lru_crawler,ext_path=/d/e:1g"]), 1),
+        (json!(["--extended=ext_path=/d/e:1g"]), 0),
+    ] {
+        let shown = crate::extstore::refused(warm_spec(json!({"memcached": {"extraArgs": args}})));
+        assert_eq!(shown.len(), 1, "{shown:?}");
+        let want = format!("spec.memcached.extraArgs[{at}]: Invalid value: ");
+        assert!(
+            shown[0].starts_with(&want) && shown[0].contains("never restores"),
+            "{shown:?}"
+        );
+    }
+    // An operand that only looks like the option is not read by memcached.
+    let operand = warm_spec(json!({"memcached": {"extraArgs": ["-v", "ext_path=/d/e:1g"]}}));
+    assert_eq!(crate::extstore::refused(operand), Vec::<String>::new());
+}
+
+#[test]
 fn an_invalid_warm_restart_keeps_the_observed_statefulset() {
     let mut spec = warm_spec(json!({}));
     spec["warmRestart"]["size"] = json!("lots");

@@ -2,9 +2,9 @@ use serde_json::{Value, json};
 
 use super::*;
 
-fn layout(args: &str) -> Layout {
+fn layout(args: &str) -> MemorySettings {
     let args: Vec<String> = args.split_whitespace().map(str::to_owned).collect();
-    Layout::of(&args)
+    MemorySettings::of(&args)
 }
 
 const OLD: &str = r#"[["-I","1m","-m","64"]]"#;

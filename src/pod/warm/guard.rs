@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::meta::{self, Meta};
-use crate::children::layout::Layout;
+use crate::children::memory::MemorySettings;
 use crate::children::warm_restart::{GUARD_COLD, GUARD_RESTORE};
 
 /// A stop time this many seconds ahead of the clock is waited for (memcached 1.6.18 restores
@@ -65,7 +65,13 @@ impl Verdict {
 /// The decision for metadata `meta` (already read), a memory file of `data_len` bytes,
 /// memcached's `layout` and the clock at `now` (seconds since the epoch).
 #[must_use]
-pub fn judge(meta: &Meta, data_len: Option<u64>, layout: &Layout, now: i64, max: u64) -> Verdict {
+pub fn judge(
+    meta: &Meta,
+    data_len: Option<u64>,
+    layout: &MemorySettings,
+    now: i64,
+    max: u64,
+) -> Verdict {
     if data_len != Some(meta.maxbytes) {
         let shown = data_len.map_or_else(|| "no".to_owned(), |n| format!("{n} bytes of"));
         return Verdict::Cold(format!(
@@ -91,7 +97,13 @@ pub fn judge(meta: &Meta, data_len: Option<u64>, layout: &Layout, now: i64, max:
 }
 
 /// Reads `<file>.meta` and decides; `None` when there is no metadata file.
-fn decide(file: &Path, meta_path: &Path, layout: &Layout, now: i64, max: u64) -> Option<Verdict> {
+fn decide(
+    file: &Path,
+    meta_path: &Path,
+    layout: &MemorySettings,
+    now: i64,
+    max: u64,
+) -> Option<Verdict> {
     let opened = match std::fs::File::open(meta_path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
         other => other,
@@ -129,7 +141,7 @@ pub fn run(args: &GuardArgs) -> String {
     if let Some(target) = &args.copy_binary_to {
         copy_self(target);
     }
-    let layout = Layout::of(&args.memcached_args);
+    let layout = MemorySettings::of(&args.memcached_args);
     let path = meta_path(&args.file);
     let verdict =
         decide(&args.file, &path, &layout, now(), args.max_stale_seconds).unwrap_or_else(|| {

@@ -10,7 +10,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::children::layout::{Layout, item_size_bytes};
+use crate::api::command_line::item_size_bytes;
+use crate::children::memory::MemorySettings;
 
 /// The longest metadata file accepted (memcached 1.6.18 writes about 400 bytes).
 pub const MAX_LEN: usize = 64 * 1024;
@@ -98,7 +99,7 @@ impl Meta {
     /// The layout settings memcached started with `layout` would refuse, each as
     /// `<key> <saved> -> <now>`; empty when they match.
     #[must_use]
-    pub fn layout_changes(&self, layout: &Layout) -> Vec<String> {
+    pub fn layout_changes(&self, layout: &MemorySettings) -> Vec<String> {
         let mb = layout
             .get("-m")
             .and_then(|m| m.parse::<u64>().ok())
@@ -144,10 +145,10 @@ pub(crate) mod tests {
         let meta = parse(SAVED.as_bytes()).expect("valid");
         assert_eq!((meta.stop_time, meta.maxbytes), (1_795_656_653, 64 << 20));
         let args: Vec<String> = ["-m", "64", "-t", "8"].map(str::to_owned).to_vec();
-        assert!(meta.layout_changes(&Layout::of(&args)).is_empty());
+        assert!(meta.layout_changes(&MemorySettings::of(&args)).is_empty());
         let other: Vec<String> = ["-m", "128", "-C"].map(str::to_owned).to_vec();
         assert_eq!(
-            meta.layout_changes(&Layout::of(&other)),
+            meta.layout_changes(&MemorySettings::of(&other)),
             ["maxbytes 67108864 -> 134217728", "use_cas true -> false"]
         );
     }

@@ -132,7 +132,7 @@ fn no_metadata_is_a_cold_start_and_an_unreadable_one_too() {
 #[test]
 fn a_restart_within_the_second_of_the_stop_waits_for_the_next_one() {
     let meta = meta::parse(saved(0).as_bytes()).expect("valid");
-    let layout = Layout::of(&["-m".to_owned(), "64".to_owned()]);
+    let layout = MemorySettings::of(&["-m".to_owned(), "64".to_owned()]);
     let at = meta.stop_time;
     let judged = |now| judge(&meta, Some(64 << 20), &layout, now, 300);
     assert_eq!(judged(at), Verdict::Restore { age: 0, wait: 1 });

@@ -1,4 +1,4 @@
-//! memcached's memory layout, read from its command line: the settings a warm restart must keep.
+//! memcached's memory and item settings, read from its command line: what a warm restart must keep.
 //!
 //! memcached 1.6.18 restores its items only when these match the ones saved in `<file>.meta`
 //! (measured one by one, docs/warm-restart.md): `-m` (`maxbytes`), `-I` (`item_size_max`),
@@ -8,20 +8,17 @@
 
 use std::collections::BTreeMap;
 
-/// The layout settings found on a command line, by the flag that sets them (the last one
-/// wins, as in memcached); a setting left at its default is absent. Ordered by its settings,
-/// so that a list of layouts has one sorted form.
-#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Layout(BTreeMap<&'static str, String>);
+use crate::api::command_line;
 
-/// Short flags with a value, and their long names.
-const VALUED: [(&str, &str); 4] = [
-    ("-m", "--memory-limit"),
-    ("-I", "--max-item-size"),
-    ("-n", "--slab-min-size"),
-    ("-f", "--slab-growth-factor"),
-];
-/// `-o` settings that change the layout.
+/// The memory and item settings found on a command line, by the flag that sets them (the last one
+/// wins, as in memcached); a setting left at its default is absent. Ordered by its settings,
+/// so that a list of them has one sorted form.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct MemorySettings(BTreeMap<&'static str, String>);
+
+/// Short flags with a value that change the memory settings, by flag character.
+const VALUED: [(char, &str); 4] = [('m', "-m"), ('I', "-I"), ('n', "-n"), ('f', "-f")];
+/// `-o` settings that change the memory settings.
 const EXTENDED: [&str; 4] = [
     "slab_chunk_max",
     "slab_sizes",
@@ -29,37 +26,36 @@ const EXTENDED: [&str; 4] = [
     "slab_reassign",
 ];
 
-impl Layout {
-    /// The layout of memcached started with `args`.
+impl MemorySettings {
+    /// The memory settings of memcached started with `args`.
     #[must_use]
     pub fn of(args: &[String]) -> Self {
         let mut out = BTreeMap::new();
-        let mut it = args.iter().map(String::as_str);
-        while let Some(arg) = it.next() {
-            if arg == "-C" || arg == "--disable-cas" {
-                out.insert("-C", String::new());
-                continue;
-            }
-            if let Some(options) = extended(arg, &mut it) {
-                for option in options.split(',') {
-                    let key = option.split_once('=').map_or(option, |(k, _)| k);
-                    if let Some(known) = EXTENDED.iter().find(|k| **k == key) {
-                        out.insert(known, option.to_owned());
+        for option in command_line::read(args).options {
+            let value = option.value.unwrap_or_default();
+            match option.flag {
+                'C' => {
+                    out.insert("-C", String::new());
+                }
+                'o' => {
+                    for sub in command_line::sub_options(value) {
+                        if let Some(known) = EXTENDED.iter().find(|k| **k == sub.name) {
+                            out.insert(known, sub.text.to_owned());
+                        }
                     }
                 }
-                continue;
-            }
-            for (short, long) in VALUED {
-                if let Some(value) = valued(arg, short, long, &mut it) {
-                    out.insert(short, value.to_owned());
+                flag => {
+                    if let Some((_, short)) = VALUED.iter().find(|(f, _)| *f == flag) {
+                        out.insert(short, value.to_owned());
+                    }
                 }
             }
         }
         Self(out)
     }
 
-    /// The layout as memcached arguments, by flag (`-C`, `-I 1m`, `-m 64`, `-o slab_sizes=...`):
-    /// [`Layout::of`] reads them back to the same layout.
+    /// The settings as memcached arguments, by flag (`-C`, `-I 1m`, `-m 64`, `-o slab_sizes=...`):
+    /// [`MemorySettings::of`] reads them back to the same settings.
     #[must_use]
     pub fn args(&self) -> Vec<&str> {
         let mut out = Vec::with_capacity(2 * self.0.len());
@@ -104,51 +100,13 @@ impl Layout {
     }
 }
 
-fn extended<'a>(arg: &'a str, rest: &mut impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    match arg {
-        "-o" | "--extended" => rest.next(),
-        _ => arg
-            .strip_prefix("--extended=")
-            .or_else(|| arg.strip_prefix("-o").filter(|v| !v.is_empty())),
-    }
-}
-
-fn valued<'a>(
-    arg: &'a str,
-    short: &str,
-    long: &str,
-    rest: &mut impl Iterator<Item = &'a str>,
-) -> Option<&'a str> {
-    if arg == short || arg == long {
-        return rest.next();
-    }
-    if let Some(value) = arg.strip_prefix(long).and_then(|v| v.strip_prefix('=')) {
-        return Some(value);
-    }
-    arg.strip_prefix(short)
-        .filter(|v| !v.is_empty() && !arg.starts_with("--"))
-}
-
-/// `-I`'s value in bytes (`1m`, `512k`, `2097152`), as memcached reads it.
-#[must_use]
-pub fn item_size_bytes(text: &str) -> Option<u64> {
-    let (digits, unit) = match text.strip_suffix(['k', 'K']) {
-        Some(d) => (d, 1024),
-        None => match text.strip_suffix(['m', 'M']) {
-            Some(d) => (d, 1024 * 1024),
-            None => (text, 1),
-        },
-    };
-    digits.parse::<u64>().ok()?.checked_mul(unit)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn layout(args: &str) -> Layout {
+    fn layout(args: &str) -> MemorySettings {
         let args: Vec<String> = args.split_whitespace().map(str::to_owned).collect();
-        Layout::of(&args)
+        MemorySettings::of(&args)
     }
 
     #[test]
@@ -207,16 +165,26 @@ mod tests {
         );
         for l in [all, layout(""), layout("-m -C"), layout("--memory-limit=")] {
             let args: Vec<String> = l.args().into_iter().map(str::to_owned).collect();
-            assert_eq!(Layout::of(&args), l);
+            assert_eq!(MemorySettings::of(&args), l);
         }
     }
 
     #[test]
-    fn the_last_flag_wins_and_item_sizes_read_like_memcached() {
+    fn the_last_flag_wins() {
         assert_eq!(layout("-m 64 -m 128").get("-m"), Some("128"));
-        assert_eq!(item_size_bytes("1m"), Some(1 << 20));
-        assert_eq!(item_size_bytes("512k"), Some(512 << 10));
-        assert_eq!(item_size_bytes("2097152"), Some(2 << 20));
-        assert_eq!(item_size_bytes("x"), None);
+    }
+
+    #[test]
+    fn clustered_and_attached_flags_are_read_as_memcached_reads_them() {
+        let separate = layout("-v -C -I 2m -o slab_chunk_max=262144 -m 128");
+        for spelling in [
+            "-vCI2m -oslab_chunk_max=262144 -m128",
+            "-vC --max-item-size=2m --extended slab_chunk_max=262144 --memory-limit 128",
+            "-CvI 2m -vo slab_chunk_max=262144 -m 128 -- -m 64",
+        ] {
+            assert_eq!(layout(spelling), separate, "{spelling}");
+        }
+        // `-m` takes the next argument whatever it is: `-C` there is a value, not a flag.
+        assert!(!layout("-m -C").cas_disabled());
     }
 }
