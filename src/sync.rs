@@ -359,7 +359,8 @@ pub(super) fn kept_old_workload(
     let Some(old) = plan.migrating_from() else {
         return Ok(None);
     };
-    let kept = keep::observed(received, Asked::OldWorkload(old)).and_then(|mut kept| kept.pop());
+    let kept =
+        keep::observed(received, Asked::LeavingWorkload(old)).and_then(|mut kept| kept.pop());
     let kept = kept.ok_or_else(|| SyncError::CannotKeepWorkload {
         kind: kind.kind(),
         name: old.metadata.name.clone(),

@@ -80,7 +80,7 @@ impl<'a> Switch<'a> {
             .iter()
             .chain(&self.budgets)
             .map(|old| {
-                keep::observed(received, Asked::OldWorkload(old))
+                keep::observed(received, Asked::LeavingWorkload(old))
                     .and_then(|mut kept| kept.pop())
                     .ok_or_else(|| SyncError::CannotKeepWorkload {
                         kind: static_kind(&old.kind),
