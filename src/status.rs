@@ -20,7 +20,7 @@ pub mod warm_restart;
 pub mod warm_starts;
 pub mod zones;
 
-pub use conditions::desired;
+use conditions::desired;
 use conditions::{Computed, computed};
 
 /// Condition type `Available`.

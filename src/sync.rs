@@ -28,7 +28,6 @@ mod options;
 mod switch;
 mod zones;
 
-pub use crate::children::pod::RESTART_TRIGGER;
 use agent_account::Access;
 pub use customize::customize;
 pub use error::SyncError;
