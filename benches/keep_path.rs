@@ -1,11 +1,16 @@
 //! The keep path under server-side apply (`keep::observed` of every child, which finds no
-//! last-applied annotation and reads the managed fields) at two request sizes.
+//! last-applied annotation and reads the managed fields) at two request sizes; and a whole sync
+//! of a zones switch whose 1000, 2000 and 4000 leaving workloads carry no last-applied
+//! annotation, each kept from its labels and spec in the body.
 //!
 //! The request is the one an attacker who may edit a child Service makes the hook read: one
 //! observed Service with `PORTS` ports, every one named in the controller's `Apply` field set
 //! by a `k:{"port":...,"protocol":"TCP"}` key. After criterion's report it prints the time per
 //! request and per KiB at each size and the ratio between the two sizes' times next to the
 //! ratio of their sizes: equal ratios mean work linear in size.
+//!
+//! For the leaving workloads it prints the time per sync and per workload at each count: equal
+//! times per workload mean work linear in their number.
 //!
 //! `cargo bench --bench keep_path`.
 
@@ -78,6 +83,52 @@ fn least(received: &Received<'_>, rounds: usize, calls: u32) -> Duration {
         .expect("rounds")
 }
 
+/// The counts of leaving workloads.
+const LEAVING: [usize; 3] = [1_000, 2_000, 4_000];
+
+/// The zones-off switch of the fixture `zones-turned-off-mid-switch` with `leaving` zone
+/// Deployments, none carrying a last-applied annotation.
+fn leaving_request(leaving: usize) -> Vec<u8> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/sync/zones-turned-off-mid-switch.json"
+    );
+    let mut request: Value =
+        serde_json::from_slice(&std::fs::read(path).expect("fixture")).expect("json");
+    let deployments = request["children"]["Deployment.apps/v1"]
+        .as_object_mut()
+        .expect("deployments");
+    let mut zone = deployments["cache-zone-a"].clone();
+    zone["metadata"]["annotations"]
+        .as_object_mut()
+        .expect("annotations")
+        .remove("metacontroller.k8s.io/last-applied-configuration");
+    deployments.retain(|name, _| name == "cache");
+    for i in 0..leaving {
+        let name = format!("cache-zone-{i}");
+        let mut workload = zone.clone();
+        workload["metadata"]["name"] = json!(name);
+        deployments.insert(name, workload);
+    }
+    request["children"]["PodDisruptionBudget.policy/v1"] = json!({});
+    serde_json::to_vec(&request).expect("json")
+}
+
+/// The least time of `rounds` whole syncs (decode included) of `body`.
+fn least_sync(body: &[u8], rounds: usize) -> Duration {
+    let options = memcached_hook::Options::default();
+    let now = "2026-11-22T12:00:00Z".parse().expect("a timestamp");
+    (0..rounds)
+        .map(|_| {
+            let started = Instant::now();
+            let received = Received::decode(black_box(body)).expect("decodes");
+            black_box(memcached_hook::sync(&received, now, &options).expect("sync"));
+            started.elapsed()
+        })
+        .min()
+        .expect("rounds")
+}
+
 fn main() {
     let bodies: Vec<(usize, Vec<u8>)> = PORTS.iter().map(|&p| (p, request(p))).collect();
     let received: Vec<Received<'_>> = bodies
@@ -113,4 +164,15 @@ fn main() {
         large.1 as f64 / small.1 as f64,
         large.2.as_secs_f64() / small.2.as_secs_f64()
     );
+
+    for leaving in LEAVING {
+        let body = leaving_request(leaving);
+        let time = least_sync(&body, 5);
+        println!(
+            "leaving workloads: {leaving}, {} bytes: {:.1} ms, {:.1} µs per workload",
+            body.len(),
+            time.as_secs_f64() * 1e3,
+            time.as_secs_f64() * 1e6 / leaving as f64
+        );
+    }
 }

@@ -27,9 +27,7 @@ pub use customize::{
 };
 pub use observed::{ChildMeta, ChildStatus, Observed, ObservedChild, RawString};
 pub use received::Received;
-pub use related::{
-    EndedContainer, RELATED_ERROR, RELOAD_CONDITION, RelatedMeta, RelatedObject, ReloadReport,
-};
+pub use related::{EndedContainer, RELOAD_CONDITION, RelatedMeta, RelatedObject, ReloadReport};
 pub use response::{Child, SyncResponse};
 
 use std::fmt;

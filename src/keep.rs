@@ -1,22 +1,31 @@
 //! Keeping observed children exactly as they are: the one place that decides how.
 //!
-//! A sync keeps children in two cases. An invalid spec keeps every observed child (a typo must
-//! never delete a running cache), and a switch between a Deployment and a StatefulSet keeps the
-//! old workload until the new one is ready. Either way a kept child is answered so that
-//! Metacontroller's apply of it changes nothing. It is read from the first of these sources
-//! that serves every child asked for, all of them from the same source:
+//! A sync keeps observed children in four cases:
+//!
+//! - an invalid spec keeps every observed child (a typo must never delete a running cache);
+//! - a switch between a Deployment and a StatefulSet keeps the leaving workload until the new
+//!   one is ready;
+//! - a switch of the zone layout (zones turned on or off, or renamed) keeps every leaving
+//!   workload and its disruption budget until the new workloads are settled;
+//! - a zone rollout holds a later zone's workload at the pod template it runs
+//!   ([`observed_template`]) while an earlier zone rolls out.
+//!
+//! A kept child is answered so that Metacontroller's apply of it changes nothing. It is read
+//! from the first of these sources that serves every child asked for, all of them from the
+//! same source:
 //!
 //! 1. **Last-applied** ([`last_applied`]): under Metacontroller's dynamic apply every child
 //!    carries this hook's last answer in an annotation, decoded with the request.
 //! 2. **Managed fields** ([`managed`], every child of an invalid spec): under server-side apply
 //!    the API server records the fields Metacontroller applied; they are projected from the
 //!    child's live values.
-//! 3. **Labels and spec** ([`observed`], the old workload of a switch): the workload rebuilt
+//! 3. **Labels and spec** ([`observed`], a leaving workload or its budget): the child rebuilt
 //!    from its own labels and whole spec.
 //!
 //! The first source reads the decoded request only. The other two read the body as received a
-//! second time ([`Received::body`]), each in time linear in its size; they run only on these
-//! rare paths, never on an ordinary sync.
+//! second time ([`Received::body`], [`Received::sent`]), in time linear in its size however
+//! many children are kept; they run only on these rare paths, never on an ordinary sync. Once
+//! the request's answer is no longer awaited ([`Received::stopped`]) nothing more is kept.
 
 mod last_applied;
 mod managed;
@@ -29,8 +38,8 @@ use crate::hook::{Child, ObservedChild, Received};
 pub enum Asked<'a> {
     /// Every observed child, for a spec that is invalid.
     EveryChild,
-    /// The old workload of a switch, until the new one is ready.
-    OldWorkload(&'a ObservedChild),
+    /// A workload leaving the layout (or its budget), until the new workloads are ready.
+    LeavingWorkload(&'a ObservedChild),
 }
 
 /// Where a kept child is read from; [`Source::IN_ORDER`] is the order they are tried in.
@@ -46,7 +55,7 @@ impl Source {
 
     /// The children `asked`, every one of them read from this source; `None` when one cannot
     /// be, or when the source does not serve what is asked (managed fields keep every child of
-    /// an invalid spec, labels and spec the old workload of a switch).
+    /// an invalid spec, labels and spec a leaving workload).
     fn read(self, received: &Received<'_>, asked: Asked<'_>) -> Option<Vec<Child>> {
         let request = received.request();
         match (self, asked) {
@@ -56,15 +65,15 @@ impl Source {
                 let keep = |child| last_applied::last_applied(child, namespace).map(Child::Kept);
                 match asked {
                     Asked::EveryChild => request.children.iter().map(keep).collect(),
-                    Asked::OldWorkload(child) => keep(child).map(|kept| vec![kept]),
+                    Asked::LeavingWorkload(child) => keep(child).map(|kept| vec![kept]),
                 }
             }
             (Self::ManagedFields, Asked::EveryChild) => managed::kept_children(received.body()?),
-            (Self::LabelsAndSpec, Asked::OldWorkload(child)) => {
-                let kept = observed::labels_and_spec(received.body()?, child)?;
+            (Self::LabelsAndSpec, Asked::LeavingWorkload(child)) => {
+                let kept = observed::labels_and_spec(received, child)?;
                 Some(vec![Child::Kept(kept)])
             }
-            (Self::ManagedFields, Asked::OldWorkload(_))
+            (Self::ManagedFields, Asked::LeavingWorkload(_))
             | (Self::LabelsAndSpec, Asked::EveryChild) => None,
         }
     }
@@ -72,10 +81,13 @@ impl Source {
 
 /// The children `asked` kept as observed: each answered so that applying it changes nothing,
 /// all from the first source that serves them all (see the module). `None` when no source can
-/// keep them all, or when every child is asked for and none was observed.
+/// keep them all, when every child is asked for and none was observed, or when the request's
+/// answer is no longer awaited ([`Received::stopped`]).
 #[must_use]
 pub fn observed(received: &Received<'_>, asked: Asked<'_>) -> Option<Vec<Child>> {
-    if matches!(asked, Asked::EveryChild) && received.request().children.is_empty() {
+    if received.stopped()
+        || matches!(asked, Asked::EveryChild) && received.request().children.is_empty()
+    {
         return None;
     }
     Source::IN_ORDER
@@ -91,7 +103,7 @@ pub fn observed_template(
     received: &Received<'_>,
     child: &ObservedChild,
 ) -> Option<k8s_openapi::api::core::v1::PodTemplateSpec> {
-    last_applied_template(child).or_else(|| observed::template(received.body()?, child))
+    last_applied_template(child).or_else(|| observed::template(received, child))
 }
 
 /// The pod template in the last-applied annotation of `child`, if it has one.

@@ -1,6 +1,7 @@
 //! The layers of `src/`, bottom up, and a test that no module imports from a layer above its
 //! own (docs/architecture.md, "Layers"), nor any circle of imports between top-level modules
-//! (peers and the shells included). Test code may use any layer.
+//! (peers and the shells included). Test code may use any layer. A file name is used once in
+//! `src/`, unless it is an intended mirror listed in [`REPEATED_NAMES`] with its reason.
 
 use std::collections::BTreeSet;
 
@@ -193,6 +194,110 @@ fn circle(edges: &BTreeSet<(String, String)>) -> Option<Vec<String>> {
     edges
         .iter()
         .find_map(|(from, _)| visit(from, edges, &mut Vec::new(), &mut done))
+}
+
+/// File names found more than once in `src/`, each with why (`tests.rs`, every module's tests
+/// beside it, is not counted).
+const REPEATED_NAMES: &[(&str, &str)] = &[
+    // One block of the spec, read in `api/`, built into children in `children/`, reported in
+    // `status/` or decoded from the wire in `hook/`: one name per block, wherever it is handled.
+    (
+        "discovery.rs",
+        "spec.discovery: its rules and the children it builds",
+    ),
+    (
+        "extstore.rs",
+        "spec.extstore: its rules and the children it builds",
+    ),
+    (
+        "service.rs",
+        "spec.service: its rules and the Service it builds",
+    ),
+    (
+        "service_monitor.rs",
+        "the ServiceMonitor: its wire form and the child",
+    ),
+    (
+        "warm_restart.rs",
+        "spec.warmRestart: its rules, its children, its condition",
+    ),
+    ("zones.rs", "spec.zones: its rules, its plan, its condition"),
+    (
+        "pod.rs",
+        "the pod: spec rules, the pod template, the pod programs",
+    ),
+    (
+        "status.rs",
+        "the status: its type in api/ and the module that computes it",
+    ),
+    (
+        "pods.rs",
+        "related pods: their wire form and what status reads of them",
+    ),
+    (
+        "customize.rs",
+        "the customize hook: its wire form and its answer",
+    ),
+    (
+        "observed.rs",
+        "observed children: their wire form and keeping one as observed",
+    ),
+    (
+        "memcached.rs",
+        "memcached: spec.memcached's rules and the program that runs it",
+    ),
+    (
+        "auth_file.rs",
+        "the auth-file step: its init container and its program",
+    ),
+    (
+        "exporter.rs",
+        "the stats exporter: its container and its program",
+    ),
+    ("error.rs", "each module's own error type"),
+    (
+        "metrics.rs",
+        "each program's own metrics (the server, the reload agent)",
+    ),
+    (
+        "args.rs",
+        "a command line: memcached's (built) and the reload agent's (read)",
+    ),
+    (
+        "check.rs",
+        "a check: of the spec's fields, of the reload agent's files",
+    ),
+    (
+        "fields.rs",
+        "field paths: of the CRD's schema errors, of managed fields",
+    ),
+];
+
+#[test]
+fn no_file_name_repeats_unless_an_intended_mirror() {
+    let mut seen = std::collections::BTreeMap::<String, Vec<String>>::new();
+    for (_, path, _) in sources() {
+        let name = path.rsplit('/').next().unwrap_or(&path).to_owned();
+        seen.entry(name).or_default().push(path);
+    }
+    let repeated: Vec<(&String, &Vec<String>)> = seen
+        .iter()
+        .filter(|(name, paths)| paths.len() > 1 && !REPEATED_NAMES.iter().any(|(n, _)| n == name))
+        .collect();
+    assert!(
+        repeated.is_empty(),
+        "a file name used twice in src/ (rename it, or list it in REPEATED_NAMES with why): \
+         {repeated:?}"
+    );
+    let stale: Vec<&str> = REPEATED_NAMES
+        .iter()
+        .map(|(n, _)| *n)
+        .filter(|n| seen.get(*n).is_none_or(|paths| paths.len() < 2))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "listed in REPEATED_NAMES but used once: {stale:?}"
+    );
 }
 
 #[test]

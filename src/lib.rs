@@ -22,4 +22,4 @@ pub mod status;
 mod sync;
 pub mod workload;
 
-pub use sync::{Options, RESTART_TRIGGER, SyncError, condition_time, customize, sync};
+pub use sync::{Options, SyncError, customize, sync};

@@ -10,12 +10,12 @@ pub mod auth;
 pub mod budget;
 mod error;
 mod handlers;
-pub use handlers::SyncState;
 mod write_timeout;
-pub use write_timeout::WRITE_TIMEOUT;
+use write_timeout::WRITE_TIMEOUT;
 use write_timeout::WriteTimeout;
 pub mod metrics;
 mod probes;
+pub use handlers::SyncState;
 pub use probes::PROBE_RESERVE;
 mod reload;
 pub mod tls;
@@ -39,7 +39,7 @@ use tokio_rustls::TlsAcceptor;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::timeout::TimeoutLayer;
 
-pub use error::ApiError;
+use error::ApiError;
 
 use self::auth::Authenticator;
 use self::metrics::Metrics;

@@ -20,7 +20,7 @@ pub mod warm_restart;
 pub mod warm_starts;
 pub mod zones;
 
-pub use conditions::desired;
+use conditions::desired;
 use conditions::{Computed, computed};
 
 /// Condition type `Available`.
@@ -170,6 +170,8 @@ pub enum ZoneSwitch {
 }
 
 /// Upserts `computed` into `previous` by type; removes managed types that are not computed.
+/// Conditions are a map keyed by type: a type repeated in `previous` is read at its first
+/// occurrence and answered once.
 fn merge(
     previous: &[Condition],
     computed: Vec<Computed>,
@@ -188,8 +190,10 @@ fn merge(
         ZONE_DISRUPTION,
         CHILD_RESOURCES_MISSING,
     ];
+    let mut seen = std::collections::BTreeSet::new();
     let mut out: Vec<Condition> = previous
         .iter()
+        .filter(|c| seen.insert(c.type_.as_str()))
         .filter(|c| {
             inputs.keep_previous
                 || !managed.contains(&c.type_.as_str())

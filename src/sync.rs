@@ -28,7 +28,6 @@ mod options;
 mod switch;
 mod zones;
 
-pub use crate::children::pod::RESTART_TRIGGER;
 use agent_account::Access;
 pub use customize::customize;
 pub use error::SyncError;
@@ -359,7 +358,8 @@ pub(super) fn kept_old_workload(
     let Some(old) = plan.migrating_from() else {
         return Ok(None);
     };
-    let kept = keep::observed(received, Asked::OldWorkload(old)).and_then(|mut kept| kept.pop());
+    let kept =
+        keep::observed(received, Asked::LeavingWorkload(old)).and_then(|mut kept| kept.pop());
     let kept = kept.ok_or_else(|| SyncError::CannotKeepWorkload {
         kind: kind.kind(),
         name: old.metadata.name.clone(),

@@ -10,6 +10,11 @@ use std::io;
 
 use serde::Serialize;
 
+/// The longest name of a StatefulSet this hook writes: the StatefulSet controller labels each
+/// pod `controller-revision-hash=<name>-<hash>`, a hash of up to 10 characters, and a label
+/// value has at most 63.
+pub const STATEFULSET_NAME_LENGTH: usize = 52;
+
 /// The longest DNS-1123 or DNS-1035 label.
 pub const DNS_LABEL_LENGTH: usize = 63;
 /// The longest DNS-1123 subdomain.

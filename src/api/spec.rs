@@ -16,7 +16,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::apiserver::is_dns1035_label;
+use super::apiserver::{STATEFULSET_NAME_LENGTH, is_dns1035_label};
 use super::autoscaling::{self, AutoscalingSpec};
 use super::bounds;
 use super::check::{self, Out, Violation, Zero, quoted};
@@ -260,11 +260,6 @@ pub enum Workload {
 const NAME_DETAIL: &str = "must be a DNS-1035 label to name the Service: at most 63 \
     characters, lower-case letters, digits and '-', starting with a letter and ending with a \
     letter or digit";
-
-/// The longest name of a Memcached run by a StatefulSet: the StatefulSet controller labels each
-/// pod `controller-revision-hash=<name>-<hash>`, a hash of up to 10 characters, and a label
-/// value has at most 63.
-pub const STATEFULSET_NAME_LENGTH: usize = 52;
 
 /// The detail of a name too long for a StatefulSet.
 const STATEFULSET_NAME_DETAIL: &str = "must be at most 52 characters with workload StatefulSet: \

@@ -16,7 +16,7 @@ use super::{MemcachedSpec, autoscaling, extstore, high_availability, memcached, 
 use super::{pod, service, spec, warm_restart, zones};
 
 pub(crate) use super::check::quoted;
-pub use super::check::{Reason, Violation, is_too_long};
+pub use super::check::{Reason, Violation};
 
 /// Violations a summary spells out; the rest are counted.
 const SUMMARY_LIMIT: usize = 32;

@@ -4,9 +4,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::apiserver::{is_dns_label, is_label_value};
+use super::apiserver::{STATEFULSET_NAME_LENGTH, is_dns_label, is_label_value};
 use super::check::{Out, Violation, quoted};
-use super::spec::STATEFULSET_NAME_LENGTH;
 use super::{MemcachedSpec, Workload};
 
 /// Fewest zones: one zone is no spread.

@@ -18,7 +18,7 @@
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::api::STATEFULSET_NAME_LENGTH;
+use crate::api::apiserver::STATEFULSET_NAME_LENGTH;
 use crate::api::apiserver::{self, ANNOTATIONS_TOTAL, CONTROLLER_UID, LAST_APPLIED};
 use crate::api::validation::{Violation, quoted};
 use crate::hook::Child;

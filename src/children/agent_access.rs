@@ -1,9 +1,9 @@
 //! The reload agent's access to its own Pod: with the hook's `--relate-pods` and a spec whose
 //! Secrets are reloaded in place, the agent writes each reload's outcome as the condition
-//! [`CONDITION_TYPE`] on its own Pod (`pods/status`), and the hook reads it from the related
-//! Pods. For that the pods run as the ServiceAccount `<name>-reload-agent`, bound in the
-//! namespace to the ClusterRole [`CLUSTER_ROLE`] that the hook's install ships; only the agent
-//! container mounts a token.
+//! [`RELOAD_CONDITION`](crate::hook::RELOAD_CONDITION) on its own Pod (`pods/status`), and the
+//! hook reads it from the related Pods. For that the pods run as the ServiceAccount
+//! `<name>-reload-agent`, bound in the namespace to the ClusterRole [`CLUSTER_ROLE`] that the
+//! hook's install ships; only the agent container mounts a token.
 
 use k8s_openapi::api::core::v1::{
     ConfigMapProjection, DownwardAPIProjection, DownwardAPIVolumeFile, EnvVar, EnvVarSource,
@@ -15,7 +15,6 @@ use k8s_openapi::api::rbac::v1::{RoleBinding, RoleRef, Subject};
 use super::labels;
 
 /// The Pod condition the agent writes and the hook reads.
-pub use crate::hook::RELOAD_CONDITION as CONDITION_TYPE;
 /// The ClusterRole the RoleBinding grants (`pods/status` `patch`), installed with the hook.
 pub const CLUSTER_ROLE: &str = "memcached-hook-reload-agent";
 /// The ServiceAccount's and the RoleBinding's name is the parent's with this suffix.
@@ -119,7 +118,7 @@ pub(super) fn mount() -> VolumeMount {
     super::volumes::mount(VOLUME, MOUNT_PATH)
 }
 
-/// The agent's flag that makes it write [`CONDITION_TYPE`].
+/// The agent's flag that makes it write [`RELOAD_CONDITION`](crate::hook::RELOAD_CONDITION).
 pub(super) const AGENT_FLAG: &str = "--pod-condition";
 
 /// `POD_NAME` and `POD_NAMESPACE` from the downward API.

@@ -3,18 +3,65 @@
 //!
 //! The decoded request skips what the hook does not read (managed fields, whole specs). Two
 //! rare paths need exactly that, and read the body a second time (`src/keep/`): the
-//! children an invalid spec keeps under server-side apply, and the old workload of a switch.
-//! Keeping the body beside the request it was decoded from means the two cannot disagree.
+//! children an invalid spec keeps under server-side apply, and the leaving workloads of a
+//! switch. Keeping the body beside the request it was decoded from means the two cannot
+//! disagree. The observed children as sent ([`Sent`]) are read from the body at most once per
+//! request, on the first call that needs them, however many children are kept from them.
+//!
+//! A request may also carry a flag its server raises when the request's time has run out
+//! ([`Received::with_stop`]): the work that repeats per kept child checks it and stops.
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::{DecodeError, SyncRequest, decode};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::{DecodeError, Observed, ObservedChild, SyncRequest, decode};
 
 /// A sync request and the body it came in, if it came in one.
 #[derive(Debug)]
 pub struct Received<'a> {
     request: SyncRequest,
     body: Option<Cow<'a, [u8]>>,
+    /// The observed children as the body sends them, sorted by identity; read on first use.
+    sent: OnceCell<Option<Vec<Sent>>>,
+    /// Raised when the answer is no longer awaited.
+    stop: Option<Arc<AtomicBool>>,
+}
+
+/// An observed child as the body sends it: its identity, and its labels and whole spec
+/// unread.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Sent {
+    /// Its `apiVersion`.
+    pub api_version: String,
+    /// Its `kind`.
+    pub kind: String,
+    /// Its name and labels.
+    pub metadata: SentMeta,
+    /// Its whole spec, as sent.
+    #[serde(default)]
+    pub spec: Option<Box<RawValue>>,
+}
+
+/// The metadata of a [`Sent`] child that a kept child repeats.
+#[derive(Debug, Deserialize)]
+pub struct SentMeta {
+    /// Its name.
+    pub name: String,
+    /// Its labels, as sent.
+    #[serde(default)]
+    pub labels: Option<Box<RawValue>>,
+}
+
+impl Sent {
+    fn identity(&self) -> (&str, &str, &str) {
+        (&self.api_version, &self.kind, &self.metadata.name)
+    }
 }
 
 impl<'a> Received<'a> {
@@ -28,6 +75,8 @@ impl<'a> Received<'a> {
         Ok(Self {
             request,
             body: Some(body),
+            sent: OnceCell::new(),
+            stop: None,
         })
     }
 
@@ -38,7 +87,26 @@ impl<'a> Received<'a> {
         Self {
             request,
             body: None,
+            sent: OnceCell::new(),
+            stop: None,
         }
+    }
+
+    /// The same request, whose work stops once `stop` is raised (its answer is then no longer
+    /// awaited).
+    #[must_use]
+    pub fn with_stop(mut self, stop: Arc<AtomicBool>) -> Self {
+        self.stop = Some(stop);
+        self
+    }
+
+    /// Whether the answer to this request is no longer awaited: the work that repeats per
+    /// child stops.
+    #[must_use]
+    pub fn stopped(&self) -> bool {
+        self.stop
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::Relaxed))
     }
 
     /// The decoded request.
@@ -52,4 +120,33 @@ impl<'a> Received<'a> {
     pub fn body(&self) -> Option<&[u8]> {
         self.body.as_deref()
     }
+
+    /// The observed `child` as the body sends it; `None` when there is no body or it holds no
+    /// such child. The body is read for it once per request, on the first call.
+    #[must_use]
+    pub fn sent(&self, child: &ObservedChild) -> Option<&Sent> {
+        let sent = self
+            .sent
+            .get_or_init(|| sent_children(self.body()?))
+            .as_ref()?;
+        let identity = (
+            child.api_version.as_str(),
+            child.kind.as_str(),
+            child.metadata.name.as_str(),
+        );
+        let first = sent.partition_point(|s| s.identity() < identity);
+        sent.get(first).filter(|s| s.identity() == identity)
+    }
+}
+
+/// Every observed child `body` sends, sorted by identity; `None` when it does not read.
+fn sent_children(body: &[u8]) -> Option<Vec<Sent>> {
+    #[derive(Deserialize)]
+    struct Children {
+        #[serde(default)]
+        children: Observed<Sent>,
+    }
+    let mut sent = serde_json::from_slice::<Children>(body).ok()?.children.0;
+    sent.sort_by(|a, b| a.identity().cmp(&b.identity()));
+    Some(sent)
 }

@@ -1,29 +1,11 @@
 //! A workload kept as it runs: rebuilt from its own labels and whole spec, exactly as the
-//! request body sends them. The decoded request skips the spec, so the body is read again, for
-//! the one child asked for.
+//! request body sends them. The decoded request skips the spec; the body is read for it once
+//! per request ([`Received::sent`]), however many workloads are kept.
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::hook::{Observed, ObservedChild};
-
-/// An observed workload as sent: its labels and its whole spec.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Workload {
-    api_version: String,
-    kind: String,
-    metadata: WorkloadMeta,
-    #[serde(default)]
-    spec: Option<Box<RawValue>>,
-}
-
-#[derive(Deserialize)]
-struct WorkloadMeta {
-    name: String,
-    #[serde(default)]
-    labels: Option<Box<RawValue>>,
-}
+use crate::hook::{ObservedChild, Received};
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -41,11 +23,15 @@ struct RebuiltMeta<'a> {
     labels: Option<&'a RawValue>,
 }
 
-/// `child` rebuilt from its labels (if any) and its spec as `body` sends them; an apply of it
-/// leaves the object as it is. `None` when `body` holds no such child or it has no spec.
-pub(super) fn labels_and_spec(body: &[u8], child: &ObservedChild) -> Option<Box<RawValue>> {
-    let sent = sent(body, child)?;
-    let spec = sent.spec?;
+/// `child` rebuilt from its labels (if any) and its spec as the body of `received` sends them;
+/// an apply of it leaves the object as it is. `None` when the body holds no such child or it
+/// has no spec.
+pub(super) fn labels_and_spec(
+    received: &Received<'_>,
+    child: &ObservedChild,
+) -> Option<Box<RawValue>> {
+    let sent = received.sent(child)?;
+    let spec = sent.spec.as_deref()?;
     let rebuilt = Rebuilt {
         api_version: &child.api_version,
         kind: &child.kind,
@@ -53,36 +39,22 @@ pub(super) fn labels_and_spec(body: &[u8], child: &ObservedChild) -> Option<Box<
             name: &child.metadata.name,
             labels: sent.metadata.labels.as_deref(),
         },
-        spec: &spec,
+        spec,
     };
     serde_json::value::to_raw_value(&rebuilt).ok()
 }
 
-/// The pod template of the observed workload `child` as `body` sends it (live, with the API
-/// server's defaults); `None` when `body` holds no such child or it has no template.
+/// The pod template of the observed workload `child` as the body of `received` sends it (live,
+/// with the API server's defaults); `None` when the body holds no such child or it has no
+/// template.
 pub(super) fn template(
-    body: &[u8],
+    received: &Received<'_>,
     child: &ObservedChild,
 ) -> Option<k8s_openapi::api::core::v1::PodTemplateSpec> {
     #[derive(Deserialize)]
     struct Spec {
         template: Option<k8s_openapi::api::core::v1::PodTemplateSpec>,
     }
-    let spec: Spec = serde_json::from_str(sent(body, child)?.spec?.get()).ok()?;
+    let spec: Spec = serde_json::from_str(received.sent(child)?.spec.as_deref()?.get()).ok()?;
     spec.template
-}
-
-/// The observed workload `child` as the request `body` sends it; `None` when it holds none.
-fn sent(body: &[u8], child: &ObservedChild) -> Option<Workload> {
-    #[derive(Deserialize)]
-    struct Children {
-        #[serde(default)]
-        children: Observed<Workload>,
-    }
-    let req: Children = serde_json::from_slice(body).ok()?;
-    req.children.0.into_iter().find(|c| {
-        c.api_version == child.api_version
-            && c.kind == child.kind
-            && c.metadata.name == child.metadata.name
-    })
 }

@@ -54,7 +54,7 @@ fn last_applied_comes_first_for_every_ask() {
     let every = kept(&received, Asked::EveryChild).expect("kept");
     assert_eq!(every[0]["spec"], json!({"replicas": 2}));
     let old = received.request().children.iter().next().expect("child");
-    let workload = kept(&received, Asked::OldWorkload(old)).expect("kept");
+    let workload = kept(&received, Asked::LeavingWorkload(old)).expect("kept");
     assert_eq!(workload, every);
 }
 
@@ -65,7 +65,7 @@ fn without_it_every_child_is_its_managed_fields_and_the_old_workload_its_labels_
     assert_eq!(every[0]["spec"], json!({"replicas": 3}));
     assert!(every[0]["metadata"].get("labels").is_none());
     let old = received.request().children.iter().next().expect("child");
-    let workload = kept(&received, Asked::OldWorkload(old)).expect("kept");
+    let workload = kept(&received, Asked::LeavingWorkload(old)).expect("kept");
     assert_eq!(workload[0]["spec"], json!({"replicas": 3, "paused": false}));
     assert_eq!(workload[0]["metadata"]["labels"], json!({"team": "web"}));
 }
@@ -81,5 +81,5 @@ fn a_request_without_a_body_keeps_only_by_last_applied() {
     let built = Received::built(crate::hook::decode(&body(&deployment(false))).expect("decodes"));
     assert!(kept(&built, Asked::EveryChild).is_none());
     let old = built.request().children.iter().next().expect("child");
-    assert!(kept(&built, Asked::OldWorkload(old)).is_none());
+    assert!(kept(&built, Asked::LeavingWorkload(old)).is_none());
 }

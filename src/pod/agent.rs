@@ -37,7 +37,7 @@ pub mod stats;
 mod watched;
 
 pub use args::Args;
-pub use metrics::{Metrics, What};
+use metrics::{Metrics, What};
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -2,6 +2,7 @@
 
 use std::any::Any;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use axum::Extension;
@@ -185,6 +186,7 @@ fn sync_inner(
     state: &SyncState,
     headers: &HeaderMap,
     body: &Bytes,
+    stop: Option<&Arc<AtomicBool>>,
     outcome: &mut Outcome,
 ) -> Result<Response, ApiError> {
     let etag = state.etag(body);
@@ -205,13 +207,22 @@ fn sync_inner(
         answer.extensions_mut().insert(SyncOutcome::NotModified);
         return Ok(answer);
     }
-    let received = Received::decode(&body[..]).map_err(|e| ApiError::decode(&e))?;
+    let mut received = Received::decode(&body[..]).map_err(|e| ApiError::decode(&e))?;
+    if let Some(stop) = stop {
+        received = received.with_stop(Arc::clone(stop));
+    }
     let meta = &received.request().parent.metadata;
     outcome.parent = Some((
         meta.namespace.clone().unwrap_or_default(),
         meta.name.clone(),
     ));
-    let response = crate::sync(&received, Timestamp::now(), &state.options)?;
+    let response = crate::sync(&received, Timestamp::now(), &state.options);
+    // A sync stopped at its deadline may have given up on a child: its answer, whatever it
+    // is, is not sent (nor encoded).
+    if received.stopped() {
+        return Err(over_deadline());
+    }
+    let response = response?;
     outcome.children = response.children.len();
     let kept = response
         .children
@@ -246,8 +257,10 @@ const INLINE_MAX_BYTES: usize = 64 * 1024;
 /// Runs the sync of `body`: inline when it is small ([`INLINE_MAX_BYTES`]), else on a blocking
 /// thread (one of [`SyncState`]'s workers), so that the async workers stay free for other
 /// requests and probes, answering 503 at `deadline` if it has not finished. The work itself is
-/// bounded (linear in the body); the deadline is the backstop. The body's permits ([`Held`])
-/// stay with the sync until it ends.
+/// bounded (linear in the body); the deadline is the backstop, and it stops the work too: the
+/// request's stop flag ([`Received::with_stop`]) is raised, the work that repeats per child
+/// ends at its next child, and the worker is free for the next sync. The body's permits
+/// ([`Held`]) stay with the sync until it ends.
 async fn run_sync(
     state: Arc<SyncState>,
     headers: HeaderMap,
@@ -258,9 +271,11 @@ async fn run_sync(
     if body.len() <= INLINE_MAX_BYTES {
         let _held = held;
         let mut outcome = Outcome::default();
-        let result = sync_inner(&state, &headers, &body, &mut outcome);
+        let result = sync_inner(&state, &headers, &body, None, &mut outcome);
         return (result, outcome);
     }
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopping = Arc::clone(&stop);
     let work = async {
         let worker = Arc::clone(&state.workers)
             .acquire_owned()
@@ -269,7 +284,7 @@ async fn run_sync(
         tokio::task::spawn_blocking(move || {
             let _held = (worker, held);
             let mut outcome = Outcome::default();
-            let result = sync_inner(&state, &headers, &body, &mut outcome);
+            let result = sync_inner(&state, &headers, &body, Some(&stop), &mut outcome);
             (result, outcome)
         })
         .await
@@ -278,7 +293,10 @@ async fn run_sync(
     match tokio::time::timeout_at(deadline.into(), work).await {
         Ok(Ok(done)) => done,
         Ok(Err(error)) => (Err(error), Outcome::default()),
-        Err(_) => (Err(over_deadline()), Outcome::default()),
+        Err(_) => {
+            stopping.store(true, Ordering::Relaxed);
+            (Err(over_deadline()), Outcome::default())
+        }
     }
 }
 

@@ -57,9 +57,17 @@ impl<'a> Switch<'a> {
             return None;
         }
         let pdb = ChildKind::PodDisruptionBudget;
+        let mut observed_budgets = std::collections::BTreeMap::new();
+        for c in children {
+            if c.api_version == pdb.api_version() && c.kind == pdb.kind() {
+                observed_budgets
+                    .entry(c.metadata.name.as_str())
+                    .or_insert(c);
+            }
+        }
         let budgets = leaving
             .iter()
-            .filter_map(|w| children.find(pdb.api_version(), pdb.kind(), &w.metadata.name))
+            .filter_map(|w| observed_budgets.get(w.metadata.name.as_str()).copied())
             .collect();
         let unzoned_leaving = leaving.iter().any(|w| w.metadata.name == name);
         let way = match zoned {
@@ -80,7 +88,7 @@ impl<'a> Switch<'a> {
             .iter()
             .chain(&self.budgets)
             .map(|old| {
-                keep::observed(received, Asked::OldWorkload(old))
+                keep::observed(received, Asked::LeavingWorkload(old))
                     .and_then(|mut kept| kept.pop())
                     .ok_or_else(|| SyncError::CannotKeepWorkload {
                         kind: static_kind(&old.kind),

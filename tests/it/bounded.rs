@@ -2,6 +2,8 @@
 //! deadline.
 
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -146,4 +148,84 @@ async fn over_long_bounded_lists_are_refused_with_their_count() {
             "{field}: {v}"
         );
     }
+}
+
+/// The zones-off switch of `zones-turned-off-mid-switch` with `leaving` zone Deployments, none
+/// carrying a last-applied annotation, so each is kept from its labels and spec in the body.
+pub(crate) fn leaving_without_last_applied(leaving: usize) -> Vec<u8> {
+    let mut request: Value =
+        serde_json::from_slice(&fixture("zones-turned-off-mid-switch")).expect("json");
+    let deployments = request["children"]["Deployment.apps/v1"]
+        .as_object_mut()
+        .expect("deployments");
+    let mut template = deployments["cache-zone-a"].clone();
+    template["metadata"]["annotations"]
+        .as_object_mut()
+        .expect("annotations")
+        .remove("metacontroller.k8s.io/last-applied-configuration");
+    deployments.retain(|name, _| name == "cache");
+    for i in 0..leaving {
+        let name = format!("cache-zone-{i}");
+        let mut workload = template.clone();
+        workload["metadata"]["name"] = json!(name);
+        deployments.insert(name, workload);
+    }
+    request["children"]["PodDisruptionBudget.policy/v1"] = json!({});
+    serde_json::to_vec(&request).expect("json")
+}
+
+/// The least time of three syncs of `body`, and how many workloads the answer keeps.
+fn least_sync(body: &[u8]) -> (Duration, usize) {
+    (0..3)
+        .map(|_| {
+            let started = std::time::Instant::now();
+            let received = memcached_hook::hook::Received::decode(body).expect("decodes");
+            let answer = memcached_hook::sync(&received, super::common::now(), &Default::default())
+                .expect("sync");
+            let kept = answer
+                .children
+                .iter()
+                .filter(|c| matches!(c, memcached_hook::hook::Child::Kept(_)))
+                .count();
+            (started.elapsed(), kept)
+        })
+        .min()
+        .expect("rounds")
+}
+
+#[test]
+fn leaving_workloads_without_last_applied_cost_linear_time() {
+    let (small, kept_small) = least_sync(&leaving_without_last_applied(150));
+    let (large, kept_large) = least_sync(&leaving_without_last_applied(600));
+    assert_eq!((kept_small, kept_large), (150, 600));
+    // Four times the workloads: four times the time when linear, sixteen when quadratic.
+    let ratio = large.as_secs_f64() / small.as_secs_f64();
+    assert!(
+        ratio < 8.0,
+        "{small:?} for 150, {large:?} for 600: ratio {ratio:.1}"
+    );
+}
+
+#[test]
+fn a_sync_stopped_at_its_deadline_gives_up_on_the_workloads_it_has_not_kept() {
+    let body = leaving_without_last_applied(1_000);
+    let sync = |stop: bool| {
+        let flag = Arc::new(AtomicBool::new(false));
+        let received = memcached_hook::hook::Received::decode(body.as_slice())
+            .expect("decodes")
+            .with_stop(Arc::clone(&flag));
+        // The server raises the flag when it answers 503 at the request's deadline.
+        flag.store(stop, Ordering::Relaxed);
+        let started = std::time::Instant::now();
+        let answer = memcached_hook::sync(&received, super::common::now(), &Default::default());
+        (started.elapsed(), answer.is_ok(), received.stopped())
+    };
+    let (full, answered, _) = sync(false);
+    let (stopped, answered_stopped, seen) = sync(true);
+    assert!(answered && !answered_stopped && seen);
+    // The thousand workloads are not kept one by one once the answer is no longer awaited.
+    assert!(
+        stopped * 4 < full,
+        "{stopped:?} stopped against {full:?} in full"
+    );
 }

@@ -394,3 +394,78 @@ fn scale_replicas_and_selector() {
     );
     assert_eq!(none.replicas, Some(0), "no workload observed: no pods");
 }
+
+#[test]
+fn repeated_condition_types_are_answered_once_each() {
+    let at = |type_: &str, status: &str, reason: &str, time: &str| Condition {
+        type_: type_.to_owned(),
+        status: status.to_owned(),
+        reason: reason.to_owned(),
+        message: String::new(),
+        last_transition_time: time.to_owned(),
+        observed_generation: Some(3),
+    };
+    let earlier = "2026-11-01T00:00:00Z";
+    let later = "2026-11-02T00:00:00Z";
+    // (what the parent's status holds, whether the children are kept as they are)
+    let cases = [
+        // A managed type twice: one, its lastTransitionTime carried from the first.
+        (
+            vec![
+                at("Ready", "True", "MemcachedReady", earlier),
+                at("Ready", "False", "MemcachedNotReady", later),
+            ],
+            false,
+        ),
+        // Three times, apart.
+        (
+            vec![
+                at("Ready", "True", "MemcachedReady", earlier),
+                at("Available", "True", "Available", earlier),
+                at("Ready", "True", "MemcachedReady", later),
+                at("Ready", "False", "MemcachedNotReady", later),
+            ],
+            false,
+        ),
+        // A type the hook does not manage, twice: the first.
+        (
+            vec![
+                at("example.com/Drained", "True", "Drained", earlier),
+                at("example.com/Drained", "False", "NotDrained", later),
+            ],
+            false,
+        ),
+        // An invalid spec keeps the previous conditions: still one per type.
+        (
+            vec![
+                at("Ready", "True", "MemcachedReady", earlier),
+                at("Ready", "False", "MemcachedNotReady", later),
+                at("example.com/Drained", "True", "Drained", earlier),
+                at("example.com/Drained", "True", "Drained", later),
+            ],
+            true,
+        ),
+    ];
+    for (previous, keep_previous) in cases {
+        let i = Inputs {
+            keep_previous,
+            invalid_spec: keep_previous.then(|| "spec.replicas: Invalid value".to_owned()),
+            ..inputs(Some(3), dep(3, 3, 3))
+        };
+        let conditions = build(&i, &previous, NOW).conditions.expect("conditions");
+        let mut types: Vec<&str> = conditions.iter().map(|c| c.type_.as_str()).collect();
+        let answered = types.len();
+        types.sort_unstable();
+        types.dedup();
+        assert_eq!(types.len(), answered, "{previous:?}: {conditions:?}");
+        for type_ in ["Ready", "example.com/Drained"] {
+            let first = previous.iter().find(|c| c.type_ == type_);
+            let kept = conditions.iter().find(|c| c.type_ == type_);
+            if let (Some(first), Some(kept)) = (first, kept)
+                && kept.status == first.status
+            {
+                assert_eq!(kept.last_transition_time, first.last_transition_time);
+            }
+        }
+    }
+}
