@@ -8,10 +8,10 @@
 use crate::api::effective::Effective;
 use crate::api::{Condition, MemcachedStatus, ZoneStatus};
 use crate::children::servers::{Members, Shown};
-use crate::children::zone_budgets::Budgets;
 use crate::children::{ChildKind, discovery, labels, ports, statefulset};
 use crate::hook::{ChildStatus, Observed, RelatedObject};
 use crate::workload::Plan;
+use crate::workload::budgets::Budgets;
 
 mod conditions;
 mod pods;

@@ -91,7 +91,7 @@ struct Outcome {
 #[derive(Default)]
 struct ZoneOutcome {
     /// The zones' budgets as emitted.
-    budgets: Option<crate::children::zone_budgets::Budgets>,
+    budgets: Option<crate::workload::budgets::Budgets>,
     /// For each zone, whether its workload carries the desired pod template (a zone the rollout
     /// holds back does not).
     current: Option<Vec<bool>>,

@@ -1,9 +1,9 @@
 //! The `ZoneDisruption` condition: which zone's disruption budget lets pods go and why the
-//! others block ([`zone_budgets`](crate::children::zone_budgets)).
+//! others block ([`zone_budgets`](crate::workload::budgets)).
 
 use super::{SpecCondition, ZONE_DISRUPTION};
 use crate::api::Condition;
-use crate::children::zone_budgets::{Budgets, Why};
+use crate::workload::budgets::{Budgets, Why};
 
 /// Reason while every zone is whole and every budget is the user's.
 pub const ALL_ZONES_WHOLE: &str = "AllZonesWhole";

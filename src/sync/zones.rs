@@ -6,19 +6,19 @@ use crate::api::effective::Effective;
 use crate::api::zones::Zones;
 use crate::children::servers::{Members, Shown};
 use crate::children::zone::Zone;
-use crate::children::zone_budgets::{Budgets, ZoneFacts, decide};
 use crate::children::{ChildKind, statefulset};
 use crate::hook::{ChildStatus, SyncRequest};
 use crate::status::{self, Migration};
 use crate::workload::Plan;
+use crate::workload::budgets::{Budgets, ZoneFacts, decide};
 
 use super::members::{config_map, members};
 use super::{Outcome, SyncError, kept_old_workload, pdb_state, workload_child};
 use crate::children::pdb;
 use crate::children::pod::Pods;
-use crate::children::zone_rollout::{self, ZoneState};
 use crate::hook::{Child, ObservedChild, Received};
 use crate::keep;
+use crate::workload::rollout::{self, ZoneState};
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use std::collections::BTreeMap;
@@ -247,9 +247,9 @@ pub(super) fn zone_children(
 }
 
 /// Each zone's workload built from the spec, the zones' pod templates rolled out one zone at a
-/// time ([`zone_rollout::given`]): a zone held back keeps the template it is observed with,
+/// time ([`rollout::given`]): a zone held back keeps the template it is observed with,
 /// everything else of the spec applies to it at once. Each workload records the hash of the
-/// template it gets ([`zone_rollout::ANNOTATION`]). With the workloads, whether each zone's
+/// template it gets ([`rollout::ANNOTATION`]). With the workloads, whether each zone's
 /// observed workload carries the desired template already.
 fn rolled_out(
     z: &Zoned<'_>,
@@ -266,7 +266,7 @@ fn rolled_out(
             };
             let mut child = workload_child(&zp.plan, pods);
             let hash = template_mut(&mut child)
-                .map(|t| zone_rollout::template_hash(t))
+                .map(|t| rollout::template_hash(t))
                 .unwrap_or_default();
             (child, hash)
         })
@@ -277,7 +277,7 @@ fn rolled_out(
         .zip(&built)
         .map(|(zp, (_, hash))| zone_state(zp, hash))
         .collect();
-    let given = zone_rollout::given(&states);
+    let given = rollout::given(&states);
     let current = states
         .iter()
         .map(|s| matches!(s, ZoneState::Observed { current: true, .. }))
@@ -292,7 +292,7 @@ fn rolled_out(
                     }
                 })?;
                 let recorded =
-                    observed_hash(current).unwrap_or_else(|| zone_rollout::template_hash(&held));
+                    observed_hash(current).unwrap_or_else(|| rollout::template_hash(&held));
                 if let Some(t) = template_mut(child) {
                     *t = held;
                 }
@@ -303,7 +303,7 @@ fn rolled_out(
         if let Some(meta) = metadata_mut(child) {
             meta.annotations
                 .get_or_insert_with(BTreeMap::new)
-                .insert(zone_rollout::ANNOTATION.to_owned(), recorded);
+                .insert(rollout::ANNOTATION.to_owned(), recorded);
         }
     }
     Ok((built.into_iter().map(|(child, _)| child).collect(), current))
@@ -328,7 +328,7 @@ fn observed_hash(child: &ObservedChild) -> Option<String> {
         .annotations
         .as_ref()
         .and_then(|a| a.template_hash.clone())
-        .or_else(|| keep::last_applied_template(child).map(|t| zone_rollout::template_hash(&t)))
+        .or_else(|| keep::last_applied_template(child).map(|t| rollout::template_hash(&t)))
 }
 
 /// The pod template of a built workload.
