@@ -79,7 +79,7 @@ impl<'a> Plan<'a> {
     /// The old workload while the switch is under way (`None` once the new one is settled, or
     /// when there is nothing to switch from).
     #[must_use]
-    pub fn migrating_from(&self) -> Option<&'a ObservedChild> {
+    pub fn switching_from(&self) -> Option<&'a ObservedChild> {
         let old = self.old?;
         let done = self
             .current
