@@ -12,6 +12,7 @@ use crate::children::{ChildKind, discovery, labels, ports};
 use crate::hook::{ChildStatus, Observed, RelatedObject};
 use crate::workload::Plan;
 use crate::workload::budgets::Budgets;
+use crate::workload::count;
 pub use crate::workload::{Switching, ZoneSwitch};
 
 mod conditions;
@@ -142,8 +143,8 @@ impl Inputs<'_> {
     /// Ready pods behind the Service: the workload's, and during a switch the old workload's too.
     #[must_use]
     pub fn serving(&self) -> i32 {
-        let ready = self.workload.as_ref().and_then(|d| d.ready_replicas);
-        ready.unwrap_or(0) + self.switching.map_or(0, |m| m.ready)
+        let ready = count(self.workload.as_ref().and_then(|d| d.ready_replicas));
+        ready.saturating_add(self.switching.map_or(0, |m| m.ready))
     }
 }
 

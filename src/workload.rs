@@ -100,7 +100,7 @@ impl<'a> Layout<'a> {
             Some(z) => z.switch_state(),
             None => self.plan.switching_from().map(|old| Switching {
                 from: old.kind.as_str(),
-                ready: old.status.ready_replicas.unwrap_or(0),
+                ready: count(old.status.ready_replicas),
                 zones: None,
             }),
         };
@@ -120,6 +120,18 @@ impl<'a> Layout<'a> {
             None => self.plan.current.map(|c| c.status.clone()),
         }
     }
+}
+
+/// A count a workload's status reports, as the layout adds it up: absent or negative (a forged
+/// or broken status) counts 0.
+#[must_use]
+pub fn count(reported: Option<i32>) -> i32 {
+    reported.unwrap_or(0).max(0)
+}
+
+/// `counts` added up without wrapping: at most `i32::MAX`.
+pub fn total(counts: impl IntoIterator<Item = i32>) -> i32 {
+    counts.into_iter().fold(0, i32::saturating_add)
 }
 
 /// A switch under way: the old workloads still serve.

@@ -12,7 +12,7 @@ use crate::children::servers::{Members, Shown};
 use crate::hook::{Observed, ObservedChild};
 
 use super::zones::Zoned;
-use super::{Plan, Switching, ZoneSwitch};
+use super::{Plan, Switching, ZoneSwitch, count, total};
 
 /// A zone layout switch under way: the leaving workloads still serve.
 pub struct Switch<'a> {
@@ -76,17 +76,13 @@ impl<'a> Switch<'a> {
     /// (`kind_switch`) in some zone: the leaving workloads' ready pods still serve.
     #[must_use]
     pub fn state(&self, kind_switch: Option<Switching<'a>>) -> Switching<'a> {
-        let ready: i32 = self
-            .leaving
-            .iter()
-            .map(|w| w.status.ready_replicas.unwrap_or(0))
-            .sum();
+        let ready = total(self.leaving.iter().map(|w| count(w.status.ready_replicas)));
         Switching {
             from: self
                 .leaving
                 .first()
                 .map_or("Deployment", |w| w.kind.as_str()),
-            ready: ready + kind_switch.map_or(0, |m| m.ready),
+            ready: ready.saturating_add(kind_switch.map_or(0, |m| m.ready)),
             zones: Some(self.way),
         }
     }

@@ -11,7 +11,7 @@ use crate::hook::{ChildStatus, Observed};
 
 use super::budgets::{Budgets, ZoneFacts, decide};
 use super::members::members;
-use super::{Plan, Switching};
+use super::{Plan, Switching, count, total};
 
 /// One zone and the plan of its workload `<name>-<zone>`.
 pub struct ZonePlan<'a> {
@@ -114,7 +114,7 @@ impl<'a> Zoned<'a> {
             return None;
         }
         let sum = |f: &dyn Fn(&(&ChildStatus, bool)) -> Option<i32>| {
-            Some(observed.iter().map(|s| f(s).unwrap_or(0)).sum())
+            Some(total(observed.iter().map(|s| count(f(s)))))
         };
         Some(ChildStatus {
             replicas: sum(&|(s, _)| s.replicas),
@@ -138,10 +138,7 @@ impl<'a> Zoned<'a> {
         let first = old.first()?;
         Some(Switching {
             from: first.kind.as_str(),
-            ready: old
-                .iter()
-                .map(|o| o.status.ready_replicas.unwrap_or(0))
-                .sum(),
+            ready: total(old.iter().map(|o| count(o.status.ready_replicas))),
             zones: None,
         })
     }
@@ -178,11 +175,7 @@ impl<'a> Zoned<'a> {
             .iter()
             .enumerate()
             .map(|(i, z)| {
-                let ready = z
-                    .plan
-                    .current
-                    .and_then(|c| c.status.ready_replicas)
-                    .unwrap_or(0);
+                let ready = count(z.plan.current.and_then(|c| c.status.ready_replicas));
                 let workload = z.zone.child_name(name);
                 let servers = match members(&z.plan, z.plan.switching_from()) {
                     Members::Pods(n) => servers::pod_addresses(&workload, name, namespace, n, port),

@@ -651,3 +651,30 @@ fn turning_zones_off_and_autoscaling_on_at_once_is_refused_and_keeps_the_zones()
         degraded.message
     );
 }
+
+/// Forged or broken counts in the zones' workload status neither wrap nor turn the status
+/// negative: each is read as at least 0 and their sum stops at the largest count.
+#[test]
+fn forged_zone_counts_neither_wrap_nor_turn_negative() {
+    let created = children(&sync_value(&request(&[], [2, 2, 2])));
+    for (ready, replicas) in [(-2_147_483_645, -715_827_882), (i32::MAX, i32::MAX)] {
+        let mut req = request(&created, [2, 2, 2]);
+        for zone in ZONES {
+            let w = &mut req["children"]["Deployment.apps/v1"][format!("cache-{zone}")];
+            w["status"]["readyReplicas"] = json!(ready);
+            w["status"]["replicas"] = json!(replicas);
+            w["status"]["updatedReplicas"] = json!(replicas);
+        }
+        let answer = sync_value(&req);
+        let s = &answer["status"];
+        let count = |field: &str| s[field].as_i64().unwrap_or(0);
+        assert!(count("readyReplicas") >= 0, "{s}");
+        assert!(count("replicas") >= 0, "{s}");
+        assert!(count("readyReplicas") <= i64::from(i32::MAX), "{s}");
+        for z in s["zones"].as_array().expect("zones") {
+            assert!(z["readyReplicas"].as_i64().unwrap_or(0) >= 0, "{z}");
+        }
+        let message = &condition(&answer, "Available").message;
+        assert!(!message.starts_with('-'), "{message}");
+    }
+}
