@@ -59,8 +59,9 @@ pub(super) fn zone_children(
 /// Each zone's workload built from the spec, the zones' pod templates rolled out one zone at a
 /// time ([`rollout::given`]): a zone held back keeps the template it is observed with,
 /// everything else of the spec applies to it at once. Each workload records the hash of the
-/// template it gets ([`rollout::ANNOTATION`]). With the workloads, whether each zone's
-/// observed workload carries the desired template already.
+/// template it gets ([`rollout::ANNOTATION`]). A held template is answered with the labels its
+/// workload's selector asks for, so that the selector always matches it. With the workloads,
+/// which zones' observed workloads do not carry the desired template yet.
 fn rolled_out(
     z: &Zoned<'_>,
     pods: Pods<'_>,
@@ -85,7 +86,7 @@ fn rolled_out(
         .zones
         .iter()
         .zip(&built)
-        .map(|(zp, (_, hash))| zone_state(zp, hash))
+        .map(|(zp, (child, hash))| zone_state(zp, hash, template(child)))
         .collect();
     let given = rollout::given(&states);
     let outdated = states
@@ -95,7 +96,7 @@ fn rolled_out(
     for ((zp, (child, hash)), given) in z.zones.iter().zip(&mut built).zip(given) {
         let recorded = match zp.plan.current {
             Some(current) if !given => {
-                let held = keep::observed_template(received, current).ok_or_else(|| {
+                let mut held = keep::observed_template(received, current).ok_or_else(|| {
                     SyncError::CannotHoldZone {
                         kind: zp.plan.kind.kind(),
                         name: current.metadata.name.clone(),
@@ -103,6 +104,12 @@ fn rolled_out(
                 })?;
                 let recorded =
                     observed_hash(current).unwrap_or_else(|| rollout::template_hash(&held));
+                let selected = selector_labels(child);
+                let labels = held.metadata.get_or_insert_with(ObjectMeta::default);
+                labels
+                    .labels
+                    .get_or_insert_with(BTreeMap::new)
+                    .extend(selected);
                 if let Some(t) = template_mut(child) {
                     *t = held;
                 }
@@ -122,29 +129,74 @@ fn rolled_out(
     ))
 }
 
-/// The rollout state of the zone `zp` whose desired pod template hashes to `desired`.
-fn zone_state(zp: &ZonePlan<'_>, desired: &str) -> ZoneState {
+/// The rollout state of the zone `zp` whose desired pod template `template` hashes to `desired`.
+fn zone_state(zp: &ZonePlan<'_>, desired: &str, template: Option<&PodTemplateSpec>) -> ZoneState {
     let Some(current) = zp.plan.current else {
         return ZoneState::Missing;
     };
+    // The template last given decides; without one, the annotation where the containers agree.
+    let carries = match keep::last_applied_template(current) {
+        Some(applied) => rollout::template_hash(&applied) == desired,
+        None => annotation(current) == Some(desired) && containers_agree(current, template),
+    };
     ZoneState::Observed {
-        current: observed_hash(current).is_some_and(|h| h == desired),
+        current: carries,
         settled: current.settled(zp.plan.replicas.unwrap_or(1)),
     }
 }
 
-/// The hash of the pod template the observed workload carries: its annotation, else (a workload
-/// from before the annotation) the hash of the template it was last given.
+/// The hash of the pod template the observed workload carries: the hash of the template it was
+/// last given (its last-applied annotation), which an edited [`rollout::ANNOTATION`] cannot
+/// change; without one (another apply method), the annotation.
 fn observed_hash(child: &ObservedChild) -> Option<String> {
-    child
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.template_hash.clone())
-        .or_else(|| keep::last_applied_template(child).map(|t| rollout::template_hash(&t)))
+    keep::last_applied_template(child)
+        .map(|t| rollout::template_hash(&t))
+        .or_else(|| annotation(child).map(str::to_owned))
+}
+
+/// The observed workload's [`rollout::ANNOTATION`].
+fn annotation(child: &ObservedChild) -> Option<&str> {
+    let annotations = child.metadata.annotations.as_ref();
+    annotations.and_then(|a| a.template_hash.as_deref())
+}
+
+/// Whether the observed workload's containers (names and arguments, as the API server holds
+/// them) are those of `template`: without a last-applied template, the annotation is trusted
+/// only where the template it names agrees with what the workload runs.
+fn containers_agree(child: &ObservedChild, template: Option<&PodTemplateSpec>) -> bool {
+    let observed = child.spec.template.as_ref().and_then(|t| t.spec.as_ref());
+    let observed = observed.map(|s| &s.containers[..]).unwrap_or_default();
+    let wanted = template.and_then(|t| t.spec.as_ref());
+    let wanted = wanted.map(|s| &s.containers[..]).unwrap_or_default();
+    observed.len() == wanted.len()
+        && observed
+            .iter()
+            .zip(wanted)
+            .all(|(o, w)| o.name == w.name && o.args == w.args)
+}
+
+/// The labels the selector of a built workload matches.
+fn selector_labels(child: &Child) -> BTreeMap<String, String> {
+    let selector = match child {
+        Child::Deployment(d) => d.spec.as_ref().map(|s| &s.selector),
+        Child::StatefulSet(s) => s.spec.as_ref().map(|s| &s.selector),
+        _ => None,
+    };
+    selector
+        .and_then(|s| s.match_labels.clone())
+        .unwrap_or_default()
 }
 
 /// The pod template of a built workload.
+fn template(child: &Child) -> Option<&PodTemplateSpec> {
+    match child {
+        Child::Deployment(d) => d.spec.as_ref().map(|s| &s.template),
+        Child::StatefulSet(s) => s.spec.as_ref().map(|s| &s.template),
+        _ => None,
+    }
+}
+
+/// The pod template of a built workload, to change.
 fn template_mut(child: &mut Child) -> Option<&mut PodTemplateSpec> {
     match child {
         Child::Deployment(d) => d.spec.as_mut().map(|s| &mut s.template),

@@ -678,3 +678,63 @@ fn forged_zone_counts_neither_wrap_nor_turn_negative() {
         assert!(!message.starts_with('-'), "{message}");
     }
 }
+
+/// The image of each zone's Deployment in `answer`, in zone order.
+fn images(answer: &Value) -> Vec<String> {
+    let now = children(answer);
+    ZONES.iter().map(|zone| zone_image(&now, zone)).collect()
+}
+
+/// A template-hash annotation edited on a later zone to name the desired template does not
+/// start that zone's rollout beside the first one: the template the zone was last given
+/// decides, and one zone rolls at a time.
+#[test]
+fn a_forged_template_hash_on_a_later_zone_starts_no_second_rollout() {
+    let old = children(&sync_value(&request(&[], [2, 2, 2])));
+    let mut new_spec = spec();
+    new_spec["image"] = json!("memcached:1.6.39");
+    // Zone c's desired template, as a new cache gets it at once.
+    let created = sync_value(&request_with(new_spec.clone(), &[], [0, 0, 0]));
+    let desired = named(&children(&created), "Deployment", "cache-zone-c")
+        .expect("zone-c")["metadata"]["annotations"]["memcached.c5c3.io/template-hash"]
+        .clone();
+    assert!(desired.is_string(), "{desired}");
+    let mut req = request_with(new_spec, &old, [2, 2, 2]);
+    let forged = &mut req["children"]["Deployment.apps/v1"]["cache-zone-c"];
+    forged["metadata"]["annotations"]["memcached.c5c3.io/template-hash"] = desired;
+    let answer = sync_value(&req);
+    let old_image = zone_image(&old, "zone-c");
+    assert_eq!(
+        images(&answer),
+        ["memcached:1.6.39", old_image.as_str(), old_image.as_str()],
+        "only the first zone rolls"
+    );
+}
+
+/// A held zone whose recorded template lacks labels its selector asks for (the zone label) is
+/// answered with them: a workload whose selector does not match its template is refused.
+#[test]
+fn a_held_template_is_answered_with_the_labels_its_selector_matches() {
+    let mut old = children(&sync_value(&request(&[], [2, 2, 2])));
+    for child in &mut old {
+        if child["metadata"]["name"] == "cache-zone-b" && child["kind"] == "Deployment" {
+            let labels = child["spec"]["template"]["metadata"]["labels"]
+                .as_object_mut()
+                .expect("labels");
+            labels.retain(|k, _| !k.contains("zone"));
+        }
+    }
+    let mut new_spec = spec();
+    new_spec["image"] = json!("memcached:1.6.39");
+    let answer = sync_value(&request_with(new_spec, &old, [2, 2, 2]));
+    let now = children(&answer);
+    let b = named(&now, "Deployment", "cache-zone-b").expect("zone-b");
+    let selector = b["spec"]["selector"]["matchLabels"]
+        .as_object()
+        .expect("selector");
+    let labels = &b["spec"]["template"]["metadata"]["labels"];
+    for (k, v) in selector {
+        assert_eq!(&labels[k], v, "{k}: {labels}");
+    }
+    assert_ne!(zone_image(&now, "zone-b"), "memcached:1.6.39");
+}
