@@ -5,7 +5,7 @@ use crate::children::ChildKind;
 use crate::children::servers::{Members, Shown};
 use crate::hook::ObservedChild;
 
-use super::Plan;
+use super::plan::Plan;
 
 /// Who the lists name for the workload `plan`, `switching_from` the old workload of a switch
 /// between a Deployment and a StatefulSet: during the switch what the old mode names for the

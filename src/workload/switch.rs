@@ -11,8 +11,9 @@ use crate::children::ChildKind;
 use crate::children::servers::{Members, Shown};
 use crate::hook::{Observed, ObservedChild};
 
+use super::plan::Plan;
+use super::switching::{Switching, ZoneSwitch, count, total};
 use super::zones::Zoned;
-use super::{Plan, Switching, ZoneSwitch, count, total};
 
 /// A zone layout switch under way: the leaving workloads still serve.
 pub struct Switch<'a> {

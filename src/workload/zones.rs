@@ -11,7 +11,8 @@ use crate::hook::{ChildStatus, Observed};
 
 use super::budgets::{Budgets, ZoneFacts, decide};
 use super::members::members;
-use super::{Plan, Switching, count, total};
+use super::plan::Plan;
+use super::switching::{Switching, count, total};
 
 /// One zone and the plan of its workload `<name>-<zone>`.
 pub struct ZonePlan<'a> {
