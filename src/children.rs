@@ -32,8 +32,6 @@ pub mod statefulset;
 mod volumes;
 pub mod warm_restart;
 pub mod zone;
-pub mod zone_budgets;
-pub mod zone_rollout;
 
 /// Where the SASL Secret is mounted.
 pub const SASL_MOUNT_PATH: &str = "/etc/memcached/sasl";

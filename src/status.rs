@@ -8,10 +8,12 @@
 use crate::api::effective::Effective;
 use crate::api::{Condition, MemcachedStatus, ZoneStatus};
 use crate::children::servers::{Members, Shown};
-use crate::children::zone_budgets::Budgets;
-use crate::children::{ChildKind, discovery, labels, ports, statefulset};
+use crate::children::{ChildKind, discovery, labels, ports};
 use crate::hook::{ChildStatus, Observed, RelatedObject};
 use crate::workload::Plan;
+use crate::workload::budgets::Budgets;
+use crate::workload::count;
+pub use crate::workload::{Switching, ZoneSwitch};
 
 mod conditions;
 mod pods;
@@ -90,8 +92,8 @@ pub struct Inputs<'a> {
     /// Status of the observed workload of that kind, if there is one; on the first sync of a
     /// new Memcached, which creates it, the empty status it will be observed with.
     pub workload: Option<ChildStatus>,
-    /// The switch from the other workload, while it is under way.
-    pub migration: Option<Migration<'a>>,
+    /// The switch from the other workload (or layout), while it is under way.
+    pub switching: Option<Switching<'a>>,
     /// Who `serverList` names.
     pub server_list: Members<'a>,
     /// Names of referenced Secrets that are missing, sorted.
@@ -141,32 +143,9 @@ impl Inputs<'_> {
     /// Ready pods behind the Service: the workload's, and during a switch the old workload's too.
     #[must_use]
     pub fn serving(&self) -> i32 {
-        let ready = self.workload.as_ref().and_then(|d| d.ready_replicas);
-        ready.unwrap_or(0) + self.migration.map_or(0, |m| m.ready)
+        let ready = count(self.workload.as_ref().and_then(|d| d.ready_replicas));
+        ready.saturating_add(self.switching.map_or(0, |m| m.ready))
     }
-}
-
-/// A switch between workloads under way: the old workload still serves.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Migration<'a> {
-    /// Kind of the old workload.
-    pub from: &'a str,
-    /// Its ready pods.
-    pub ready: i32,
-    /// The zone layout change, when the switch is one (else a switch of workload kind).
-    pub zones: Option<ZoneSwitch>,
-}
-
-/// A change of the zone layout: the workloads of the old layout serve until the new ones are
-/// ready.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ZoneSwitch {
-    /// `spec.zones` turned on: the workload without zones serves.
-    On,
-    /// `spec.zones` turned off: the zones' workloads serve.
-    Off,
-    /// A zone name removed or changed: the workloads of the zones no longer named serve.
-    Names,
 }
 
 /// Upserts `computed` into `previous` by type; removes managed types that are not computed.
@@ -229,21 +208,18 @@ fn merge(
 /// The whole new status. `now` is the request's wall-clock time in RFC 3339, whole seconds.
 #[must_use]
 pub fn build(inputs: &Inputs<'_>, previous: &[Condition], now: &str) -> MemcachedStatus {
-    let conditions = merge(previous, computed(inputs, previous), inputs, now);
+    let conditions = merge(previous, computed(inputs), inputs, now);
     let ready = conditions
         .iter()
         .any(|c| c.type_ == READY && c.status == "True");
     let serving = inputs.serving();
     let (name, namespace) = (inputs.name, inputs.namespace);
     let port = inputs.client_port.unwrap_or(ports::MEMCACHED.number);
-    let host = discovery::service_host(name, namespace);
-    let service = || vec![discovery::address(&host, port)];
+    let listed = || inputs.server_list.addresses(name, namespace, port);
     let server_list = match inputs.server_list {
-        Members::Service(Shown::WhenReady) => ready.then(service),
-        Members::Service(Shown::WhileServing) => (serving > 0).then(service),
-        Members::Pods(n) => {
-            Some(statefulset::server_list(name, namespace, n, port)).filter(|list| !list.is_empty())
-        }
+        Members::Service(Shown::WhenReady) => ready.then(listed),
+        Members::Service(Shown::WhileServing) => (serving > 0).then(listed),
+        Members::Pods(_) => Some(listed()).filter(|list| !list.is_empty()),
         Members::Planned(_) => None,
         Members::Zones(..) => Some(
             inputs

@@ -7,7 +7,7 @@ use crate::api::high_availability::Budget;
 use crate::api::validation;
 use crate::api::{GROUP, KIND, VERSIONS, Workload};
 use crate::children::pod::{Pods, Rollers};
-use crate::children::servers::{Members, Shown};
+use crate::children::servers::{self, Members};
 use crate::children::{
     ChildKind, accept, agent_access, deployment, hpa, network_policy, pdb, ports, service,
     service_monitor, statefulset,
@@ -16,14 +16,13 @@ use crate::hook::{Child, Parent, Received, SyncResponse};
 use crate::keep::{self, Asked};
 use crate::secrets;
 use crate::status::{self, PdbState};
-use crate::workload::{self, Plan};
+use crate::workload::{self, Layout, Plan};
 
 mod agent_account;
 mod customize;
 mod error;
 mod inputs;
 mod invalid;
-mod members;
 mod options;
 mod switch;
 mod zones;
@@ -33,10 +32,7 @@ pub use customize::customize;
 pub use error::SyncError;
 use inputs::inputs;
 use invalid::keep_observed;
-use members::config_map;
 pub use options::Options;
-use switch::Switch;
-use zones::Zoned;
 
 /// A `Memcached` of a served version.
 fn check_parent(parent: &Parent) -> Result<(), SyncError> {
@@ -90,10 +86,10 @@ struct Outcome {
 #[derive(Default)]
 struct ZoneOutcome {
     /// The zones' budgets as emitted.
-    budgets: Option<crate::children::zone_budgets::Budgets>,
-    /// For each zone, whether its workload carries the desired pod template (a zone the rollout
-    /// holds back does not).
-    current: Option<Vec<bool>>,
+    budgets: Option<crate::workload::budgets::Budgets>,
+    /// For each zone, whether its observed workload does not carry the desired pod template yet
+    /// (a zone the rollout holds back).
+    outdated: Option<Vec<bool>>,
 }
 
 /// Computes the desired children and the status for one sync request at time `now`.
@@ -117,22 +113,13 @@ pub fn sync(
     let declared = |kind: &ChildKind| req.controller.declares(kind.api_version(), kind.resource());
     let mut violations = validation::validate_effective(name, &parent.spec, &e);
     if violations.is_empty() {
-        violations = switch::violations(&e, &req.children, name);
+        violations = workload::violations(&e, &req.children, name);
     }
     let statefulsets = declared(&ChildKind::StatefulSet);
-    let plan = Plan::new(&e, &req.children, name, statefulsets, violations.is_empty());
-    // Only a valid spec has zones to plan (an invalid one keeps what is observed).
-    let zoned = violations
-        .is_empty()
-        .then(|| Zoned::of(&e, req, (name, statefulsets)))
-        .flatten();
-    // Zones turned on or off or renamed: the workloads of the old layout serve until the new
-    // ones are settled.
-    let switch = violations
-        .is_empty()
-        .then(|| Switch::of(&plan, zoned.as_ref(), &req.children, name))
-        .flatten();
-    let access = agent_account::access(&e, options, req, &plan);
+    let starting = status::zones::were_starting(&parent.status.conditions);
+    let at = (name, statefulsets);
+    let layout = Layout::of(&e, &req.children, at, violations.is_empty(), starting);
+    let access = agent_account::access(&e, options, req, &layout.plan);
     let needed = needed_kinds(&e, access);
     let missing_kinds = needed
         .iter()
@@ -141,15 +128,13 @@ pub fn sync(
         .collect();
     let mut built = None;
     if violations.is_empty() {
-        let migrating =
-            plan.migrating_from().is_some() || zoned.as_ref().is_some_and(Zoned::migrating);
-        let mut declared: Vec<ChildKind> = emitted(&needed, &plan, migrating)
+        let switching = layout.switching_kind();
+        let mut declared: Vec<ChildKind> = emitted(&needed, &layout.plan, switching)
             .into_iter()
             .filter(|k| declared(k))
             .collect();
         agent_access_whole(&mut declared);
-        let plans = (&plan, zoned.as_ref(), switch.as_ref());
-        let (children, outcome) = desired(received, &e, plans, &declared, (options, access))?;
+        let (children, outcome) = desired(received, &e, &layout, &declared, (options, access))?;
         // A child the cluster would refuse makes the spec invalid: a 200 means children the
         // API server and Metacontroller accept.
         violations = accept::check(&children);
@@ -163,8 +148,7 @@ pub fn sync(
         missing_kinds,
         ..outcome
     };
-    let plans = (&plan, zoned.as_ref(), switch.as_ref());
-    let inputs = inputs(req, &e, plans, outcome, &options.reload_agent_image);
+    let inputs = inputs(req, &e, &layout, outcome, &options.reload_agent_image);
     let status = status::build(&inputs, &parent.status.conditions, &condition_time(now));
     Ok(SyncResponse { children, status })
 }
@@ -173,7 +157,7 @@ pub fn sync(
 fn desired(
     received: &Received<'_>,
     e: &Effective<'_>,
-    (plan, zoned, switch): (&Plan<'_>, Option<&Zoned<'_>>, Option<&Switch<'_>>),
+    layout: &Layout<'_>,
     kinds: &[ChildKind],
     (options, access): (&Options, Access),
 ) -> Result<(Vec<Child>, Outcome), SyncError> {
@@ -202,10 +186,13 @@ fn desired(
     };
     let mut children = Vec::with_capacity(kinds.len());
     for kind in kinds {
-        let at = (received, name, e, pods);
-        if layout_child(*kind, (zoned, switch), at, &mut children, &mut outcome)? {
-            continue;
+        if let Some(z) = &layout.zones {
+            let at = (received, name, e, pods);
+            if zones::zone_children(*kind, z, at, &mut children, &mut outcome)? {
+                continue;
+            }
         }
+        let plan = &layout.plan;
         children.push(match kind {
             ChildKind::Deployment | ChildKind::StatefulSet if *kind == plan.kind => {
                 workload_child(plan, pods)
@@ -219,7 +206,7 @@ fn desired(
             ChildKind::Service => Child::Service(Box::new(service::build(name, e, &served))),
             optional => {
                 let at = (name, namespace);
-                let Some(child) = optional_child(*optional, at, e, plan, &served, &mut outcome)
+                let Some(child) = optional_child(*optional, at, e, layout, &served, &mut outcome)
                 else {
                     continue;
                 };
@@ -227,33 +214,13 @@ fn desired(
             }
         });
     }
-    let kept = switch.map(|s| s.kept(received)).transpose()?;
+    let kept = layout
+        .switch
+        .as_ref()
+        .map(|s| s.kept(received))
+        .transpose()?;
     children.extend(kept.into_iter().flatten());
     Ok((children, outcome))
-}
-
-/// The children of `kind` the zone layout answers, pushed on `children`: during a switch of the
-/// layout the server-list ConfigMap naming who serves, with zones each zone's children
-/// ([`zones::zone_children`]); `false` when the layout answers none of `kind`.
-fn layout_child(
-    kind: ChildKind,
-    (zoned, switch): (Option<&Zoned<'_>>, Option<&Switch<'_>>),
-    (received, name, e, pods): (&Received<'_>, &str, &Effective<'_>, Pods<'_>),
-    children: &mut Vec<Child>,
-    outcome: &mut Outcome,
-) -> Result<bool, SyncError> {
-    if kind == ChildKind::ConfigMap
-        && let Some(s) = switch.filter(|s| !s.keeps_zone_members())
-    {
-        let namespace = received.request().parent.metadata.namespace.as_deref();
-        let list = s.members(Members::Service(Shown::WhileServing));
-        children.push(config_map(name, namespace.unwrap_or_default(), e, list));
-        return Ok(true);
-    }
-    match zoned {
-        Some(z) => zones::zone_children(kind, z, (received, name, e, pods), children, outcome),
-        None => Ok(false),
-    }
 }
 
 /// A child other than the workload and the Service, if the spec asks for it.
@@ -261,7 +228,7 @@ fn optional_child(
     kind: ChildKind,
     (name, namespace): (&str, &str),
     e: &Effective<'_>,
-    plan: &Plan<'_>,
+    layout: &Layout<'_>,
     served: &[ports::Port],
     outcome: &mut Outcome,
 ) -> Option<Child> {
@@ -273,7 +240,7 @@ fn optional_child(
         }
         ChildKind::HorizontalPodAutoscaler => {
             let a = e.autoscaling.as_ref()?;
-            Child::HorizontalPodAutoscaler(Box::new(hpa::build(name, a, plan.kind)))
+            Child::HorizontalPodAutoscaler(Box::new(hpa::build(name, a, layout.plan.kind)))
         }
         ChildKind::ServiceMonitor => {
             let monitor = e.monitoring.as_ref();
@@ -286,12 +253,7 @@ fn optional_child(
             Child::NetworkPolicy(Box::new(policy))
         }
         // Listed in `kinds` only when enabled.
-        ChildKind::ConfigMap => config_map(
-            name,
-            namespace,
-            e,
-            members::members(plan, plan.migrating_from()),
-        ),
+        ChildKind::ConfigMap => config_map(name, namespace, e, layout.members()),
         ChildKind::ServiceAccount => {
             Child::ServiceAccount(Box::new(agent_access::service_account(name)))
         }
@@ -355,7 +317,7 @@ pub(super) fn kept_old_workload(
     plan: &Plan<'_>,
     received: &Received<'_>,
 ) -> Result<Option<Child>, SyncError> {
-    let Some(old) = plan.migrating_from() else {
+    let Some(old) = plan.switching_from() else {
         return Ok(None);
     };
     let kept =
@@ -378,9 +340,9 @@ pub(super) fn workload_child(plan: &Plan<'_>, pods: Pods<'_>) -> Child {
 }
 
 /// The kinds to emit: the needed ones with the workload the plan builds (the Deployment when the
-/// StatefulSet is asked for but not declared), plus the old workload while a switch is
-/// `migrating` (in any zone).
-fn emitted(needed: &[ChildKind], plan: &Plan<'_>, migrating: bool) -> Vec<ChildKind> {
+/// StatefulSet is asked for but not declared), plus the old kind while a workload is
+/// `switching` kind (in any zone).
+fn emitted(needed: &[ChildKind], plan: &Plan<'_>, switching: bool) -> Vec<ChildKind> {
     let mut kinds: Vec<ChildKind> = needed
         .iter()
         .map(|k| match k {
@@ -388,9 +350,21 @@ fn emitted(needed: &[ChildKind], plan: &Plan<'_>, migrating: bool) -> Vec<ChildK
             other => *other,
         })
         .collect();
-    if migrating {
+    if switching {
         kinds.push(workload::other(plan.kind));
     }
     kinds.sort();
     kinds
+}
+
+/// The server-list ConfigMap of the Memcached `name` in `namespace`, naming `members`.
+fn config_map(name: &str, namespace: &str, e: &Effective<'_>, members: Members<'_>) -> Child {
+    let list = servers::Servers {
+        name,
+        namespace,
+        members,
+        port: ports::for_clients(e),
+        tls: e.security.tls.is_some(),
+    };
+    Child::ConfigMap(Box::new(servers::build(&list)))
 }

@@ -1,99 +1,125 @@
-//! Which workload runs the pods, and the switch between a Deployment and a StatefulSet.
+//! The layout of a cache: which workloads run its pods (a Deployment or a StatefulSet, one per
+//! zone with `spec.zones`), the switch from the layout observed to the one the spec asks for,
+//! the zones' budgets and rollout order, and who the server lists name. Everything is derived
+//! from the spec and the observed children, never from the parent's status (which may be
+//! stale); only whether the zones were starting is read from the conditions the hook wrote.
 //!
-//! Metacontroller deletes every observed child a sync answer leaves out, so a switch answers
-//! both workloads: the new one at full size, the old one kept exactly as observed, until the new
-//! one reports every replica ready for its latest spec. Then the old one is left out and
-//! Metacontroller deletes it. Everything is derived from the spec and the observed children,
-//! never from the parent's status (which may be stale).
+//! One [`Layout`] per sync carries it: the builders in `sync` read it to answer the children,
+//! the status reads its facts ([`Layout::creating`], [`Layout::members`],
+//! [`Layout::switch_state`], [`Layout::observed`]) and phrases them.
 
-use crate::api::Workload;
 use crate::api::effective::Effective;
-use crate::children::running_layouts::Layouts;
-use crate::children::{ChildKind, warm_restart};
-use crate::hook::{Observed, ObservedChild};
+use crate::children::servers::Members;
+use crate::hook::{ChildStatus, Observed};
 
-/// The workload this sync builds and what happens to the other one.
-#[derive(Debug)]
-pub struct Plan<'a> {
-    /// The kind built from the spec: the StatefulSet only when the spec asks for it and the
-    /// CompositeController declares `statefulsets`.
-    pub kind: ChildKind,
-    /// The observed workload of that kind.
-    pub current: Option<&'a ObservedChild>,
-    /// The observed workload of the other kind, kept until `current` is settled.
-    pub old: Option<&'a ObservedChild>,
-    /// `spec.replicas` answered for `kind`: the spec's count; under autoscaling the observed
-    /// count of `current`, else of `old` (the switch hands the HPA's choice over), else none.
-    pub replicas: Option<i32>,
-    /// The spec asks for a StatefulSet whose volume claim templates differ from the observed
-    /// one's, which cannot change in place: a Deployment takes over until the StatefulSet is
-    /// gone, then the switch back creates it anew.
-    pub bridge: bool,
-    /// For a valid spec whose StatefulSet keeps the cache (`kind` StatefulSet, `warmRestart`):
-    /// the spec's memory layout and those its pods may hold.
-    pub layouts: Option<Layouts>,
+pub mod budgets;
+mod members;
+mod plan;
+pub mod rollout;
+mod switch;
+mod switching;
+mod zones;
+
+use members::members;
+pub use plan::{Plan, other};
+pub use switch::{Switch, violations};
+pub use switching::{Switching, ZoneSwitch, count};
+pub use zones::{ZonePlan, Zoned};
+
+/// The layout of one sync: the workload `<name>` (planned even with zones, where it is the
+/// workload a switch turning zones on leaves), the zones, and the zone layout switch under way.
+pub struct Layout<'a> {
+    /// The workload without zones, `<name>`.
+    pub plan: Plan<'a>,
+    /// With `spec.zones` (of a valid spec): each zone's workload and the zones' budgets.
+    pub zones: Option<Zoned<'a>>,
+    /// A zone layout switch under way (of a valid spec): the workloads that leave.
+    pub switch: Option<Switch<'a>>,
 }
 
-impl<'a> Plan<'a> {
-    /// The plan for the Memcached `name` with effective spec `e`; only a `valid` spec starts
-    /// the replacement of a StatefulSet ([`Plan::bridge`]) and has [`Plan::layouts`].
+impl<'a> Layout<'a> {
+    /// The layout of the Memcached `name` with effective spec `e` over the observed `children`;
+    /// `statefulsets`: the CompositeController declares them. Only a `valid` spec has zones and
+    /// a switch (an invalid one keeps what is observed). `zones_starting`: the zones were
+    /// starting at the last sync ([`budgets::decide`]).
     #[must_use]
-    pub fn new(
-        e: &Effective<'_>,
+    pub fn of(
+        e: &'a Effective<'a>,
         children: &'a Observed,
-        name: &str,
-        statefulsets_declared: bool,
+        (name, statefulsets): (&str, bool),
         valid: bool,
+        zones_starting: bool,
     ) -> Self {
-        let find = |k: ChildKind| children.find(k.api_version(), k.kind(), name);
-        let wanted = e.workload == Workload::StatefulSet && statefulsets_declared;
-        let bridge = valid
-            && wanted
-            && find(ChildKind::StatefulSet).is_some_and(|s| !warm_restart::claims_match(s, e));
-        let kind = if wanted && !bridge {
-            ChildKind::StatefulSet
-        } else {
-            ChildKind::Deployment
-        };
-        let current = find(kind);
-        let old = find(other(kind));
-        let replicas = if e.autoscaling.is_some() {
-            current
-                .and_then(|c| c.spec.replicas)
-                .or_else(|| old.and_then(|o| o.spec.replicas))
-        } else {
-            e.replicas
-        };
-        let layouts = (valid && kind == ChildKind::StatefulSet && e.warm_restart.is_some())
-            .then(|| Layouts::of(e, current));
+        let plan = Plan::new(e, children, name, statefulsets, valid);
+        let zones = valid
+            .then(|| Zoned::of(e, children, (name, statefulsets), zones_starting))
+            .flatten();
+        let switch = valid
+            .then(|| Switch::of(&plan, zones.as_ref(), children, name))
+            .flatten();
         Self {
-            kind,
-            current,
-            old,
-            replicas,
-            bridge,
-            layouts,
+            plan,
+            zones,
+            switch,
         }
     }
 
-    /// The old workload while the switch is under way (`None` once the new one is settled, or
-    /// when there is nothing to switch from).
+    /// Whether a workload (`<name>`, or a zone's) switches between Deployment and StatefulSet:
+    /// the old kind is answered too.
     #[must_use]
-    pub fn migrating_from(&self) -> Option<&'a ObservedChild> {
-        let old = self.old?;
-        let done = self
-            .current
-            .is_some_and(|c| c.settled(self.replicas.unwrap_or(1)));
-        (!done).then_some(old)
+    pub fn switching_kind(&self) -> bool {
+        self.plan.switching_from().is_some() || self.zones.as_ref().is_some_and(Zoned::switching)
     }
-}
 
-/// The other workload kind.
-#[must_use]
-pub fn other(kind: ChildKind) -> ChildKind {
-    if kind == ChildKind::StatefulSet {
-        ChildKind::Deployment
-    } else {
-        ChildKind::StatefulSet
+    /// Whether this sync creates the cache: no workload of the layout is observed (nor one
+    /// leaving) and the parent has no `conditions` yet. Its status then reads as it will once
+    /// the workloads are observed without a status, so the next sync writes no second status.
+    #[must_use]
+    pub fn creating(&self, conditions_empty: bool) -> bool {
+        conditions_empty
+            && self.switch.is_none()
+            && self.plan.current.is_none()
+            && self.plan.switching_from().is_none()
+            && !self.zones.as_ref().is_some_and(Zoned::observed_any)
+    }
+
+    /// Who the server lists name: the workload's pods or its Service, every zone's pods, or
+    /// what a switch keeps naming while the leaving workloads serve.
+    #[must_use]
+    pub fn members(&self) -> Members<'a> {
+        let new = match &self.zones {
+            Some(z) => z.members(),
+            None => members(&self.plan, self.plan.switching_from()),
+        };
+        self.switch.as_ref().map_or(new, |s| s.members(new))
+    }
+
+    /// The switch under way, for the status: between Deployment and StatefulSet (of `<name>`,
+    /// or in any zone), or of the zone layout.
+    #[must_use]
+    pub fn switch_state(&self) -> Option<Switching<'a>> {
+        let kind_switch = match &self.zones {
+            Some(z) => z.switch_state(),
+            None => self.plan.switching_from().map(|old| Switching {
+                from: old.kind.as_str(),
+                ready: count(old.status.ready_replicas),
+                zones: None,
+            }),
+        };
+        match &self.switch {
+            Some(s) => Some(s.state(kind_switch)),
+            None => kind_switch,
+        }
+    }
+
+    /// The observed status of the layout's workload, the zones' counted together (`outdated`:
+    /// the zones whose workload does not carry the desired template, [`Zoned::observed`]);
+    /// `None` when none is observed.
+    #[must_use]
+    pub fn observed(&self, outdated: Option<&[bool]>) -> Option<ChildStatus> {
+        match &self.zones {
+            Some(z) => z.observed(outdated),
+            None => self.plan.current.map(|c| c.status.clone()),
+        }
     }
 }

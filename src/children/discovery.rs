@@ -26,12 +26,6 @@ pub fn service_host(name: &str, namespace: &str) -> String {
     format!("{name}.{namespace}")
 }
 
-/// The stable name of a StatefulSet's pod `ordinal`: `<name>-<i>.<name>.<namespace>.svc`.
-#[must_use]
-pub fn pod_host(name: &str, namespace: &str, ordinal: i32) -> String {
-    workload_pod_host(name, name, namespace, ordinal)
-}
-
 /// The host of the pod `ordinal` of the StatefulSet `workload` governed by the headless Service
 /// `name`: `<workload>-<ordinal>.<name>.<namespace>.svc` (a zone's StatefulSet is
 /// `<name>-<zone>`).
@@ -84,7 +78,7 @@ mod tests {
     fn tls_names_cover_what_the_server_list_names() {
         let pods = tls_server_names("cache", "shop", true);
         assert_eq!(pods, ["*.cache.shop.svc"]);
-        let first = crate::children::statefulset::server_list("cache", "shop", 1, 11211);
+        let first = super::super::servers::Members::Pods(1).addresses("cache", "shop", 11211);
         let host = first[0]
             .rsplit_once(':')
             .map(|(h, _)| h)

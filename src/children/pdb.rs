@@ -31,8 +31,8 @@ pub fn build(name: &str, pdb: &Pdb<'_>) -> PodDisruptionBudget {
 }
 
 /// The desired budget of `zone` of the Memcached `name`, `<name>-<zone>`, selecting that zone's
-/// pods only: the user's budget while the zone may be disrupted (`open`,
-/// [`super::zone_budgets`]), else `maxUnavailable: 0`.
+/// pods only: the user's budget while the zone may be disrupted (`open`, decided by the zones'
+/// budget rule), else `maxUnavailable: 0`.
 #[must_use]
 pub fn build_zone(name: &str, zone: Zone<'_>, pdb: &Pdb<'_>, open: bool) -> PodDisruptionBudget {
     let blocked = IntOrString::Int(0);

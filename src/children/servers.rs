@@ -90,44 +90,81 @@ pub struct Servers<'a> {
 }
 
 /// One listed server: the host to connect to and a name for it that outlives its address.
-struct Entry {
-    host: String,
-    label: String,
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Server {
+    /// The host clients connect to.
+    pub host: String,
+    /// The server's stable name (the pod's, or the Service's).
+    pub label: String,
 }
 
-impl Servers<'_> {
-    fn entries(&self) -> Vec<Entry> {
-        let (name, namespace) = (self.name, self.namespace);
-        match self.members {
-            Members::Service(_) => vec![Entry {
+impl Members<'_> {
+    /// The servers the lists name, in list order, of the Memcached `name` in `namespace`: the
+    /// one enumeration that the ConfigMap and `status.serverList` both read.
+    #[must_use]
+    pub fn servers(self, name: &str, namespace: &str) -> Vec<Server> {
+        match self {
+            Self::Service(_) => vec![Server {
                 host: discovery::service_host(name, namespace),
                 label: name.to_owned(),
             }],
-            Members::Pods(n) | Members::Planned(n) => (0..n)
-                .map(|i| Entry {
-                    host: discovery::pod_host(name, namespace, i),
-                    label: format!("{name}-{i}"),
+            Self::Pods(n) | Self::Planned(n) => pods(name, name, namespace, n).collect(),
+            Self::Zones(zones, n) => zones
+                .iter()
+                .flat_map(|zone| {
+                    let workload = zone_workload(name, zone);
+                    pods(&workload, name, namespace, n).collect::<Vec<_>>()
                 })
                 .collect(),
-            Members::Zones(zones, n) => zones.iter().flat_map(|z| self.zone(z, n)).collect(),
         }
     }
 
-    /// The pods `<name>-<zone>-0` to `<name>-<zone>-<n-1>` of `zone`.
-    fn zone(&self, zone: &str, n: i32) -> Vec<Entry> {
-        let (name, namespace) = (self.name, self.namespace);
-        let workload = crate::api::zones::child_name(name, zone);
-        (0..n)
-            .map(|i| Entry {
-                host: discovery::workload_pod_host(&workload, name, namespace, i),
-                label: format!("{workload}-{i}"),
-            })
+    /// [`Members::servers`] as `host:port` on `port`.
+    #[must_use]
+    pub fn addresses(self, name: &str, namespace: &str, port: i32) -> Vec<String> {
+        let servers = self.servers(name, namespace);
+        servers
+            .iter()
+            .map(|s| discovery::address(&s.host, port))
             .collect()
     }
 }
 
+/// The workload `<name>-<zone>` of `zone`.
+fn zone_workload(name: &str, zone: &str) -> String {
+    crate::api::zones::child_name(name, zone)
+}
+
+/// The pods `<workload>-0` to `<workload>-<n-1>` of the StatefulSet `workload` governed by the
+/// headless Service `name` in `namespace`, in ordinal order.
+pub fn pods<'a>(
+    workload: &'a str,
+    name: &'a str,
+    namespace: &'a str,
+    n: i32,
+) -> impl Iterator<Item = Server> + 'a {
+    (0..n).map(move |i| Server {
+        host: discovery::workload_pod_host(workload, name, namespace, i),
+        label: format!("{workload}-{i}"),
+    })
+}
+
+/// [`pods`] as `host:port` on `port`: a zone's `status.zones[].serverList`.
+#[must_use]
+pub fn pod_addresses(
+    workload: &str,
+    name: &str,
+    namespace: &str,
+    n: i32,
+    port: i32,
+) -> Vec<String> {
+    pods(workload, name, namespace, n)
+        .map(|s| discovery::address(&s.host, port))
+        .collect()
+}
+
 /// `host:port`, comma-separated.
-fn plain(entries: &[Entry], port: i32) -> String {
+fn plain(entries: &[Server], port: i32) -> String {
     let list: Vec<String> = entries
         .iter()
         .map(|e| discovery::address(&e.host, port))
@@ -137,7 +174,7 @@ fn plain(entries: &[Entry], port: i32) -> String {
 
 /// oslo.cache's form: `host:port`, except an IPv6 literal, which python-memcached reads only as
 /// `inet6:[addr]:port`. The hook lists names, so the `inet6:` form stays for literals.
-fn oslo_cache(entries: &[Entry], port: i32) -> String {
+fn oslo_cache(entries: &[Server], port: i32) -> String {
     let list: Vec<String> = entries
         .iter()
         .map(|e| match e.host.parse::<Ipv6Addr>() {
@@ -150,7 +187,7 @@ fn oslo_cache(entries: &[Entry], port: i32) -> String {
 
 /// twemproxy's `servers:` block: `host:port:weight name`, weight 1, the name stable (twemproxy's
 /// ketama hashes the name when there is one, so a new address moves no key).
-fn twemproxy(entries: &[Entry], port: i32) -> String {
+fn twemproxy(entries: &[Server], port: i32) -> String {
     if entries.is_empty() {
         return "servers: []\n".to_owned();
     }
@@ -163,7 +200,7 @@ fn twemproxy(entries: &[Entry], port: i32) -> String {
 
 /// A `pools{}` block of one pool named after the Memcached, backends in list (ordinal) order:
 /// the proxy hashes keys over that order. With TLS the pool's backends connect with TLS.
-fn proxy_pools(name: &str, entries: &[Entry], port: i32, tls: bool) -> String {
+fn proxy_pools(name: &str, entries: &[Server], port: i32, tls: bool) -> String {
     let mut out = format!("pools{{\n    [\"{name}\"] = {{\n");
     if tls {
         out.push_str("        backend_options = { tls = true },\n");
@@ -179,7 +216,7 @@ fn proxy_pools(name: &str, entries: &[Entry], port: i32, tls: bool) -> String {
 /// The desired ConfigMap `<name>-servers` of `s`.
 #[must_use]
 pub fn build(s: &Servers<'_>) -> ConfigMap {
-    let entries = s.entries();
+    let entries = s.members.servers(s.name, s.namespace);
     let (name, namespace, port) = (s.name, s.namespace, s.port);
     let srv = discovery::srv_name(name, namespace, &discovery::client_port(port));
     let mut data = BTreeMap::from([
@@ -193,7 +230,9 @@ pub fn build(s: &Servers<'_>) -> ConfigMap {
     ]);
     if let Members::Zones(zones, n) = s.members {
         for zone in zones {
-            data.insert(format!("{PLAIN}.{zone}"), plain(&s.zone(zone, n), port));
+            let workload = zone_workload(name, zone);
+            let servers: Vec<Server> = pods(&workload, name, namespace, n).collect();
+            data.insert(format!("{PLAIN}.{zone}"), plain(&servers, port));
         }
     }
     if s.tls {

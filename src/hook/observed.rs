@@ -190,7 +190,7 @@ pub struct ChildAnnotations {
     #[serde(rename = "memcached.c5c3.io/running-layouts", default)]
     pub running_layouts: Option<String>,
     /// The hash of the pod template this hook gave a zone's workload
-    /// (`src/children/zone_rollout.rs`).
+    /// (`src/workload/rollout.rs`).
     #[serde(rename = "memcached.c5c3.io/template-hash", default)]
     pub template_hash: Option<String>,
 }

@@ -2,11 +2,10 @@
 //! into the parent's current ones (`super::build`).
 
 use super::{
-    AVAILABLE, CHILD_RESOURCES_MISSING, DEGRADED, DISRUPTION_BUDGET_BLOCKING, Inputs, Migration,
-    PROGRESSING, PdbState, READY, SECRET_RELOAD, WARM_RESTART, WORKLOAD_MIGRATION, ZONE_DISRUPTION,
+    AVAILABLE, CHILD_RESOURCES_MISSING, DEGRADED, DISRUPTION_BUDGET_BLOCKING, Inputs, PROGRESSING,
+    PdbState, READY, SECRET_RELOAD, Switching, WARM_RESTART, WORKLOAD_MIGRATION, ZONE_DISRUPTION,
     ZONE_SWITCH, ZoneSwitch,
 };
-use crate::api::Condition;
 use crate::children::ChildKind;
 use crate::hook::ChildStatus;
 
@@ -48,7 +47,7 @@ struct Counts<'a> {
     ready: i32,
     /// Ready pods behind the Service: during a switch the old workload's too.
     serving: i32,
-    migration: Option<Migration<'a>>,
+    migration: Option<Switching<'a>>,
     to: &'static str,
     waiting: &'static str,
     updated: i32,
@@ -70,7 +69,7 @@ impl<'a> Counts<'a> {
             has_workload: workload.is_some(),
             ready,
             serving: inputs.serving(),
-            migration: inputs.migration,
+            migration: inputs.switching,
             to: inputs.workload_kind.kind(),
             waiting: if inputs.workload_kind == ChildKind::StatefulSet {
                 WAITING_FOR_STATEFULSET
@@ -119,7 +118,7 @@ fn progressing(c: Counts<'_>) -> Computed {
 }
 
 /// The reason and message of `Progressing` during the switch `m`.
-fn switching(m: Migration<'_>, c: Counts<'_>) -> (&'static str, String) {
+fn switching(m: Switching<'_>, c: Counts<'_>) -> (&'static str, String) {
     let (from, to, ready, old, desired) = (m.from, c.to, c.ready, m.ready, c.desired);
     let message = match m.zones {
         None => format!(
@@ -234,9 +233,8 @@ fn child_kinds(missing: &[(String, &'static str)]) -> Computed {
     condition(CHILD_RESOURCES_MISSING, true, "NotDeclared", message)
 }
 
-/// Every condition the sync computes, before the merge into the parent's current conditions
-/// (`previous`).
-pub(super) fn computed(inputs: &Inputs<'_>, previous: &[Condition]) -> Vec<Computed> {
+/// Every condition the sync computes, before the merge into the parent's current conditions.
+pub(super) fn computed(inputs: &Inputs<'_>) -> Vec<Computed> {
     let c = Counts::of(inputs);
     let mut out = vec![available(c), progressing(c), degraded(c, inputs), ready(c)];
     out.extend(inputs.pdb.as_ref().map(disruption_budget));
@@ -252,7 +250,7 @@ pub(super) fn computed(inputs: &Inputs<'_>, previous: &[Condition]) -> Vec<Compu
     }
     if let Some(budgets) = &inputs.zone_budgets {
         let names: Vec<&str> = inputs.zones.iter().map(|z| z.name.as_str()).collect();
-        let c = super::zones::condition(&names, budgets, previous);
+        let c = super::zones::condition(&names, budgets);
         out.push(condition(ZONE_DISRUPTION, c.status, c.reason, c.message));
     }
     out.push(child_kinds(&inputs.missing_kinds));

@@ -1,9 +1,9 @@
 //! The `ZoneDisruption` condition: which zone's disruption budget lets pods go and why the
-//! others block ([`zone_budgets`](crate::children::zone_budgets)).
+//! others block, phrased from the budget rule's answer ([`budgets`](crate::workload::budgets)).
 
 use super::{SpecCondition, ZONE_DISRUPTION};
 use crate::api::Condition;
-use crate::children::zone_budgets::{Budgets, Why};
+use crate::workload::budgets::{Budgets, Why};
 
 /// Reason while every zone is whole and every budget is the user's.
 pub const ALL_ZONES_WHOLE: &str = "AllZonesWhole";
@@ -28,13 +28,6 @@ pub fn were_starting(previous: &[Condition]) -> bool {
     before.is_none_or(|c| c.reason == ZONES_STARTING)
 }
 
-/// Whether the zones are still starting: the budgets say so, or they were starting and `why` is
-/// not every zone whole.
-fn starting(previous: &[Condition], why: &Why) -> bool {
-    matches!(why, Why::Starting(_))
-        || were_starting(previous) && !matches!(why, Why::AllWhole | Why::Settling)
-}
-
 /// `zones` named, joined with `, `.
 fn named(zones: &[&str], indices: impl IntoIterator<Item = usize>) -> String {
     indices
@@ -44,36 +37,12 @@ fn named(zones: &[&str], indices: impl IntoIterator<Item = usize>) -> String {
         .join(", ")
 }
 
-/// The condition while the zones are starting: which zone may be disrupted, if any.
-fn starting_condition(zones: &[&str], budgets: &Budgets) -> SpecCondition {
-    let open = named(
-        zones,
-        (0..zones.len()).filter(|&i| budgets.open.get(i).copied().unwrap_or(false)),
-    );
-    let allows = if open.is_empty() {
-        "every zone blocks voluntary disruptions".to_owned()
-    } else {
-        format!("only zone {open} may be disrupted")
-    };
-    SpecCondition {
-        status: true,
-        reason: ZONES_STARTING,
-        message: format!(
-            "The zones are starting: not every zone has had all its pods ready yet; \
-             {allows} until every zone is whole"
-        ),
-    }
-}
-
-/// The condition of the budgets of `zones` (in spec order): `True` while any budget blocks
-/// because of a disruption, `False` while every zone is whole; [`ZONES_STARTING`] until every zone
-/// has been whole once (`previous`: the parent's current conditions).
+/// The condition of the budgets of `zones` (in spec order), phrasing why the budget rule
+/// ([`decide`](crate::workload::budgets::decide)) answered them: `True` while any budget blocks,
+/// `False` while every zone is whole; [`ZONES_STARTING`] until every zone has been whole once.
 #[must_use]
-pub fn condition(zones: &[&str], budgets: &Budgets, previous: &[Condition]) -> SpecCondition {
+pub fn condition(zones: &[&str], budgets: &Budgets) -> SpecCondition {
     let others = |zone: usize| named(zones, (0..zones.len()).filter(|&i| i != zone));
-    if starting(previous, &budgets.why) {
-        return starting_condition(zones, budgets);
-    }
     let (status, reason, message) = match &budgets.why {
         Why::AllWhole => (
             false,
@@ -109,7 +78,14 @@ pub fn condition(zones: &[&str], budgets: &Budgets, previous: &[Condition]) -> S
              then every budget reopens"
                 .to_owned(),
         ),
-        Why::Outage(short) | Why::Starting(short) => (
+        Why::Starting(_) => (
+            true,
+            ZONES_STARTING,
+            "The zones are starting: not every zone has had all its pods ready yet; every zone \
+             blocks voluntary disruptions until every zone is whole"
+                .to_owned(),
+        ),
+        Why::Outage(short) => (
             true,
             ZONE_OUTAGE,
             format!(
@@ -130,50 +106,23 @@ pub fn condition(zones: &[&str], budgets: &Budgets, previous: &[Condition]) -> S
 mod tests {
     use super::*;
 
-    fn seen(reason: &str) -> Condition {
-        Condition {
-            type_: ZONE_DISRUPTION.to_owned(),
-            status: "True".to_owned(),
-            reason: reason.to_owned(),
-            ..Condition::default()
-        }
-    }
-
     #[test]
-    fn zones_start_until_every_zone_was_whole_once() {
+    fn starting_zones_are_phrased_as_starting() {
         let zones = ["zone-a", "zone-b", "zone-c"];
+        let starting = Budgets {
+            open: vec![false; 3],
+            why: Why::Starting(vec![1, 2]),
+        };
+        let c = condition(&zones, &starting);
+        assert_eq!((c.status, c.reason), (true, ZONES_STARTING));
+        assert!(c.message.contains("every zone blocks"), "{}", c.message);
+        // Once the rule no longer says so, its own reasons: a later loss of every zone is an
+        // outage, not a start.
         let outage = Budgets {
             open: vec![false; 3],
             why: Why::Outage(vec![0, 1, 2]),
         };
-        // Created: no condition yet, then the one written by the first sync.
-        for previous in [vec![], vec![seen(ZONES_STARTING)]] {
-            let c = condition(&zones, &outage, &previous);
-            assert_eq!((c.status, c.reason), (true, ZONES_STARTING));
-            assert!(c.message.contains("every zone blocks"), "{}", c.message);
-        }
-        // One zone whole first: the others still start; the open zone is named.
-        let one = Budgets {
-            open: vec![true, false, false],
-            why: Why::Disrupted(0),
-        };
-        let c = condition(&zones, &one, &[seen(ZONES_STARTING)]);
-        assert_eq!(c.reason, ZONES_STARTING);
-        assert!(c.message.contains("only zone zone-a may"), "{}", c.message);
-        // Every zone whole once: the rule's own reasons from then on.
-        let settling = Budgets {
-            open: vec![false; 3],
-            why: Why::Settling,
-        };
-        assert_eq!(
-            condition(&zones, &settling, &[seen(ZONES_STARTING)]).reason,
-            SETTLING
-        );
-        // A later loss of every zone is an outage, not a start.
-        assert_eq!(
-            condition(&zones, &outage, &[seen(ALL_ZONES_WHOLE)]).reason,
-            ZONE_OUTAGE
-        );
+        assert_eq!(condition(&zones, &outage).reason, ZONE_OUTAGE);
     }
 
     #[test]
@@ -183,7 +132,6 @@ mod tests {
             open: vec![false; 3],
             why,
         };
-        let condition = |zones: &[&str], b: &Budgets| condition(zones, b, &[seen(ZONE_DISRUPTED)]);
         let c = condition(&zones, &budgets(Why::Disrupted(1)));
         assert_eq!((c.status, c.reason), (true, ZONE_DISRUPTED));
         assert!(

@@ -43,7 +43,7 @@ pub(super) fn access(
     };
     // This sync's template drops it, or pods of a template that named it may still be made.
     let needed = plan.current.is_some_and(|w| names_it(w) || !w.rolled_out())
-        || plan.migrating_from().is_some();
+        || plan.switching_from().is_some();
     if observed && needed {
         Access::Linger
     } else {

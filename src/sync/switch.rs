@@ -1,87 +1,14 @@
-//! Turning `spec.zones` on or off, or changing the zone names: the same safe switch as between
-//! a Deployment and a StatefulSet. A workload whose name the spec no longer asks for (`<name>`
-//! with zones, `<name>-<zone>` without them or for a zone no longer named) is *leaving*: it is
-//! kept exactly as observed, with its disruption budget, until every workload the spec asks for
-//! is observed and settled ([`ObservedChild::settled`]). The first sync that finds them all settled
-//! leaves the leaving workloads and their budgets out, and Metacontroller deletes them.
+//! The leaving workloads of a zone layout switch ([`Switch`]) and their budgets, answered as
+//! observed so that Metacontroller keeps them until the switch ends.
 
-use crate::api::effective::Effective;
-use crate::api::validation::Violation;
 use crate::children::ChildKind;
-use crate::children::servers::{Members, Shown};
-use crate::hook::{Child, Observed, ObservedChild, Received};
+use crate::hook::{Child, Received};
 use crate::keep::{self, Asked};
-use crate::status::{Migration, ZoneSwitch};
-use crate::workload::Plan;
+use crate::workload::Switch;
 
 use super::SyncError;
-use super::zones::Zoned;
 
-/// A zone layout switch under way: the leaving workloads still serve.
-pub(super) struct Switch<'a> {
-    /// The leaving workloads, kept as observed.
-    leaving: Vec<&'a ObservedChild>,
-    /// The leaving workloads' budgets (observed PDBs of the same names), kept as observed.
-    budgets: Vec<&'a ObservedChild>,
-    /// Which way the layout changes.
-    way: ZoneSwitch,
-}
-
-impl<'a> Switch<'a> {
-    /// The switch under way for the Memcached `name` whose valid spec plans `plan` (and, with
-    /// `spec.zones`, `zoned`) over the observed `children`: `None` when no workload is leaving,
-    /// or when every desired workload is observed and settled (the leaving ones then go).
-    pub(super) fn of(
-        plan: &Plan<'a>,
-        zoned: Option<&Zoned<'a>>,
-        children: &'a Observed,
-        name: &str,
-    ) -> Option<Self> {
-        let desired: Vec<(String, &Plan<'a>)> = match zoned {
-            Some(z) => z
-                .zones
-                .iter()
-                .map(|zp| (zp.zone.child_name(name), &zp.plan))
-                .collect(),
-            None => vec![(name.to_owned(), plan)],
-        };
-        let leaving: Vec<&ObservedChild> = children
-            .iter()
-            .filter(|c| is_workload(c) && !desired.iter().any(|(n, _)| *n == c.metadata.name))
-            .collect();
-        let settled = desired.iter().all(|(_, p)| {
-            p.current
-                .is_some_and(|c| c.settled(p.replicas.unwrap_or(1)))
-        });
-        if leaving.is_empty() || settled {
-            return None;
-        }
-        let pdb = ChildKind::PodDisruptionBudget;
-        let mut observed_budgets = std::collections::BTreeMap::new();
-        for c in children {
-            if c.api_version == pdb.api_version() && c.kind == pdb.kind() {
-                observed_budgets
-                    .entry(c.metadata.name.as_str())
-                    .or_insert(c);
-            }
-        }
-        let budgets = leaving
-            .iter()
-            .filter_map(|w| observed_budgets.get(w.metadata.name.as_str()).copied())
-            .collect();
-        let unzoned_leaving = leaving.iter().any(|w| w.metadata.name == name);
-        let way = match zoned {
-            Some(_) if unzoned_leaving => ZoneSwitch::On,
-            Some(_) => ZoneSwitch::Names,
-            None => ZoneSwitch::Off,
-        };
-        Some(Self {
-            leaving,
-            budgets,
-            way,
-        })
-    }
-
+impl Switch<'_> {
     /// The leaving workloads and their budgets, each kept exactly as observed.
     pub(super) fn kept(&self, received: &Received<'_>) -> Result<Vec<Child>, SyncError> {
         self.leaving
@@ -97,77 +24,6 @@ impl<'a> Switch<'a> {
             })
             .collect()
     }
-
-    /// The switch for the status, joined with a switch between Deployment and StatefulSet
-    /// (`kind_switch`) in some zone: the leaving workloads' ready pods still serve.
-    pub(super) fn migration(&self, kind_switch: Option<Migration<'a>>) -> Migration<'a> {
-        let ready: i32 = self
-            .leaving
-            .iter()
-            .map(|w| w.status.ready_replicas.unwrap_or(0))
-            .sum();
-        Migration {
-            from: self
-                .leaving
-                .first()
-                .map_or("Deployment", |w| w.kind.as_str()),
-            ready: ready + kind_switch.map_or(0, |m| m.ready),
-            zones: Some(self.way),
-        }
-    }
-
-    /// What `status.serverList` publishes during the switch, given what the new layout would
-    /// (`new`): a StatefulSet without zones turning zones on keeps naming its pods; zones
-    /// renamed keep the zones' own list; otherwise the Service, which selects the leaving and
-    /// the new pods alike, while any pod serves.
-    pub(super) fn members<'m>(&self, new: Members<'m>) -> Members<'m> {
-        let service = Members::Service(Shown::WhileServing);
-        match (self.way, new) {
-            (ZoneSwitch::Names, list @ (Members::Zones(..) | Members::Pods(_))) => list,
-            (ZoneSwitch::On, _) => match self.leaving.first() {
-                Some(old) if old.kind == ChildKind::StatefulSet.kind() => {
-                    Members::Pods(old.spec.replicas.unwrap_or(1))
-                }
-                _ => service,
-            },
-            _ => service,
-        }
-    }
-
-    /// Whether the server-list ConfigMap keeps what the new layout names (zones renamed), rather
-    /// than naming what [`Switch::members`] publishes.
-    pub(super) fn keeps_zone_members(&self) -> bool {
-        self.way == ZoneSwitch::Names
-    }
-}
-
-/// What the switch cannot do for the valid spec `e` of the Memcached `name` over the observed
-/// `children`: hand the zones' pods over to a workload the HorizontalPodAutoscaler sizes (it
-/// would start with one pod and end the switch there), so turning zones off and autoscaling on
-/// is refused while a zone's workload runs; the observed children are kept.
-pub(super) fn violations(e: &Effective<'_>, children: &Observed, name: &str) -> Vec<Violation> {
-    let prefix = format!("{name}-");
-    let zone_running = children
-        .iter()
-        .find(|c| is_workload(c) && c.metadata.name.starts_with(&prefix));
-    match zone_running {
-        Some(w) if e.zones.is_none() && e.autoscaling.is_some() => vec![Violation::invalid(
-            "spec.autoscaling.enabled",
-            true,
-            format!(
-                "cannot turn autoscaling on while the zone {} {} runs: turn zones off first and \
-                 enable autoscaling once the switch has ended",
-                w.kind, w.metadata.name
-            ),
-        )],
-        _ => Vec::new(),
-    }
-}
-
-/// An apps/v1 Deployment or StatefulSet.
-fn is_workload(c: &ObservedChild) -> bool {
-    c.api_version == "apps/v1"
-        && (c.kind == ChildKind::Deployment.kind() || c.kind == ChildKind::StatefulSet.kind())
 }
 
 /// The kind of a kept child, for the error that it cannot be kept.

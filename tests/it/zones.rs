@@ -651,3 +651,90 @@ fn turning_zones_off_and_autoscaling_on_at_once_is_refused_and_keeps_the_zones()
         degraded.message
     );
 }
+
+/// Forged or broken counts in the zones' workload status neither wrap nor turn the status
+/// negative: each is read as at least 0 and their sum stops at the largest count.
+#[test]
+fn forged_zone_counts_neither_wrap_nor_turn_negative() {
+    let created = children(&sync_value(&request(&[], [2, 2, 2])));
+    for (ready, replicas) in [(-2_147_483_645, -715_827_882), (i32::MAX, i32::MAX)] {
+        let mut req = request(&created, [2, 2, 2]);
+        for zone in ZONES {
+            let w = &mut req["children"]["Deployment.apps/v1"][format!("cache-{zone}")];
+            w["status"]["readyReplicas"] = json!(ready);
+            w["status"]["replicas"] = json!(replicas);
+            w["status"]["updatedReplicas"] = json!(replicas);
+        }
+        let answer = sync_value(&req);
+        let s = &answer["status"];
+        let count = |field: &str| s[field].as_i64().unwrap_or(0);
+        assert!(count("readyReplicas") >= 0, "{s}");
+        assert!(count("replicas") >= 0, "{s}");
+        assert!(count("readyReplicas") <= i64::from(i32::MAX), "{s}");
+        for z in s["zones"].as_array().expect("zones") {
+            assert!(z["readyReplicas"].as_i64().unwrap_or(0) >= 0, "{z}");
+        }
+        let message = &condition(&answer, "Available").message;
+        assert!(!message.starts_with('-'), "{message}");
+    }
+}
+
+/// The image of each zone's Deployment in `answer`, in zone order.
+fn images(answer: &Value) -> Vec<String> {
+    let now = children(answer);
+    ZONES.iter().map(|zone| zone_image(&now, zone)).collect()
+}
+
+/// A template-hash annotation edited on a later zone to name the desired template does not
+/// start that zone's rollout beside the first one: the template the zone was last given
+/// decides, and one zone rolls at a time.
+#[test]
+fn a_forged_template_hash_on_a_later_zone_starts_no_second_rollout() {
+    let old = children(&sync_value(&request(&[], [2, 2, 2])));
+    let mut new_spec = spec();
+    new_spec["image"] = json!("memcached:1.6.39");
+    // Zone c's desired template, as a new cache gets it at once.
+    let created = sync_value(&request_with(new_spec.clone(), &[], [0, 0, 0]));
+    let desired = named(&children(&created), "Deployment", "cache-zone-c")
+        .expect("zone-c")["metadata"]["annotations"]["memcached.c5c3.io/template-hash"]
+        .clone();
+    assert!(desired.is_string(), "{desired}");
+    let mut req = request_with(new_spec, &old, [2, 2, 2]);
+    let forged = &mut req["children"]["Deployment.apps/v1"]["cache-zone-c"];
+    forged["metadata"]["annotations"]["memcached.c5c3.io/template-hash"] = desired;
+    let answer = sync_value(&req);
+    let old_image = zone_image(&old, "zone-c");
+    assert_eq!(
+        images(&answer),
+        ["memcached:1.6.39", old_image.as_str(), old_image.as_str()],
+        "only the first zone rolls"
+    );
+}
+
+/// A held zone whose recorded template lacks labels its selector asks for (the zone label) is
+/// answered with them: a workload whose selector does not match its template is refused.
+#[test]
+fn a_held_template_is_answered_with_the_labels_its_selector_matches() {
+    let mut old = children(&sync_value(&request(&[], [2, 2, 2])));
+    for child in &mut old {
+        if child["metadata"]["name"] == "cache-zone-b" && child["kind"] == "Deployment" {
+            let labels = child["spec"]["template"]["metadata"]["labels"]
+                .as_object_mut()
+                .expect("labels");
+            labels.retain(|k, _| !k.contains("zone"));
+        }
+    }
+    let mut new_spec = spec();
+    new_spec["image"] = json!("memcached:1.6.39");
+    let answer = sync_value(&request_with(new_spec, &old, [2, 2, 2]));
+    let now = children(&answer);
+    let b = named(&now, "Deployment", "cache-zone-b").expect("zone-b");
+    let selector = b["spec"]["selector"]["matchLabels"]
+        .as_object()
+        .expect("selector");
+    let labels = &b["spec"]["template"]["metadata"]["labels"];
+    for (k, v) in selector {
+        assert_eq!(&labels[k], v, "{k}: {labels}");
+    }
+    assert_ne!(zone_image(&now, "zone-b"), "memcached:1.6.39");
+}

@@ -39,7 +39,7 @@ fn pods_are_listed_by_name_in_ordinal_order() {
 
 #[test]
 fn the_lists_agree_with_the_status_server_list() {
-    let status = crate::children::statefulset::server_list("cache", "shop", 3, 11211);
+    let status = Members::Pods(3).addresses("cache", "shop", 11211);
     assert_eq!(data(&pods(3))[PLAIN], status.join(","));
 }
 
@@ -91,15 +91,15 @@ fn tls_lists_the_tls_port_the_names_to_verify_and_no_twemproxy() {
 #[test]
 fn oslo_cache_writes_an_ipv6_literal_in_its_inet6_form() {
     let entries = [
-        Entry {
+        Server {
             host: "fd00::1".to_owned(),
             label: "a".to_owned(),
         },
-        Entry {
+        Server {
             host: "10.0.0.1".to_owned(),
             label: "b".to_owned(),
         },
-        Entry {
+        Server {
             host: "cache-0.cache.shop.svc".to_owned(),
             label: "c".to_owned(),
         },

@@ -260,6 +260,83 @@ mod tests {
         }
     }
 
+    /// A workload with `ready` ready pods and, when `budget` is given, a budget observed with
+    /// `(disruptedPods, currentHealthy, expectedPods)`.
+    fn observed(ready: i32, budget: Option<(usize, i32, i32)>) -> ZoneFacts {
+        let workload: ObservedChild = serde_json::from_value(serde_json::json!({
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "cache-a"},
+            "status": {"readyReplicas": ready}
+        }))
+        .expect("workload");
+        let budget: Option<ObservedChild> = budget.map(|(disrupted, healthy, expected)| {
+            let pods: serde_json::Map<String, serde_json::Value> = (0..disrupted)
+                .map(|i| (format!("cache-a-{i}"), "2026-12-01T00:00:00Z".into()))
+                .collect();
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                "metadata": {"name": "cache-a"},
+                "spec": {"maxUnavailable": 1},
+                "status": {"disruptedPods": pods, "currentHealthy": healthy,
+                           "expectedPods": expected}
+            }))
+            .expect("budget")
+        });
+        ZoneFacts::observe(Some(&workload), 3, budget.as_ref())
+    }
+
+    /// What a zone of 3 pods is observed as: short when its workload counts fewer ready pods,
+    /// or when its budget has let a pod go (listed in `disruptedPods`, or fewer healthy pods
+    /// than it covers) before the workload counts it.
+    #[test]
+    fn a_zone_is_short_by_its_ready_pods_or_by_what_its_budget_let_go() {
+        let table = [
+            ("whole, no budget", 3, None, false),
+            ("whole, budget untouched", 3, Some((0, 3, 3)), false),
+            ("fewer ready pods", 2, Some((0, 3, 3)), true),
+            ("a pod evicted, not yet counted", 3, Some((1, 3, 3)), true),
+            (
+                "a pod evicted and counted unhealthy",
+                3,
+                Some((1, 2, 3)),
+                true,
+            ),
+            ("fewer healthy than covered", 3, Some((0, 2, 3)), true),
+            ("more healthy than covered", 3, Some((0, 4, 3)), false),
+            ("a budget that covers no pod yet", 3, Some((0, 0, 0)), false),
+        ];
+        for (what, ready, budget, short) in table {
+            assert_eq!(observed(ready, budget).short, short, "{what}");
+        }
+    }
+
+    #[test]
+    fn an_observed_budget_is_open_unless_it_blocks_and_a_missing_one_counts_open() {
+        assert!(observed(3, None).open);
+        assert!(observed(3, Some((0, 3, 3))).open);
+        let blocking: ObservedChild = serde_json::from_value(serde_json::json!({
+            "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": "cache-a"}, "spec": {"maxUnavailable": 0}
+        }))
+        .expect("budget");
+        assert!(!ZoneFacts::observe(None, 3, Some(&blocking)).open);
+    }
+
+    /// The rule over what a drain shows before the workload counts it: the zone whose budget
+    /// let a pod go holds the allowance, and the other zones block.
+    #[test]
+    fn a_budget_that_let_a_pod_go_is_a_disruption_of_its_zone() {
+        let evicted = ZoneFacts {
+            open: true,
+            ..observed(3, Some((1, 3, 3)))
+        };
+        let whole = observed(3, Some((0, 3, 3)));
+        let got = decide(&[whole, evicted, whole], false);
+        assert_eq!(
+            (answer(&got).as_str(), got.why),
+            ("c o c", Why::Disrupted(1))
+        );
+    }
+
     /// Every observed state of `n` zones: each zone open or closed, whole or short.
     fn all_states(n: usize) -> impl Iterator<Item = Vec<ZoneFacts>> {
         (0..4_u32.pow(u32::try_from(n).unwrap_or(0))).map(move |code| {
