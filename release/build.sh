@@ -28,9 +28,11 @@
 # be byte-identical to the amd64 binary's); each archive holds one image of its architecture.
 #
 # Caches outside the clone: $HOME/.cache/memcached-hook/target-static (amd64) and target-arm64.
-# Tools: Debian's gcc-aarch64-linux-gnu, qemu-user-static and buildah (apt-get when root and
-# missing), the rustup target aarch64-unknown-linux-gnu, helm and kustomize built from their Go
-# modules at the pins of tests/tools/versions.sh and tests/manifests/check.sh.
+# Tools: Debian's gcc-aarch64-linux-gnu, libc6-dev-arm64-cross, qemu-user-static, buildah and
+# file (RELEASE_PACKAGES: installed when missing, probed again after), the rustup target
+# aarch64-unknown-linux-gnu, helm and kustomize built from their Go modules at the pins of
+# tests/tools/versions.sh and tests/manifests/check.sh. Each tool still missing after its install
+# step fails the tools step with one line naming it.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -59,28 +61,38 @@ source "$ROOT/tests/lib/steps.sh"
 # image_commit
 # shellcheck source=tests/lib/image-recipe.sh
 source "$ROOT/tests/lib/image-recipe.sh"
+# apt_need
+# shellcheck source=tests/lib/apt.sh
+source "$ROOT/tests/lib/apt.sh"
+
+# What the arm64 build, the emulated run and the images need, each named by what is probed after
+# the install step: the cross compiler, the cross C library's headers and static libc (only
+# recommended by the compiler's package, so not installed with it), qemu-user and buildah.
+RELEASE_PACKAGES=(
+    aarch64-linux-gnu-gcc=gcc-aarch64-linux-gnu
+    /usr/aarch64-linux-gnu/include/bits/libc-header-start.h=libc6-dev-arm64-cross
+    /usr/aarch64-linux-gnu/lib/libc.a=libc6-dev-arm64-cross
+    qemu-aarch64-static=qemu-user-static
+    buildah=buildah
+    file=file
+)
 
 tools() {
-    local missing=()
-    command -v aarch64-linux-gnu-gcc >/dev/null || missing+=(gcc-aarch64-linux-gnu)
-    command -v qemu-aarch64-static >/dev/null || command -v qemu-aarch64 >/dev/null || missing+=(qemu-user-static)
-    command -v buildah >/dev/null || missing+=(buildah)
-    if ((${#missing[@]})); then
-        [[ $(id -u) -eq 0 ]] || { echo "missing ${missing[*]} and not root: apt-get install ${missing[*]}"; return 1; }
-        echo "installing ${missing[*]} from Debian's packages"
-        timeout 300 apt-get update -qq >/dev/null 2>&1
-        DEBIAN_FRONTEND=noninteractive timeout 900 apt-get install -y -qq --no-install-recommends \
-            "${missing[@]}" >"$WORK/apt.log" 2>&1 || { tail -n 20 "$WORK/apt.log"; return 1; }
-    fi
+    apt_need "${RELEASE_PACKAGES[@]}" || return 1
     if ! rustup target list --installed | grep -qx aarch64-unknown-linux-gnu; then
-        timeout 600 rustup target add aarch64-unknown-linux-gnu || return 1
+        timeout 600 rustup target add aarch64-unknown-linux-gnu
+        rustup target list --installed | grep -qx aarch64-unknown-linux-gnu ||
+            { echo "missing after rustup target add: aarch64-unknown-linux-gnu (rust-std)" >&2; return 1; }
     fi
-    QEMU=$(command -v qemu-aarch64-static || command -v qemu-aarch64)
-    HELM=$(bash "$ROOT/tests/tools/build-go-tool.sh" helm) || return 1
+    QEMU=$(command -v qemu-aarch64-static)
+    HELM=$(bash "$ROOT/tests/tools/build-go-tool.sh" helm) && [[ -x "$HELM" ]] ||
+        { echo "missing after its build: helm (tests/tools/build-go-tool.sh helm)" >&2; return 1; }
     if ! [[ -x "$KUSTOMIZE" && "$("$KUSTOMIZE" version 2>/dev/null)" == "$KUSTOMIZE_VERSION" ]]; then
         mkdir -p "$(dirname "$KUSTOMIZE")"
         GOBIN="$(dirname "$KUSTOMIZE")" GOTOOLCHAIN=local GOFLAGS='' timeout 900 \
-            go install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION" || return 1
+            go install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
+        [[ "$("$KUSTOMIZE" version 2>/dev/null)" == "$KUSTOMIZE_VERSION" ]] ||
+            { echo "missing after go install: kustomize $KUSTOMIZE_VERSION ($KUSTOMIZE)" >&2; return 1; }
     fi
     echo "$(aarch64-linux-gnu-gcc --version | head -n 1); $("$QEMU" --version | head -n 1)"
     echo "$(buildah --version); helm $("$HELM" version --short); kustomize $("$KUSTOMIZE" version)"

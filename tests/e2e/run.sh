@@ -487,15 +487,9 @@ phase "uninstall"
 # ---- reload condition: the reload agent's Pod condition, real memcached + real API server ---------
 # tests/e2e/reload_condition.py: memcached with TLS and `memcached-hook reload-agent --pod-condition`
 # on 127.0.0.1, a Pod that never runs (no kubelet here) whose status the agent patches.
-need=()
-command -v memcached >/dev/null 2>&1 || need+=(memcached)
-command -v openssl >/dev/null 2>&1 || need+=(openssl)
-if ((${#need[@]})); then
-  log "installing ${need[*]} (apt)"
-  # shellcheck source=../lib/apt.sh
-  source "${ROOT}/tests/lib/apt.sh"
-  apt_install "${need[@]}" || bad "reload condition: apt-get install ${need[*]}"
-fi
+# shellcheck source=../lib/apt.sh
+source "${ROOT}/tests/lib/apt.sh"
+apt_need memcached=memcached openssl=openssl || bad "reload condition: Debian packages (memcached, openssl)"
 if command -v memcached >/dev/null 2>&1; then
   rc_out="${WORK}/reload-condition.out"
   timeout --kill-after=10 240 "${PY}" "${HERE}/reload_condition.py" --hook "${HOOK}" \
