@@ -5,9 +5,11 @@
 #   docker build -t registry.example.com/memcached-hook:0.1.0 .
 #
 # (registry.example.com is a placeholder: tag and push to your own registry; README.md, "Build
-# and push the image".) Needs BuildKit, the default builder of current Docker, for the cache mounts. The image is linux/amd64: the Rust target is
-# named explicitly below. Without Docker, tests/image/build.sh builds the same image with buildah
-# from the same binary (and reads the labels below from this file).
+# and push the image".) Needs BuildKit, the default builder of current Docker, for the cache
+# mounts. This build's image is linux/amd64: the Rust target is named explicitly below
+# (release/build.sh publishes linux/amd64 and linux/arm64 under one tag). Without Docker,
+# tests/image/build.sh builds the same image with buildah from the same binary (and reads the
+# labels below from this file).
 #
 # The cargo command in the builder stage is the one tests/manifests/static-build.sh runs in CI
 # (it reads it from this file), so the binary this image copies is the one CI builds and checks
@@ -35,8 +37,9 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry,sharing=locked \
 FROM scratch
 
 ARG VERSION=0.1.0
-# Where the source and the install guide live: placeholders, set them to your repository's
-# (`--build-arg SOURCE_URL=https://...`).
+# Where the source and the install guide live: placeholders here, set them to your repository's
+# (`--build-arg SOURCE_URL=https://...`). release/build.sh sets both from its PROJECT_URL and fails
+# if the placeholder is left in the image.
 ARG SOURCE_URL=https://git.example.com/memcached-hook
 ARG DOCUMENTATION_URL=https://git.example.com/memcached-hook/docs/install.md
 LABEL org.opencontainers.image.title="memcached-hook" \

@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
 # Builds the release artifacts of memcached-hook into one directory and checks them:
 #
-#   bash release/build.sh                     # into dist/ of the clone (gitignored)
-#   RELEASE_OUT=/some/dir bash release/build.sh
+#   PROJECT_URL=https://... bash release/build.sh     # into dist/ of the clone (gitignored)
+#   PROJECT_URL=https://... RELEASE_OUT=/some/dir bash release/build.sh
 #   bash release/build.sh --arm64-binary      # only the tools and the arm64 binary, into its cache
 #                                             # (tests/lib/prebuild.sh, in the background)
+#
+# PROJECT_URL, required: the project's home, where its source is and where its files are served as
+# pages (PROJECT_URL/docs/install.md opens the install guide; for a repository on a forge, the
+# address of its default branch's tree). The committed chart and Dockerfile hold the placeholder
+# PLACEHOLDER_URL below; the release puts PROJECT_URL in its place in the chart (sources, links,
+# the alerts' runbook URLs), the image labels (org.opencontainers.image.source, .documentation)
+# and the manifests, and fails if the placeholder is left in any artifact.
 #
 # Artifacts (VERSION is Cargo.toml's):
 #   memcached-hook-VERSION-linux-amd64        static binary (glibc, crt-static), the image's own:
@@ -13,24 +20,32 @@
 #   memcached-hook-VERSION-linux-arm64        static binary, cross-compiled with the same release
 #                                             profile (aarch64-unknown-linux-gnu, crt-static,
 #                                             linker aarch64-linux-gnu-gcc)
-#   memcached-hook-VERSION-linux-amd64.oci.tar  the image per architecture as an OCI archive
-#   memcached-hook-VERSION-linux-arm64.oci.tar  (buildah, with the Dockerfile's USER, ENTRYPOINT,
-#                                             ENV, EXPOSE and LABELs read through tests/image/image.py)
+#   memcached-hook-VERSION.oci.tar            the image as an OCI archive holding one image index
+#                                             (tag VERSION) of two images, linux/amd64 and
+#                                             linux/arm64 (buildah, with the Dockerfile's USER,
+#                                             ENTRYPOINT, ENV, EXPOSE and LABELs read through
+#                                             tests/image/image.py)
 #   memcached-hook-VERSION.tgz                `helm package charts/memcached-hook`
-#   install.yaml                              release/install-yaml.sh: kustomize build of deploy/crd/,
-#                                             deploy/ and metacontroller/: the CRD, the hook and the
-#                                             CompositeController (Metacontroller itself is not in it)
-#   crd.yaml                                  deploy/crd/crd.yaml
+#   install.yaml                              release/install-yaml.sh: kustomize build of deploy/
+#                                             and metacontroller/: the hook and the
+#                                             CompositeController, without the CRD (Metacontroller
+#                                             itself is not in it either)
+#   crd.yaml                                  deploy/crd/crd.yaml, the CRD alone
 #   SHA256SUMS                                sha256sum of all of the above, checked with sha256sum -c
 #
 # Checks: both binaries are static executables of their architecture; the arm64 binary runs
 # under qemu-user (`--version`, and `render` of config/samples/production.yaml, whose output must
-# be byte-identical to the amd64 binary's); each archive holds one image of its architecture.
+# be byte-identical to the amd64 binary's); the archive's index holds one image per platform, each
+# with its architecture's config and binary (ELF machine), and resolves per architecture through
+# skopeo; install.yaml holds no CRD and crd.yaml only the CRD; PROJECT_URL is in the chart and the
+# image labels and PLACEHOLDER_URL in no artifact.
 #
 # Caches outside the clone: $HOME/.cache/memcached-hook/target-static (amd64) and target-arm64.
-# Tools: Debian's gcc-aarch64-linux-gnu, qemu-user-static and buildah (apt-get when root and
-# missing), the rustup target aarch64-unknown-linux-gnu, helm and kustomize built from their Go
-# modules at the pins of tests/tools/versions.sh and tests/manifests/check.sh.
+# Tools: Debian's gcc-aarch64-linux-gnu, libc6-dev-arm64-cross, qemu-user-static, buildah and
+# file (RELEASE_PACKAGES: installed when missing, probed again after), the rustup target
+# aarch64-unknown-linux-gnu, helm and kustomize built from their Go modules at the pins of
+# tests/tools/versions.sh and tests/manifests/check.sh. Each tool still missing after its install
+# step fails the tools step with one line naming it.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -43,6 +58,7 @@ ARM64_BIN="$ARM64_TARGET_DIR/aarch64-unknown-linux-gnu/release/memcached-hook"
 KUSTOMIZE_VERSION=$(sed -n 's/^KUSTOMIZE_VERSION="\(.*\)"$/\1/p' "$ROOT/tests/manifests/check.sh")
 KUSTOMIZE="$CACHE/bin/kustomize-$KUSTOMIZE_VERSION/kustomize"
 SAMPLE="$ROOT/config/samples/production.yaml"
+PLACEHOLDER_URL=https://git.example.com/memcached-hook
 NAME="memcached-hook-$VERSION"
 export PATH="$HOME/.cargo/bin:/usr/local/go/bin:$PATH"
 WORK=$(mktemp -d)
@@ -59,28 +75,64 @@ source "$ROOT/tests/lib/steps.sh"
 # image_commit
 # shellcheck source=tests/lib/image-recipe.sh
 source "$ROOT/tests/lib/image-recipe.sh"
+# apt_need
+# shellcheck source=tests/lib/apt.sh
+source "$ROOT/tests/lib/apt.sh"
+
+# What the arm64 build, the emulated run and the images need, each named by what is probed after
+# the install step: the cross compiler, the cross C library's headers and static libc (only
+# recommended by the compiler's package, so not installed with it), qemu-user and buildah.
+RELEASE_PACKAGES=(
+    aarch64-linux-gnu-gcc=gcc-aarch64-linux-gnu
+    /usr/aarch64-linux-gnu/include/bits/libc-header-start.h=libc6-dev-arm64-cross
+    /usr/aarch64-linux-gnu/lib/libc.a=libc6-dev-arm64-cross
+    qemu-aarch64-static=qemu-user-static
+    buildah=buildah
+    skopeo=skopeo
+    file=file
+)
+
+# PROJECT_URL: set, an https URL, and not a placeholder.
+project() {
+    [[ -n "${PROJECT_URL:-}" ]] || {
+        echo "PROJECT_URL is not set: the project's home (https://...), written into the chart, the image labels and the manifests"
+        return 1
+    }
+    PROJECT_URL=${PROJECT_URL%/}
+    [[ $PROJECT_URL =~ ^https://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~%/+-]*)?$ ]] ||
+        { echo "PROJECT_URL=$PROJECT_URL: not an https URL (letters, digits and ._~%/+- in its path)"; return 1; }
+    [[ $PROJECT_URL != *example.com* && $PROJECT_URL != *example.org* ]] ||
+        { echo "PROJECT_URL=$PROJECT_URL: a placeholder, not the project's home"; return 1; }
+    IMAGE_BUILD_ARGS=("SOURCE_URL=$PROJECT_URL" "DOCUMENTATION_URL=$PROJECT_URL/docs/install.md")
+    echo "project home: $PROJECT_URL"
+}
+
+# stamp FILE...: PLACEHOLDER_URL replaced by PROJECT_URL, in place.
+stamp() {
+    python3 - "$PLACEHOLDER_URL" "$PROJECT_URL" "$@" <<'EOF'
+import pathlib, sys
+old, new, *files = sys.argv[1:]
+for f in map(pathlib.Path, files):
+    f.write_text(f.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
+EOF
+}
 
 tools() {
-    local missing=()
-    command -v aarch64-linux-gnu-gcc >/dev/null || missing+=(gcc-aarch64-linux-gnu)
-    command -v qemu-aarch64-static >/dev/null || command -v qemu-aarch64 >/dev/null || missing+=(qemu-user-static)
-    command -v buildah >/dev/null || missing+=(buildah)
-    if ((${#missing[@]})); then
-        [[ $(id -u) -eq 0 ]] || { echo "missing ${missing[*]} and not root: apt-get install ${missing[*]}"; return 1; }
-        echo "installing ${missing[*]} from Debian's packages"
-        timeout 300 apt-get update -qq >/dev/null 2>&1
-        DEBIAN_FRONTEND=noninteractive timeout 900 apt-get install -y -qq --no-install-recommends \
-            "${missing[@]}" >"$WORK/apt.log" 2>&1 || { tail -n 20 "$WORK/apt.log"; return 1; }
-    fi
+    apt_need "${RELEASE_PACKAGES[@]}" || return 1
     if ! rustup target list --installed | grep -qx aarch64-unknown-linux-gnu; then
-        timeout 600 rustup target add aarch64-unknown-linux-gnu || return 1
+        timeout 600 rustup target add aarch64-unknown-linux-gnu
+        rustup target list --installed | grep -qx aarch64-unknown-linux-gnu ||
+            { echo "missing after rustup target add: aarch64-unknown-linux-gnu (rust-std)" >&2; return 1; }
     fi
-    QEMU=$(command -v qemu-aarch64-static || command -v qemu-aarch64)
-    HELM=$(bash "$ROOT/tests/tools/build-go-tool.sh" helm) || return 1
+    QEMU=$(command -v qemu-aarch64-static)
+    HELM=$(bash "$ROOT/tests/tools/build-go-tool.sh" helm) && [[ -x "$HELM" ]] ||
+        { echo "missing after its build: helm (tests/tools/build-go-tool.sh helm)" >&2; return 1; }
     if ! [[ -x "$KUSTOMIZE" && "$("$KUSTOMIZE" version 2>/dev/null)" == "$KUSTOMIZE_VERSION" ]]; then
         mkdir -p "$(dirname "$KUSTOMIZE")"
         GOBIN="$(dirname "$KUSTOMIZE")" GOTOOLCHAIN=local GOFLAGS='' timeout 900 \
-            go install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION" || return 1
+            go install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
+        [[ "$("$KUSTOMIZE" version 2>/dev/null)" == "$KUSTOMIZE_VERSION" ]] ||
+            { echo "missing after go install: kustomize $KUSTOMIZE_VERSION ($KUSTOMIZE)" >&2; return 1; }
     fi
     echo "$(aarch64-linux-gnu-gcc --version | head -n 1); $("$QEMU" --version | head -n 1)"
     echo "$(buildah --version); helm $("$HELM" version --short); kustomize $("$KUSTOMIZE" version)"
@@ -137,59 +189,133 @@ emulated() {
     fi
 }
 
-# oci ARCH BINARY: the image of tests/image/build.sh for ARCH, as an OCI archive.
-oci() {
-    local arch=$1 binary=$2 image
-    image="localhost/memcached-hook:$VERSION-$arch"
-    image_commit "$arch" "$binary" "$image" >/dev/null &&
-        rm -f "$OUT/$NAME-linux-$arch.oci.tar" &&
-        buildah "${STORE[@]}" push --quiet "$image" "oci-archive:$OUT/$NAME-linux-$arch.oci.tar:memcached-hook:$VERSION" ||
-        return 1
-    # What the archive says: its config's architecture and the binary in its one layer.
-    mkdir -p "$WORK/unpack-$arch"
-    tar -xf "$OUT/$NAME-linux-$arch.oci.tar" -C "$WORK/unpack-$arch" || return 1
-    python3 - "$WORK/unpack-$arch" "$arch" "$binary" <<'EOF' || return 1
-import hashlib, io, json, sys, tarfile
-root, arch, binary = sys.argv[1:]
-def blob(d):
-    return open(f"{root}/blobs/{d.replace(':', '/')}", "rb").read()
-index = json.load(open(f"{root}/index.json"))
-assert len(index["manifests"]) == 1, index
-manifest = json.loads(blob(index["manifests"][0]["digest"]))
-config = json.loads(blob(manifest["config"]["digest"]))
-assert (config["os"], config["architecture"]) == ("linux", arch), (config["os"], config["architecture"])
-assert len(manifest["layers"]) == 1, manifest["layers"]
-layer = tarfile.open(fileobj=io.BytesIO(blob(manifest["layers"][0]["digest"])))
-files = [m for m in layer.getmembers() if m.isfile()]
-assert [m.name.lstrip("./") for m in files] == ["memcached-hook"], [m.name for m in files]
-inside = hashlib.sha256(layer.extractfile(files[0]).read()).hexdigest()
-assert inside == hashlib.sha256(open(binary, "rb").read()).hexdigest(), "layer binary differs"
-print(f"linux/{arch}: one layer holding the {arch} binary (sha256 {inside[:12]}), "
-      f"user {config['config']['User']}, entrypoint {config['config']['Entrypoint']}")
-EOF
-    echo "$NAME-linux-$arch.oci.tar: $(du -h "$OUT/$NAME-linux-$arch.oci.tar" | cut -f1)"
+# image ARCH BINARY: the image of tests/image/build.sh for linux/ARCH, committed to buildah's
+# storage as localhost/memcached-hook:VERSION-ARCH, with PROJECT_URL in its labels.
+image() {
+    local arch=$1 binary=$2
+    image_commit "$arch" "$binary" "localhost/memcached-hook:$VERSION-$arch" >/dev/null || return 1
+    echo "linux/$arch: localhost/memcached-hook:$VERSION-$arch"
 }
 
+# The two images as one OCI image index (tag VERSION) in one OCI archive, then what it says: the
+# layout read directly (an index of two manifests with platform linux/amd64 and linux/arm64, each
+# config of its architecture, each one layer holding exactly that binary, of its ELF machine, and
+# the labels carrying PROJECT_URL), and the index resolved per architecture by skopeo.
+index() {
+    local list="localhost/memcached-hook:$VERSION" archive="$OUT/$NAME.oci.tar" arch got
+    buildah "${STORE[@]}" manifest create "$list" >/dev/null || return 1
+    for arch in amd64 arm64; do
+        buildah "${STORE[@]}" manifest add "$list" "containers-storage:localhost/memcached-hook:$VERSION-$arch" \
+            >/dev/null || return 1
+    done
+    rm -f "$archive"
+    buildah "${STORE[@]}" manifest push --quiet --all --format oci "$list" "oci-archive:$archive:$VERSION" ||
+        return 1
+    mkdir -p "$WORK/unpack"
+    tar -xf "$archive" -C "$WORK/unpack" || return 1
+    python3 - "$WORK/unpack" "$VERSION" "$OUT/$NAME-linux-amd64" "$OUT/$NAME-linux-arm64" "$PROJECT_URL" \
+        "$WORK/platforms" <<'EOF' || return 1
+import hashlib, io, json, struct, sys, tarfile
+root, version, amd64, arm64, home, platforms_out = sys.argv[1:]
+binaries = {"amd64": amd64, "arm64": arm64}
+machines = {62: "amd64", 183: "arm64"}  # ELF e_machine: EM_X86_64, EM_AARCH64
+INDEX = "application/vnd.oci.image.index.v1+json"
+MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+def blob(d):
+    return open(f"{root}/blobs/{d.replace(':', '/')}", "rb").read()
+top = json.load(open(f"{root}/index.json"))
+assert len(top["manifests"]) == 1, top["manifests"]
+entry = top["manifests"][0]
+assert entry["mediaType"] == INDEX, entry
+assert entry.get("annotations", {}).get("org.opencontainers.image.ref.name") == version, entry
+index = json.loads(blob(entry["digest"]))
+platforms = sorted((m["platform"]["os"], m["platform"]["architecture"]) for m in index["manifests"])
+assert platforms == [("linux", "amd64"), ("linux", "arm64")], platforms
+with open(platforms_out, "w") as out:
+    out.writelines(f"{m['platform']['architecture']} {json.loads(blob(m['digest']))['config']['digest']}\n"
+                   for m in index["manifests"])
+for m in index["manifests"]:
+    arch = m["platform"]["architecture"]
+    assert m["mediaType"] == MANIFEST, m
+    manifest = json.loads(blob(m["digest"]))
+    config = json.loads(blob(manifest["config"]["digest"]))
+    assert (config["os"], config["architecture"]) == ("linux", arch), (arch, config["os"], config["architecture"])
+    assert len(manifest["layers"]) == 1, manifest["layers"]
+    layer = tarfile.open(fileobj=io.BytesIO(blob(manifest["layers"][0]["digest"])))
+    files = [f for f in layer.getmembers() if f.isfile()]
+    assert [f.name.lstrip("./") for f in files] == ["memcached-hook"], [f.name for f in files]
+    data = layer.extractfile(files[0]).read()
+    assert data[:4] == b"\x7fELF", "not an ELF file"
+    machine = machines.get(struct.unpack_from("<H", data, 18)[0])
+    assert machine == arch, f"linux/{arch} holds a binary for {machine}"
+    inside = hashlib.sha256(data).hexdigest()
+    assert inside == hashlib.sha256(open(binaries[arch], "rb").read()).hexdigest(), f"{arch}: layer binary differs"
+    labels = config["config"]["Labels"]
+    assert labels["org.opencontainers.image.source"] == home, labels
+    assert labels["org.opencontainers.image.documentation"] == f"{home}/docs/install.md", labels
+    print(f"index {entry['digest'][:19]}: linux/{arch} {m['digest'][:19]}, config {arch}, "
+          f"one layer holding the {machine} ELF binary (sha256 {inside[:12]}), "
+          f"user {config['config']['User']}, entrypoint {config['config']['Entrypoint']}")
+EOF
+    # skopeo picks the instance of each platform from the index: the config it resolves to is
+    # the one of that platform's manifest (its sha256), of that architecture.
+    for arch in amd64 arm64; do
+        timeout 120 skopeo inspect --override-os linux --override-arch "$arch" --config --raw \
+            "oci-archive:$archive:$VERSION" >"$WORK/resolved-$arch.json" || return 1
+        got="$(python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); print(c["os"] + "/" + c["architecture"])' \
+            "$WORK/resolved-$arch.json") sha256:$(sha256sum "$WORK/resolved-$arch.json" | cut -d' ' -f1)"
+        echo "skopeo --override-arch $arch: config $got"
+        [[ $got == "linux/$arch $(grep "^$arch " "$WORK/platforms" | cut -d' ' -f2)" ]] ||
+            { echo "linux/$arch resolves to another image than the index's linux/$arch"; return 1; }
+    done
+    echo "$NAME.oci.tar: $(du -h "$archive" | cut -f1)"
+}
+
+# The chart, packaged from a copy with PROJECT_URL in place of the placeholder.
 chart() {
-    rm -f "$OUT/$NAME.tgz"
-    "$HELM" package "$ROOT/charts/memcached-hook" --destination "$OUT" >"$WORK/package.log" 2>&1 || {
+    local copy="$WORK/chart/memcached-hook" files
+    rm -rf "$WORK/chart" "$OUT/$NAME.tgz"
+    mkdir -p "$WORK/chart"
+    cp -a "$ROOT/charts/memcached-hook" "$copy" || return 1
+    mapfile -t files < <(grep -rlF "$PLACEHOLDER_URL" "$copy")
+    ((${#files[@]} == 0)) || stamp "${files[@]}" || return 1
+    "$HELM" package "$copy" --destination "$OUT" >"$WORK/package.log" 2>&1 || {
         cat "$WORK/package.log"
         return 1
     }
     [[ -f "$OUT/$NAME.tgz" ]] || { echo "helm package wrote no $NAME.tgz (chart version != $VERSION?)"; ls "$OUT"; return 1; }
-    echo "$NAME.tgz: $(tar -tzf "$OUT/$NAME.tgz" | wc -l) files"
+    echo "$NAME.tgz: $(tar -tzf "$OUT/$NAME.tgz" | wc -l) files, PROJECT_URL written into ${#files[@]}"
 }
 
+# install.yaml without the CRD, crd.yaml with nothing but the CRD.
 manifests() {
     bash "$ROOT/release/install-yaml.sh" "$KUSTOMIZE" build >"$WORK/install.yaml" || return 1
+    stamp "$WORK/install.yaml" || return 1
     install -m 0644 "$WORK/install.yaml" "$OUT/install.yaml"
     install -m 0644 "$ROOT/deploy/crd/crd.yaml" "$OUT/crd.yaml"
     echo "install.yaml: $(grep -E '^kind: ' "$OUT/install.yaml" | sort | uniq -c | awk '{ printf "%s%s %s", sep, $1, $3; sep = ", " }')"
+    echo "crd.yaml: $(grep -E '^kind: ' "$OUT/crd.yaml" | sort | uniq -c | awk '{ printf "%s%s %s", sep, $1, $3; sep = ", " }')"
+    ! grep -q '^kind: CustomResourceDefinition$' "$OUT/install.yaml" ||
+        { echo "install.yaml holds a CRD: deleting it would delete every Memcached"; return 1; }
+    [[ "$(grep -E '^kind: ' "$OUT/crd.yaml")" == "kind: CustomResourceDefinition" ]] ||
+        { echo "crd.yaml holds more than the CRD"; return 1; }
+}
+
+# No artifact names the placeholder; the packaged chart names PROJECT_URL as its source.
+placeholders() {
+    local left host=${PLACEHOLDER_URL#https://}
+    host=${host%%/*}
+    rm -rf "$WORK/chart-check" && mkdir -p "$WORK/chart-check" &&
+        tar -xzf "$OUT/$NAME.tgz" -C "$WORK/chart-check" || return 1
+    left=$(grep -rlF "$host" "$OUT/install.yaml" "$OUT/crd.yaml" "$WORK/chart-check" "$WORK/unpack")
+    [[ -z "$left" ]] || { echo "the placeholder $host is left in: ${left//$'\n'/ }"; return 1; }
+    grep -qxF -- "- $PROJECT_URL" "$WORK/chart-check/memcached-hook/Chart.yaml" ||
+        { echo "the chart's sources do not name $PROJECT_URL"; return 1; }
+    echo "no $host in install.yaml, crd.yaml, the chart or the image; the chart's sources: $PROJECT_URL"
 }
 
 sums() {
-    local files=("$NAME-linux-amd64" "$NAME-linux-arm64" "$NAME-linux-amd64.oci.tar"
-        "$NAME-linux-arm64.oci.tar" "$NAME.tgz" install.yaml crd.yaml)
+    local files=("$NAME-linux-amd64" "$NAME-linux-arm64" "$NAME.oci.tar" "$NAME.tgz" install.yaml crd.yaml)
     (cd "$OUT" && sha256sum "${files[@]}" >SHA256SUMS && sha256sum -c --strict SHA256SUMS) || return 1
 }
 
@@ -204,15 +330,18 @@ if [[ "${1:-}" == --arm64-binary ]]; then
 fi
 mkdir -p "$OUT"
 echo "release $VERSION into $OUT"
-step tools tools
+step project project
+[[ $failed -eq 0 ]] && step tools tools
 [[ $failed -eq 0 ]] && step amd64 amd64
 [[ $failed -eq 0 ]] && step arm64 arm64
 if [[ $failed -eq 0 ]]; then
     step emulated emulated
-    step oci-amd64 oci amd64 "$OUT/$NAME-linux-amd64"
-    step oci-arm64 oci arm64 "$OUT/$NAME-linux-arm64"
+    step image-amd64 image amd64 "$OUT/$NAME-linux-amd64"
+    step image-arm64 image arm64 "$OUT/$NAME-linux-arm64"
+    [[ $failed -eq 0 ]] && step index index
     step chart chart
     step manifests manifests
+    [[ $failed -eq 0 ]] && step placeholders placeholders
     [[ $failed -eq 0 ]] && step sums sums
 fi
 echo "total: $(elapsed "$t_all") s"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Prints install.yaml: the CRD (deploy/crd/), the hook (deploy/) and the CompositeController
-# (metacontroller/), each as `kustomize build` renders it, in that order, separated by `---`.
-# Metacontroller itself is not in it.
+# Prints install.yaml: the hook (deploy/) and the CompositeController (metacontroller/), each as
+# `kustomize build` renders it, in that order, separated by `---`. The CRD is not in it: it ships
+# apart as crd.yaml (deploy/crd/), so that `kubectl delete -f install.yaml` removes the hook and
+# keeps every Memcached. Metacontroller itself is not in it either.
 #
 #   bash release/install-yaml.sh KUSTOMIZE-COMMAND...    e.g. kustomize build | kubectl kustomize
 #
@@ -10,7 +11,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 (($#)) || { echo "usage: $0 KUSTOMIZE-COMMAND..." >&2; exit 2; }
 sep=""
-for d in deploy/crd deploy metacontroller; do
+for d in deploy metacontroller; do
     out=$("$@" "$ROOT/$d") || { echo "$* $d failed" >&2; exit 1; }
     printf '%s%s\n' "$sep" "$out"
     sep=$'---\n'

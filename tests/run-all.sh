@@ -33,8 +33,10 @@
 #   load       tests/load/run.sh (sustained load, SIGTERM mid-load, slow clients; loopback only)
 #   fuzz       tests/fuzz/smoke.sh (cargo-fuzz on stable, decode + sync, 200k executions or 60 s)
 #   release    release/build.sh into a temporary directory (static amd64 binary of the manifests
-#              phase, arm64 cross-compiled and run under qemu-user, OCI archives, the packaged
-#              chart, install.yaml, crd.yaml, SHA256SUMS checked with sha256sum -c)
+#              phase, arm64 cross-compiled and run under qemu-user, one OCI archive holding the
+#              amd64/arm64 image index, resolved per architecture, the packaged chart, install.yaml
+#              without the CRD, crd.yaml, PROJECT_URL in place of the placeholder everywhere,
+#              SHA256SUMS checked with sha256sum -c)
 # Select phases with PHASES="rust peers". Heavy caches live outside the clone, under
 # $HOME/.cache/memcached-hook (cargo's target dir, venvs, Go-built binaries), keyed by version;
 # the target dir is shared by every clone, and .cargo/config.toml + build.rs make a clone rebuild
@@ -92,11 +94,12 @@ phase_load() {
 }
 
 # The artifacts go to a directory of their own, removed after the phase (the release directory of a
-# real release is RELEASE_OUT, or dist/).
+# real release is RELEASE_OUT, or dist/). The project's home is PROJECT_URL when set, else an
+# address under the reserved .test domain: enough to check that it reaches every artifact.
 phase_release() {
     local out rc=0
     out=$(mktemp -d "${TMPDIR:-/tmp}/memcached-hook-release.XXXXXX")
-    RELEASE_OUT="$out" bash release/build.sh || rc=1
+    RELEASE_OUT="$out" PROJECT_URL="${PROJECT_URL:-https://memcached-hook.test/source}" bash release/build.sh || rc=1
     rm -rf "$out"
     return "$rc"
 }

@@ -16,7 +16,9 @@ NODE_NAME=localhost # resolves to 127.0.0.1: the API server reaches the kubelet 
 NODE_BRIDGE="${E2E_NODE_BRIDGE:-mchk-e2e0}"
 NODE_CIDR="${E2E_POD_CIDR:-10.213.77.0/24}"
 NODE_GW="${NODE_CIDR%.*}.1"
-NODE_PACKAGES=(containerd runc containernetworking-plugins buildah iptables)
+# What the node needs from Debian, each as the file probed after the install step and its package.
+NODE_PACKAGES=(containerd=containerd runc=runc /usr/lib/cni/bridge=containernetworking-plugins
+  buildah=buildah iptables=iptables)
 # Set by the kubelet (vm.*, kernel.*) and by CNI (forwarding); written back by node_cleanup.
 NODE_SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops
   kernel.keys.root_maxkeys kernel.keys.root_maxbytes net.ipv4.ip_forward
@@ -71,18 +73,10 @@ node_host_state() {
 }
 
 node_preflight() {
-  local missing=() p
-  for p in "${NODE_PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}\n' "${p}" 2>/dev/null | grep -q '^install ok installed' || missing+=("${p}")
-  done
-  if ((${#missing[@]})); then
-    [[ $(id -u) -eq 0 ]] || die "the node needs ${missing[*]} (Debian packages) and root"
-    log "installing ${missing[*]} from Debian's packages"
-    timeout 300 apt-get update -qq >"${S}/logs/apt.log" 2>&1 || true
-    DEBIAN_FRONTEND=noninteractive timeout 900 apt-get install -y -qq --no-install-recommends \
-      "${missing[@]}" >>"${S}/logs/apt.log" 2>&1 || { tail -n 20 "${S}/logs/apt.log" >&2; die "apt-get install"; }
-  fi
   [[ $(id -u) -eq 0 ]] || die "the node needs root (containerd, mounts, network)"
+  # shellcheck source=../lib/apt.sh
+  source "${here}/../lib/apt.sh"
+  apt_need "${NODE_PACKAGES[@]}" >&2 || die "the node's Debian packages"
   local b
   for b in "${KUBELET_BIN}" "${KUBE_SCHEDULER_BIN}" "${COREDNS_BIN}"; do
     [[ -x "${b}" ]] || die "missing ${b} (run tests/e2e/build-bins.sh kube coredns)"

@@ -23,9 +23,10 @@
 #              StatefulSet, each with its Service and PDB, are
 #              created for real with server-side apply, applied again unchanged: no
 #              resourceVersion moves; then deleted
-#   uninstall  kubectl apply -f install.yaml (release/install-yaml.sh, or E2E_INSTALL_YAML) installs;
-#              kubectl delete -k deploy/ (the documented uninstall) removes the hook and keeps the
-#              CRD, a Memcached and the Deployment it owns; kubectl delete -k deploy/crd/ deletes them
+#   uninstall  kubectl apply -f crd.yaml, then -f install.yaml (release/install-yaml.sh, or
+#              E2E_INSTALL_YAML; it must hold no CRD) installs; kubectl delete -f install.yaml (the
+#              documented uninstall of the release artifacts) removes the hook and keeps the CRD, a
+#              Memcached and the Deployment it owns; kubectl delete -k deploy/crd/ deletes them
 #   reload condition  reload_condition.py: memcached with TLS and `memcached-hook reload-agent
 #              --pod-condition` on 127.0.0.1 set the condition memcached.c5c3.io/SecretReload on a Pod
 #              that never runs: True after the first delivery, False/ReloadFailed for a certificate
@@ -412,9 +413,10 @@ done
 phase "stability"
 
 # ---- uninstall: what the documented commands remove ------------------------------------------------
-# docs/install.md: `kubectl delete -k deploy/` removes the hook and keeps the CRD, every Memcached and
+# docs/install.md: `kubectl delete -f install.yaml` (the hook and the CompositeController, as
+# `kubectl delete -k deploy/` for the hook) removes the hook and keeps the CRD, every Memcached and
 # what it owns (here a Deployment with the owner reference Metacontroller sets; the garbage
-# collector runs in this cluster); `kubectl delete -k deploy/crd/` is what deletes the caches.
+# collector runs in this cluster); only `kubectl delete -f crd.yaml` (deploy/crd/) deletes the caches.
 UN_NS=uninstall
 un_owned() { # un_owned UID: a Deployment owned by the Memcached cache-minimal, as Metacontroller makes it
   cat <<EOF
@@ -429,9 +431,10 @@ EOF
 }
 un_left() { k get crd/memcacheds.memcached.c5c3.io -o name 2>/dev/null
   k get memcached/cache-minimal deployment/cache-minimal -n "${UN_NS}" -o name 2>/dev/null; }
-# The install is the release's install.yaml (release/install-yaml.sh: deploy/crd/, deploy/ and
-# metacontroller/), built here with `kubectl kustomize`, or the file E2E_INSTALL_YAML names. Without
-# Metacontroller's CRDs on this API server its CompositeController is left out, and the line says so.
+# The install is the release's crd.yaml (deploy/crd/crd.yaml) and install.yaml (release/install-yaml.sh:
+# deploy/ and metacontroller/), built here with `kubectl kustomize`, or the file E2E_INSTALL_YAML
+# names. Without Metacontroller's CRDs on this API server its CompositeController is left out, and
+# the line says so.
 UN_INSTALL="${WORK}/install.yaml"
 UN_NOTE="all of it"
 if [[ -n "${E2E_INSTALL_YAML:-}" ]]; then cp "${E2E_INSTALL_YAML}" "${UN_INSTALL}"
@@ -447,17 +450,21 @@ open(path, "w").write("\n---\n".join(keep))
 PY
   UN_NOTE="all but the CompositeController (no Metacontroller CRDs on this API server)"
 fi
-if [[ -s "${UN_INSTALL}" ]] && out="$(k apply -f "${UN_INSTALL}" 2>&1 \
+if [[ -s "${UN_INSTALL}" ]] && grep -q '^kind: CustomResourceDefinition$' "${UN_INSTALL}"; then
+  out="install.yaml holds a CRD: kubectl delete -f install.yaml would delete every Memcached"
+  : >"${UN_INSTALL}"
+fi
+if [[ -s "${UN_INSTALL}" ]] && out="$(k apply -f "${CRD_UNDER_TEST}" 2>&1 && k apply -f "${UN_INSTALL}" 2>&1 \
   && k create namespace "${UN_NS}" 2>&1 && k apply -n "${UN_NS}" -f "${ROOT}/config/samples/minimal.yaml" 2>&1)" \
   && uid="$(k get -n "${UN_NS}" memcached cache-minimal -o jsonpath='{.metadata.uid}')" \
   && out="$(un_owned "${uid}" | k apply -f - 2>&1)" \
   && k -n memcached-system get deployment memcached-hook >/dev/null 2>&1; then
-  ok "uninstall: kubectl apply -f install.yaml (${UN_NOTE}) installs the CRD and the hook; a Memcached owns a Deployment"
-  if out="$(k delete -k "${ROOT}/deploy/" --wait=true --timeout=50s 2>&1)" \
+  ok "uninstall: kubectl apply -f crd.yaml and -f install.yaml (${UN_NOTE}) install the CRD and the hook; a Memcached owns a Deployment"
+  if out="$(k delete -f "${UN_INSTALL}" --wait=true --timeout=50s 2>&1)" \
     && ! k get namespace memcached-system >/dev/null 2>&1 && [[ "$(un_left | wc -l)" == 3 ]]; then
-    ok "uninstall: kubectl delete -k deploy/ removes the hook and its namespace; the CRD, the Memcached and its Deployment stay"
+    ok "uninstall: kubectl delete -f install.yaml removes the hook and its namespace; the CRD, the Memcached and its Deployment stay"
   else
-    bad "uninstall: kubectl delete -k deploy/ removes the hook and keeps the CRD, the Memcached and its Deployment" \
+    bad "uninstall: kubectl delete -f install.yaml removes the hook and keeps the CRD, the Memcached and its Deployment" \
       "${out}" "left: $(un_left | tr '\n' ' ')"
   fi
   # The control: deleting deploy/crd/ does delete the Memcached and, through garbage collection, its
@@ -480,22 +487,16 @@ if [[ -s "${UN_INSTALL}" ]] && out="$(k apply -f "${UN_INSTALL}" 2>&1 \
   fi
   k delete namespace "${UN_NS}" --wait=false >/dev/null 2>&1 || true
 else
-  bad "uninstall: install with kubectl apply -f install.yaml (${UN_NOTE})" "${out:-}$(cat "${WORK}/install-yaml.err" 2>/dev/null)"
+  bad "uninstall: install with kubectl apply -f crd.yaml and -f install.yaml (${UN_NOTE})" "${out:-}$(cat "${WORK}/install-yaml.err" 2>/dev/null)"
 fi
 phase "uninstall"
 
 # ---- reload condition: the reload agent's Pod condition, real memcached + real API server ---------
 # tests/e2e/reload_condition.py: memcached with TLS and `memcached-hook reload-agent --pod-condition`
 # on 127.0.0.1, a Pod that never runs (no kubelet here) whose status the agent patches.
-need=()
-command -v memcached >/dev/null 2>&1 || need+=(memcached)
-command -v openssl >/dev/null 2>&1 || need+=(openssl)
-if ((${#need[@]})); then
-  log "installing ${need[*]} (apt)"
-  # shellcheck source=../lib/apt.sh
-  source "${ROOT}/tests/lib/apt.sh"
-  apt_install "${need[@]}" || bad "reload condition: apt-get install ${need[*]}"
-fi
+# shellcheck source=../lib/apt.sh
+source "${ROOT}/tests/lib/apt.sh"
+apt_need memcached=memcached openssl=openssl || bad "reload condition: Debian packages (memcached, openssl)"
 if command -v memcached >/dev/null 2>&1; then
   rc_out="${WORK}/reload-condition.out"
   timeout --kill-after=10 240 "${PY}" "${HERE}/reload_condition.py" --hook "${HOOK}" \

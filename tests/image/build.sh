@@ -45,17 +45,12 @@ source "$ROOT/tests/lib/steps.sh"
 # image_commit
 # shellcheck source=tests/lib/image-recipe.sh
 source "$ROOT/tests/lib/image-recipe.sh"
+# apt_need
+# shellcheck source=tests/lib/apt.sh
+source "$ROOT/tests/lib/apt.sh"
 
 tools() {
-    local missing=() p
-    for p in buildah podman runc; do command -v "$p" >/dev/null || missing+=("$p"); done
-    if ((${#missing[@]})); then
-        [[ $(id -u) -eq 0 ]] || { echo "missing ${missing[*]} and not root: apt-get install ${missing[*]}"; return 1; }
-        echo "installing ${missing[*]} from Debian's packages"
-        timeout 300 apt-get update -qq >/dev/null 2>&1
-        DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -qq --no-install-recommends \
-            "${missing[@]}" >"$WORK/apt.log" 2>&1 || { tail -n 20 "$WORK/apt.log"; return 1; }
-    fi
+    apt_need buildah=buildah podman=podman runc=runc || return 1
     echo "$(buildah --version); $(podman --version); $(runc --version | head -n 1)"
 }
 

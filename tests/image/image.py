@@ -1,7 +1,8 @@
 """Helpers for tests/image/build.sh.
 
-  image.py labels --dockerfile Dockerfile --version V
-      the final stage's LABELs (ARG defaults and --version substituted), one key=value a line
+  image.py labels --dockerfile Dockerfile --version V [--build-arg KEY=VALUE]...
+      the final stage's LABELs (ARG defaults, or the value of a --build-arg as `docker build`
+      takes it, and --version substituted), one key=value a line
   image.py user-entrypoint --dockerfile Dockerfile
       the final stage's USER and ENTRYPOINT (JSON), two lines
   image.py env --dockerfile Dockerfile
@@ -30,13 +31,14 @@ def final_stage(dockerfile):
     return lines[start:]
 
 
-def labels(dockerfile, version):
+def labels(dockerfile, version, build_args=()):
     args, out = {}, {}
+    given = dict(a.split("=", 1) for a in build_args)
     for line in final_stage(dockerfile):
         word, _, rest = line.partition(" ")
         if word.upper() == "ARG" and "=" in rest:
             k, v = rest.split("=", 1)
-            args[k.strip()] = v.strip()
+            args[k.strip()] = given.get(k.strip(), v.strip())
         if word.upper() == "LABEL":
             for item in shlex.split(rest):
                 k, v = item.split("=", 1)
@@ -136,12 +138,13 @@ def main():
     ap.add_argument("what", choices=["labels", "user-entrypoint", "env", "check"])
     ap.add_argument("--dockerfile", required=True)
     ap.add_argument("--version", default="")
+    ap.add_argument("--build-arg", action="append", default=[], dest="build_args")
     ap.add_argument("--oci-dir")
     ap.add_argument("--binary")
     ap.add_argument("--max-mib", type=float, default=20)
     a = ap.parse_args()
     if a.what == "labels":
-        for k, v in labels(a.dockerfile, a.version).items():
+        for k, v in labels(a.dockerfile, a.version, a.build_args).items():
             print(f"{k}={v}")
         return 0
     if a.what == "env":

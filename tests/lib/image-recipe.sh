@@ -2,16 +2,18 @@
 # The image's recipe, written once for tests/image/build.sh and release/build.sh: buildah puts a
 # static binary on an empty base with the Dockerfile's USER, ENTRYPOINT, ENV, EXPOSE and LABELs
 # (read through tests/image/image.py), plus the commit as revision and creation time. Source it
-# once ROOT, WORK, VERSION and STORE (buildah's storage flags) are set.
+# once ROOT, WORK, VERSION and STORE (buildah's storage flags) are set; IMAGE_BUILD_ARGS (an array
+# of KEY=VALUE, as `docker build --build-arg` takes them) sets the Dockerfile's ARGs of the labels.
 #
 #   image_commit ARCH BINARY IMAGE   commits IMAGE for linux/ARCH with BINARY as /memcached-hook
 #                                    (root-owned, 0755); prints the image id
 
 image_commit() {
     local arch=$1 binary=$2 image=$3 labels=() envs=() line user entry ctr revision created epoch
-    local py="$ROOT/tests/image/image.py"
+    local py="$ROOT/tests/image/image.py" build_args=() a
+    for a in "${IMAGE_BUILD_ARGS[@]}"; do build_args+=(--build-arg "$a"); done
     while IFS= read -r line; do labels+=(--label "$line"); done \
-        < <(python3 "$py" labels --dockerfile "$ROOT/Dockerfile" --version "$VERSION")
+        < <(python3 "$py" labels --dockerfile "$ROOT/Dockerfile" --version "$VERSION" "${build_args[@]}")
     while IFS= read -r line; do envs+=(--env "$line"); done \
         < <(python3 "$py" env --dockerfile "$ROOT/Dockerfile")
     { read -r user; read -r entry; } < <(python3 "$py" user-entrypoint --dockerfile "$ROOT/Dockerfile")

@@ -33,17 +33,9 @@ die() {
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo -n "$@"; fi; }
 
 # ---- 1. system packages ------------------------------------------------------------------------------------
-need=()
-command -v memcached >/dev/null 2>&1 || need+=(memcached)
-command -v openssl >/dev/null 2>&1 || need+=(openssl)
-command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
-command -v ip >/dev/null 2>&1 || need+=(iproute2)
-if [ ${#need[@]} -gt 0 ]; then
-    echo "peers: installing ${need[*]}"
-    # shellcheck source=tests/lib/apt.sh
-    source "$ROOT/tests/lib/apt.sh"
-    apt_install "${need[@]}" || die "apt-get install ${need[*]}"
-fi
+# shellcheck source=tests/lib/apt.sh
+source "$ROOT/tests/lib/apt.sh"
+apt_need memcached=memcached openssl=openssl setpriv=util-linux ip=iproute2 || die "Debian packages"
 MEMCACHED=$(command -v memcached) || die "memcached not installed"
 
 # ---- 2. python with PyYAML ---------------------------------------------------------------------------------
