@@ -23,8 +23,8 @@ mod customize;
 mod error;
 mod inputs;
 mod invalid;
+mod leaving;
 mod options;
-mod switch;
 mod zones;
 
 use agent_account::Access;

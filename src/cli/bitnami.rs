@@ -15,12 +15,12 @@ use serde_json::{Value, json};
 
 use super::input::{INPUT_LIMIT, read_bounded};
 
-mod auth;
 mod chart;
 mod conversion;
 mod left_out;
 mod metadata;
 mod release;
+mod sasl;
 mod values;
 
 use chart::Generation;
