@@ -38,6 +38,20 @@
 
   e2e_lib.py validate-jsonschema SCHEMA FILE...
       Validate each JSON FILE against SCHEMA (jsonschema package); exit 1 on any error.
+
+  e2e_lib.py quantity-crs OUT
+      Write to OUT one multi-document YAML of Memcacheds whose children carry computed or
+      user-written quantities over a range of sizes: item memory around every power-of-two
+      number of GiB (the default memory request crosses 1Gi, 2Gi, ...), extstore files of many
+      sizes on both volume kinds, and user resources written in many forms (1000m, 0.5Gi, 1e9).
+
+  e2e_lib.py quantity-list RENDERED OUT
+      Write the workloads (Deployment, StatefulSet) among the children in RENDERED as one
+      v1 List to OUT, for one `kubectl create --dry-run=server -f OUT -o json`; print how many.
+
+  e2e_lib.py quantity-compare LIST LIVE
+      Exit 0 when every item of LIST appears in the List LIVE (the API server's answer, matched
+      by kind and name) with every field unchanged; else print each difference and exit 1.
 """
 import http.client
 import json
@@ -288,6 +302,92 @@ class Hook:
         return self.proc.pid if self.proc else None
 
 
+# Item memory around each power-of-two number of GiB: the default memory request
+# (maxMemoryMB plus its overheads) lands on and beside every multiple of 1024 Mi there.
+QUANTITY_GIB = (1, 2, 4, 16, 64)
+QUANTITY_WIDTH = 100
+MAX_MEMORY_MB = 65536  # the CRD's bound of maxMemoryMB
+# Extstore file sizes, written as a user might: the volume adds its own overheads.
+EXTSTORE_SIZES = ("256Mi", "960Mi", "1000Mi", "1023Mi", "1Gi", "1025Mi", "1500M", "2G", "1e9",
+                  "10Gi", "100Gi", "1T", "1Ti")
+# User resources in many spellings, (cpu, memory), each as request and limit.
+USER_RESOURCES = (("1000m", "1024Mi"), ("0.5", "0.5Gi"), ("1.5", "1536Mi"), ("100m", "1e9"),
+                  ("2000m", "1G"), ("1", "1000M"), ("0.1", "134217728"), ("250m", "123456789"),
+                  ("1e3", "1.5Gi"), ("1500m", "262144Ki"), ("3", "1000000Ki"), ("0.25", "0.25Gi"))
+
+
+def quantity_crs():
+    docs = []
+
+    def cr(name, spec):
+        docs.append({"apiVersion": "memcached.c5c3.io/v1beta1", "kind": "Memcached",
+                     "metadata": {"name": name}, "spec": spec})
+
+    for gib in QUANTITY_GIB:
+        top = 1024 * gib
+        for mb in range(top - QUANTITY_WIDTH, min(top + 2, MAX_MEMORY_MB + 1)):
+            cr(f"q-mem-{mb}", {"replicas": 1, "memcached": {"maxMemoryMB": mb}})
+    for n, size in enumerate(EXTSTORE_SIZES):
+        for volume in ("Ephemeral", "EmptyDir"):
+            cr(f"q-ext-{volume.lower()}-{n}",
+               {"replicas": 1, "memcached": {"maxMemoryMB": 962},
+                "extstore": {"enabled": True, "size": size, "volume": volume}})
+    for n, (cpu, memory) in enumerate(USER_RESOURCES):
+        both = {"cpu": cpu, "memory": memory}
+        cr(f"q-res-{n}", {"replicas": 1, "resources": {"requests": both, "limits": both}})
+    return docs
+
+
+def cmd_quantity_crs(out):
+    docs = quantity_crs()
+    # JSON documents: a YAML writer leaves `1e9` unquoted, which a YAML 1.2 reader takes as a number.
+    with open(out, "w", encoding="utf-8") as f:
+        f.write("\n---\n".join(json.dumps(d) for d in docs) + "\n")
+    print(len(docs))
+    return 0
+
+
+def cmd_quantity_list(rendered, out):
+    items = []
+    for child in load_children(rendered, False):
+        if child.get("kind") in ("Deployment", "StatefulSet"):
+            child.get("metadata", {}).pop("namespace", None)
+            items.append(child)
+    with open(out, "w", encoding="utf-8") as f:
+        json.dump({"apiVersion": "v1", "kind": "List", "items": items}, f)
+    print(len(items))
+    return 0 if items else 1
+
+
+def cmd_quantity_compare(listed, live):
+    with open(listed, encoding="utf-8") as f:
+        want = json.load(f)["items"]
+    # kubectl prints one object, a List, or (for the items of a List file) the objects one
+    # after the other.
+    with open(live, encoding="utf-8") as f:
+        text = f.read()
+    got, at, decoder = [], 0, json.JSONDecoder()
+    while text[at:].strip():
+        obj, end = decoder.raw_decode(text, at + len(text[at:]) - len(text[at:].lstrip()))
+        got.extend(obj["items"] if obj.get("kind") == "List" else [obj])
+        at = end
+    by_key = {(o.get("kind"), o["metadata"]["name"]): o for o in got}
+    bad = 0
+    for w in want:
+        key = (w.get("kind"), w["metadata"]["name"])
+        if key not in by_key:
+            print(f"{key[0]}/{key[1]}: not in the API server's answer")
+            bad += 1
+            continue
+        out = []
+        diff_subset(w, by_key[key], "", out)
+        for path, a, b in out:
+            print(f"{key[0]}/{key[1]}{path}: rendered {a!r}, stored {b!r}")
+        bad += bool(out)
+    print(f"{len(want) - bad} of {len(want)} workloads come back unchanged")
+    return 1 if bad else 0
+
+
 def main(argv):
     if len(argv) < 2:
         print(__doc__, file=sys.stderr)
@@ -305,6 +405,12 @@ def main(argv):
         return cmd_crd_workaround(*args)
     if cmd == "servicemonitor-schema" and len(args) == 2:
         return cmd_servicemonitor_schema(*args)
+    if cmd == "quantity-crs" and len(args) == 1:
+        return cmd_quantity_crs(args[0])
+    if cmd == "quantity-list" and len(args) == 2:
+        return cmd_quantity_list(*args)
+    if cmd == "quantity-compare" and len(args) == 2:
+        return cmd_quantity_compare(*args)
     if cmd == "validate-jsonschema" and len(args) >= 2:
         return cmd_validate_jsonschema(args[0], args[1:])
     print(__doc__, file=sys.stderr)

@@ -350,6 +350,25 @@ if k create --dry-run=server --validate=strict -n "${CH_NS}" -f "${WORK}/childre
 else
   bad "children control: non-canonical quantities (1000m, 1024Ki) come back changed"
 fi
+# Quantities the hook computes or rewrites, over a range of sizes: each workload must come back
+# from the API server with every quantity as the hook wrote it, or Metacontroller would see a
+# difference on every sync (the item memory around each power-of-two GiB, extstore files on both
+# volume kinds, user resources in many spellings).
+QDIR="${WORK}/children/quantities"
+mkdir -p "${QDIR}"
+if ncr="$(lib quantity-crs "${QDIR}/crs.yaml")" \
+  && "${HOOK}" render "${QDIR}/crs.yaml" >"${QDIR}/rendered.yaml" 2>"${QDIR}/err" \
+  && nwl="$(lib quantity-list "${QDIR}/rendered.yaml" "${QDIR}/list.json" 2>>"${QDIR}/err")"; then
+  ok "quantities: ${ncr} Memcacheds over a range of sizes render ${nwl} workloads"
+  if out="$(k create --dry-run=server --validate=strict -n "${CH_NS}" -f "${QDIR}/list.json" -o json 2>&1 >"${QDIR}/live.json")"; then
+    if d="$(lib quantity-compare "${QDIR}/list.json" "${QDIR}/live.json")"; then ok "quantities: ${d##*$'\n'}"
+    else bad "quantities: every workload comes back with its quantities as written" "$(head -c 3000 <<<"${d}")"; fi
+  else
+    bad "quantities: the API server accepts every workload (create --dry-run=server)" "$(head -c 3000 <<<"${out}")"
+  fi
+else
+  bad "quantities: Memcacheds over a range of sizes render" "$(head -c 3000 "${QDIR}/err")"
+fi
 phase "children"
 
 # ---- stability: server-side apply twice (a stand-in for idempotency, NOT Metacontroller) ----------
