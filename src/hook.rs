@@ -255,7 +255,7 @@ pub struct Parent {
     /// The spec (JSON `null` or absent means all defaults).
     #[serde(default, deserialize_with = "null_as_default")]
     pub spec: MemcachedSpec,
-    /// The current status; only its conditions are read.
+    /// The current status; only its conditions and the zones' `shortSince` are read.
     #[serde(default, deserialize_with = "null_as_default")]
     pub status: ParentStatus,
 }
@@ -285,12 +285,25 @@ pub struct ParentAnnotations {
     pub restart_trigger: Option<String>,
 }
 
-/// The parent's current status, reduced to its conditions.
+/// The parent's current status, reduced to what a sync reads back.
 #[derive(Debug, Default, Deserialize)]
 pub struct ParentStatus {
     /// Current conditions, including types other controllers wrote.
     #[serde(default, deserialize_with = "null_as_default")]
     pub conditions: Vec<Condition>,
+    /// `status.zones` as the last sync wrote it: only since when each zone is short is read.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub zones: Vec<ZoneShort>,
+}
+
+/// A zone's entry of `status.zones`, as far as a sync reads it back.
+#[derive(Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ZoneShort {
+    /// The zone.
+    pub name: String,
+    /// Since when the zone is short of ready pods (RFC 3339), as the last sync wrote it.
+    pub short_since: Option<String>,
 }
 
 /// Treats JSON `null` like an absent field.

@@ -16,7 +16,7 @@ use crate::hook::{Child, Parent, Received, SyncResponse};
 use crate::keep::{self, Asked};
 use crate::secrets;
 use crate::status::{self, PdbState};
-use crate::workload::{self, Layout, Plan};
+use crate::workload::{self, Before, Layout, Plan};
 
 mod agent_account;
 mod customize;
@@ -116,9 +116,13 @@ pub fn sync(
         violations = workload::violations(&e, &req.children, name);
     }
     let statefulsets = declared(&ChildKind::StatefulSet);
-    let starting = status::zones::were_starting(&parent.status.conditions);
+    let before = Before {
+        starting: status::zones::were_starting(&parent.status.conditions),
+        zones: &parent.status.zones,
+        now,
+    };
     let at = (name, statefulsets);
-    let layout = Layout::of(&e, &req.children, at, violations.is_empty(), starting);
+    let layout = Layout::of(&e, &req.children, at, violations.is_empty(), before);
     let access = agent_account::access(&e, options, req, &layout.plan);
     let needed = needed_kinds(&e, access);
     let missing_kinds = needed
@@ -150,7 +154,18 @@ pub fn sync(
     };
     let inputs = inputs(req, &e, &layout, outcome, &options.reload_agent_image);
     let status = status::build(&inputs, &parent.status.conditions, &condition_time(now));
-    Ok(SyncResponse { children, status })
+    // A second past the moment, so that the zone is lost when the sync comes.
+    let resync_after_seconds = layout
+        .zones
+        .as_ref()
+        .and_then(|z| z.next_loss_seconds)
+        .and_then(|s| i32::try_from(s.saturating_add(1)).ok())
+        .map(f64::from);
+    Ok(SyncResponse {
+        children,
+        status,
+        resync_after_seconds,
+    })
 }
 
 /// The desired children of the `kinds` a valid spec asks for, and what they are.

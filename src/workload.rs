@@ -2,7 +2,8 @@
 //! zone with `spec.zones`), the switch from the layout observed to the one the spec asks for,
 //! the zones' budgets and rollout order, and who the server lists name. Everything is derived
 //! from the spec and the observed children, never from the parent's status (which may be
-//! stale); only whether the zones were starting is read from the conditions the hook wrote.
+//! stale); only whether the zones were starting, and since when a zone is short, are read from
+//! the status the hook wrote ([`Before`]).
 //!
 //! One [`Layout`] per sync carries it: the builders in `sync` read it to answer the children,
 //! the status reads its facts ([`Layout::creating`], [`Layout::members`],
@@ -24,7 +25,7 @@ use members::members;
 pub use plan::{Plan, other};
 pub use switch::{Switch, violations};
 pub use switching::{Switching, ZoneSwitch, count};
-pub use zones::{ZonePlan, Zoned};
+pub use zones::{Before, ZonePlan, Zoned};
 
 /// The layout of one sync: the workload `<name>` (planned even with zones, where it is the
 /// workload a switch turning zones on leaves), the zones, and the zone layout switch under way.
@@ -40,19 +41,19 @@ pub struct Layout<'a> {
 impl<'a> Layout<'a> {
     /// The layout of the Memcached `name` with effective spec `e` over the observed `children`;
     /// `statefulsets`: the CompositeController declares them. Only a `valid` spec has zones and
-    /// a switch (an invalid one keeps what is observed). `zones_starting`: the zones were
-    /// starting at the last sync ([`budgets::decide`]).
+    /// a switch (an invalid one keeps what is observed). `before`: what the zones' budgets read
+    /// from the last sync's status, and this sync's time ([`budgets::decide`]).
     #[must_use]
     pub fn of(
         e: &'a Effective<'a>,
         children: &'a Observed,
         (name, statefulsets): (&str, bool),
         valid: bool,
-        zones_starting: bool,
+        before: Before<'_>,
     ) -> Self {
         let plan = Plan::new(e, children, name, statefulsets, valid);
         let zones = valid
-            .then(|| Zoned::of(e, children, (name, statefulsets), zones_starting))
+            .then(|| Zoned::of(e, children, (name, statefulsets), before))
             .flatten();
         let switch = valid
             .then(|| Switch::of(&plan, zones.as_ref(), children, name))

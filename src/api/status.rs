@@ -85,6 +85,11 @@ pub struct ZoneStatus {
     /// (at most one zone holds it while any zone is short of ready pods).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disruption_allowed: Option<bool>,
+    /// With a disruption budget, while the zone is short of ready pods (or its budget has let
+    /// pods go): since when a sync has seen it so (RFC 3339). Once it is short for longer than
+    /// `spec.zones.outageTimeoutSeconds` it no longer blocks the other zones' budgets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub short_since: Option<String>,
 }
 
 /// A `metav1.Condition`. `lastTransitionTime` is kept as the RFC 3339 text it was read as, so

@@ -18,6 +18,14 @@ pub const DEFAULT_TOPOLOGY_KEY: &str = "topology.kubernetes.io/zone";
 pub const ZONE_LABEL: &str = "memcached.c5c3.io/zone";
 /// Longest `topologyKey` (a qualified name: a 253-character prefix, `/`, 63 characters).
 pub const TOPOLOGY_KEY_LENGTH: usize = 317;
+/// How long a zone may be short of ready pods before it stops blocking the other zones'
+/// budgets, unless `outageTimeoutSeconds` says otherwise: 30 minutes, as Rook's
+/// `OSDMaintenanceTimeout`.
+pub const DEFAULT_OUTAGE_TIMEOUT_SECONDS: i32 = 1800;
+/// Shortest `outageTimeoutSeconds`: a minute, longer than a pod's restart.
+pub const MIN_OUTAGE_TIMEOUT_SECONDS: i32 = 60;
+/// Longest `outageTimeoutSeconds`: a week.
+pub const MAX_OUTAGE_TIMEOUT_SECONDS: i32 = 604_800;
 
 /// The zones the cache runs in, each holding a full copy of it.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -40,6 +48,17 @@ pub struct ZonesSpec {
         extend("default" = DEFAULT_TOPOLOGY_KEY)
     )]
     pub topology_key: Option<String>,
+
+    /// How long a zone may be short of ready pods (or have its budget let pods go) before it
+    /// stops blocking the other zones' budgets: past it the zone counts as lost, its own budget
+    /// keeps blocking, and the other zones' budgets follow the rule among themselves, so drains
+    /// in the healthy zones go on. `status.zones[].shortSince` says since when a zone is short.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        range(min = MIN_OUTAGE_TIMEOUT_SECONDS, max = MAX_OUTAGE_TIMEOUT_SECONDS),
+        extend("default" = DEFAULT_OUTAGE_TIMEOUT_SECONDS)
+    )]
+    pub outage_timeout_seconds: Option<i32>,
 }
 
 /// `spec.zones` with every default applied.
@@ -49,6 +68,8 @@ pub struct Zones<'a> {
     pub names: Vec<&'a str>,
     /// The node label naming the zone.
     pub topology_key: &'a str,
+    /// Seconds a zone may be short before it stops blocking the other zones' budgets.
+    pub outage_timeout_seconds: i32,
 }
 
 impl<'a> Zones<'a> {
@@ -60,6 +81,9 @@ impl<'a> Zones<'a> {
         (!names.is_empty()).then(|| Self {
             names,
             topology_key: spec.topology_key.as_deref().unwrap_or(DEFAULT_TOPOLOGY_KEY),
+            outage_timeout_seconds: spec
+                .outage_timeout_seconds
+                .unwrap_or(DEFAULT_OUTAGE_TIMEOUT_SECONDS),
         })
     }
 }
@@ -107,6 +131,18 @@ pub(super) fn validate(out: &mut Out, name: &str, spec: &MemcachedSpec) {
                 format!("<name>-<zone> must be at most {longest} characters"),
             ));
         }
+    }
+    if let Some(seconds) = zones.outage_timeout_seconds
+        && !(MIN_OUTAGE_TIMEOUT_SECONDS..=MAX_OUTAGE_TIMEOUT_SECONDS).contains(&seconds)
+    {
+        out.push(Violation::invalid(
+            "spec.zones.outageTimeoutSeconds",
+            seconds,
+            format!(
+                "must be {MIN_OUTAGE_TIMEOUT_SECONDS} to {MAX_OUTAGE_TIMEOUT_SECONDS} seconds \
+                 (a minute to a week)"
+            ),
+        ));
     }
     if let Some(key) = zones.topology_key.as_deref()
         && !super::apiserver::is_qualified_name(key)
@@ -168,7 +204,7 @@ mod tests {
         MemcachedSpec {
             zones: Some(ZonesSpec {
                 names: Some(names.iter().map(|n| (*n).to_owned()).collect()),
-                topology_key: None,
+                ..ZonesSpec::default()
             }),
             ..MemcachedSpec::default()
         }

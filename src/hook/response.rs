@@ -1,8 +1,9 @@
 //! The sync response: desired children and the parent's status.
 //!
-//! Only the two fields Metacontroller documents are written (`children`, `status`), so a
-//! CompositeController with `responseUnMarshallMode: strict` accepts it. `finalized` is never
-//! written (a `true` in a sync answer would remove a finalizer that the next sync re-adds).
+//! Only fields Metacontroller documents are written (`children`, `status`, and
+//! `resyncAfterSeconds` when the answer depends on time passing), so a CompositeController with
+//! `responseUnMarshallMode: strict` accepts it. `finalized` is never written (a `true` in a sync
+//! answer would remove a finalizer that the next sync re-adds).
 
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
@@ -51,4 +52,8 @@ pub struct SyncResponse {
     pub children: Vec<Child>,
     /// The parent's whole new status.
     pub status: MemcachedStatus,
+    /// Sync this parent again after this many seconds, although nothing changes: a zone short
+    /// now is lost then (`spec.zones.outageTimeoutSeconds`). A one-time request.
+    #[serde(rename = "resyncAfterSeconds", skip_serializing_if = "Option::is_none")]
+    pub resync_after_seconds: Option<f64>,
 }

@@ -6,8 +6,10 @@ use super::{
     PdbState, READY, SECRET_RELOAD, Switching, WARM_RESTART, WORKLOAD_MIGRATION, ZONE_DISRUPTION,
     ZONE_SWITCH, ZoneSwitch,
 };
+use crate::api::ZoneStatus;
 use crate::children::ChildKind;
 use crate::hook::ChildStatus;
+use crate::workload::budgets::Budgets;
 
 /// A computed condition before the merge.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -184,8 +186,23 @@ fn ready(c: Counts<'_>) -> Computed {
     condition(READY, false, "MemcachedNotReady", message)
 }
 
-fn disruption_budget(pdb: &PdbState) -> Computed {
+/// Whether a budget blocks every drain: the user's at its replica count, or with zones a zone's
+/// budget the zone rule has closed (`ZoneDisruption` says why).
+fn disruption_budget(pdb: &PdbState, zones: Option<(&[ZoneStatus], &Budgets)>) -> Computed {
     let (name, budget, replicas, allowed) = (&pdb.name, &pdb.budget, pdb.replicas, pdb.allowed);
+    let closed = zones.and_then(|(status, budgets)| super::zones::blocking(status, budgets));
+    if let Some(closed) = closed.filter(|_| allowed > 0) {
+        let message = format!(
+            "The PodDisruptionBudgets of zones {closed} allow no voluntary disruption now (the \
+             ZoneDisruption condition says why): drains of their nodes wait"
+        );
+        return condition(
+            DISRUPTION_BUDGET_BLOCKING,
+            true,
+            "ZoneBudgetsBlock",
+            message,
+        );
+    }
     if allowed == 0 && replicas > 0 {
         let message = format!(
             "PodDisruptionBudget {name} ({budget}) allows no voluntary disruption at {replicas} \
@@ -237,7 +254,11 @@ fn child_kinds(missing: &[(String, &'static str)]) -> Computed {
 pub(super) fn computed(inputs: &Inputs<'_>) -> Vec<Computed> {
     let c = Counts::of(inputs);
     let mut out = vec![available(c), progressing(c), degraded(c, inputs), ready(c)];
-    out.extend(inputs.pdb.as_ref().map(disruption_budget));
+    let zones = inputs
+        .zone_budgets
+        .as_ref()
+        .map(|b| (inputs.zones.as_slice(), b));
+    out.extend(inputs.pdb.as_ref().map(|pdb| disruption_budget(pdb, zones)));
     if let Some(s) = inputs.spec {
         let namespace = inputs.namespace;
         let secret_reload =
@@ -249,8 +270,7 @@ pub(super) fn computed(inputs: &Inputs<'_>) -> Vec<Computed> {
         }
     }
     if let Some(budgets) = &inputs.zone_budgets {
-        let names: Vec<&str> = inputs.zones.iter().map(|z| z.name.as_str()).collect();
-        let c = super::zones::condition(&names, budgets);
+        let c = super::zones::condition(&inputs.zones, budgets);
         out.push(condition(ZONE_DISRUPTION, c.status, c.reason, c.message));
     }
     out.push(child_kinds(&inputs.missing_kinds));

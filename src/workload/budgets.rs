@@ -18,6 +18,14 @@
 //! before every budget reopens in a later sync. The only state is what the cluster shows: which
 //! observed budgets are `maxUnavailable: 0` (a missing budget protects nothing and counts as
 //! open), so the rule survives restarts of the hook and needs no memory.
+//!
+//! A zone short for longer than `spec.zones.outageTimeoutSeconds` is lost (a misspelled zone,
+//! a zone without nodes or capacity, a drain that never ends): as Rook's expired maintenance
+//! window, it stops blocking the others. Its budget blocks, and the rule above decides the
+//! other zones' budgets among themselves, so drains in the healthy zones go on. A lost zone
+//! whose budget is still open first closes it, with every other budget, for one sync. Since
+//! when a zone is short is the one fact read from the parent's status
+//! (`status.zones[].shortSince`, see [`super::zones`]).
 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
@@ -32,6 +40,9 @@ pub struct ZoneFacts {
     /// missing), or its observed budget lists pods it let go (`status.disruptedPods`) or counts
     /// fewer healthy pods than it covers (`currentHealthy < expectedPods`).
     pub short: bool,
+    /// The zone has been short for longer than the outage timeout: it no longer blocks the
+    /// other zones (set by the caller, who knows since when it is short).
+    pub lost: bool,
 }
 
 impl ZoneFacts {
@@ -50,6 +61,7 @@ impl ZoneFacts {
         Self {
             open: budget.is_none_or(|b| !closed(b)),
             short: ready < desired || budget_used,
+            lost: false,
         }
     }
 }
@@ -77,6 +89,9 @@ pub enum Why {
     /// The zones are starting and these (their indices) are short: every budget blocks until
     /// every zone is whole.
     Starting(Vec<usize>),
+    /// These lost zones (their indices) still have an open budget: every budget blocks this
+    /// sync, and the other zones' budgets follow the rule among themselves in the next one.
+    Losing(Vec<usize>),
 }
 
 /// Each zone's budget: `open[i]` is the user's budget for zone `i`, else `maxUnavailable: 0`.
@@ -84,14 +99,62 @@ pub enum Why {
 pub struct Budgets {
     /// Whether zone `i`'s budget is the user's (open) or blocks.
     pub open: Vec<bool>,
-    /// Why.
+    /// Why (over the zones that are not lost).
     pub why: Why,
+    /// The lost zones (their indices): short for longer than the outage timeout, their budgets
+    /// block, and they block no other zone.
+    pub lost: Vec<usize>,
 }
 
 /// The budgets of the zones observed as `zones` (in spec order); `starting`: not every zone has
-/// been whole once yet.
+/// been whole once yet (among the zones that are not lost).
 #[must_use]
 pub fn decide(zones: &[ZoneFacts], starting: bool) -> Budgets {
+    let lost: Vec<usize> = (0..zones.len())
+        .filter(|&i| zones[i].lost && zones[i].short)
+        .collect();
+    if lost.is_empty() {
+        return Budgets {
+            lost,
+            ..among(zones, starting)
+        };
+    }
+    let none = vec![false; zones.len()];
+    if lost.iter().any(|&i| zones[i].open) {
+        return Budgets {
+            open: none,
+            why: Why::Losing(lost.clone()),
+            lost,
+        };
+    }
+    let counted: Vec<usize> = (0..zones.len()).filter(|i| !lost.contains(i)).collect();
+    if counted.is_empty() {
+        return Budgets {
+            open: none,
+            why: Why::Outage(lost.clone()),
+            lost,
+        };
+    }
+    let facts: Vec<ZoneFacts> = counted.iter().map(|&i| zones[i]).collect();
+    let inner = among(&facts, starting);
+    let mut open = none;
+    for (&i, &o) in counted.iter().zip(&inner.open) {
+        open[i] = o;
+    }
+    let back = |v: Vec<usize>| v.into_iter().map(|k| counted[k]).collect();
+    let why = match inner.why {
+        Why::Disrupted(k) => Why::Disrupted(counted[k]),
+        Why::HandingOver(k) => Why::HandingOver(counted[k]),
+        Why::Outage(v) => Why::Outage(back(v)),
+        Why::Starting(v) => Why::Starting(back(v)),
+        Why::Losing(v) => Why::Losing(back(v)),
+        w @ (Why::AllWhole | Why::Settling) => w,
+    };
+    Budgets { open, why, lost }
+}
+
+/// The rule over zones none of which is lost.
+fn among(zones: &[ZoneFacts], starting: bool) -> Budgets {
     let short: Vec<usize> = (0..zones.len()).filter(|&i| zones[i].short).collect();
     let opened = zones.iter().filter(|z| z.open).count();
     let only = |zone: usize| (0..zones.len()).map(|i| i == zone).collect();
@@ -100,26 +163,32 @@ pub fn decide(zones: &[ZoneFacts], starting: bool) -> Budgets {
         [] if opened == zones.len() || opened == 0 => Budgets {
             open: vec![true; zones.len()],
             why: Why::AllWhole,
+            lost: Vec::new(),
         },
         [] => Budgets {
             open: none,
             why: Why::Settling,
+            lost: Vec::new(),
         },
         _ if starting => Budgets {
             open: none,
             why: Why::Starting(short),
+            lost: Vec::new(),
         },
         &[zone] if zones[zone].open || opened == 0 => Budgets {
             open: only(zone),
             why: Why::Disrupted(zone),
+            lost: Vec::new(),
         },
         &[zone] => Budgets {
             open: none,
             why: Why::HandingOver(zone),
+            lost: Vec::new(),
         },
         _ => Budgets {
             open: none,
             why: Why::Outage(short),
+            lost: Vec::new(),
         },
     }
 }
@@ -128,14 +197,15 @@ pub fn decide(zones: &[ZoneFacts], starting: bool) -> Budgets {
 mod tests {
     use super::*;
 
-    /// Zones from a picture: per zone `o`/`c` (observed budget open or closed) then `+`/`-`
-    /// (whole or short), e.g. `"o+ c- c+"`.
+    /// Zones from a picture: per zone `o`/`c` (observed budget open or closed) then `+`/`-`/`x`
+    /// (whole, short, or short for longer than the outage timeout), e.g. `"o+ c- cx"`.
     fn zones(picture: &str) -> Vec<ZoneFacts> {
         picture
             .split_whitespace()
             .map(|z| ZoneFacts {
                 open: z.starts_with('o'),
-                short: z.ends_with('-'),
+                short: z.ends_with('-') || z.ends_with('x'),
+                lost: z.ends_with('x'),
             })
             .collect()
     }
@@ -260,6 +330,51 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_lost_zone_stops_blocking_the_others() {
+        let table = [
+            // A zone that never came up, past the timeout: the others' budgets open.
+            ("c+ c+ cx", true, "o o c", Why::AllWhole),
+            ("o+ o+ cx", false, "o o c", Why::AllWhole),
+            // A drain in a healthy zone while one is lost: that zone holds the allowance.
+            ("o- c+ cx", false, "o c c", Why::Disrupted(0)),
+            ("o- o+ cx", false, "o c c", Why::Disrupted(0)),
+            ("c+ o+ cx c-", false, "c c c c", Why::HandingOver(3)),
+            // Still starting among the others: every budget blocks.
+            ("c+ c- cx", true, "c c c", Why::Starting(vec![1])),
+            // Two short among the others: an outage.
+            ("c- c- cx", false, "c c c", Why::Outage(vec![0, 1])),
+            // A lost zone whose budget is still open closes it first, with every other.
+            ("o+ o+ ox", false, "c c c", Why::Losing(vec![2])),
+            ("o- c+ ox", false, "c c c", Why::Losing(vec![2])),
+            // Every zone lost.
+            ("cx cx", false, "c c", Why::Outage(vec![0, 1])),
+        ];
+        for (observed, starting, want, why) in table {
+            let got = decide(&zones(observed), starting);
+            assert_eq!((answer(&got).as_str(), got.why), (want, why), "{observed}");
+            let lost: Vec<usize> = observed
+                .split_whitespace()
+                .enumerate()
+                .filter(|(_, z)| z.ends_with('x'))
+                .map(|(i, _)| i)
+                .collect();
+            assert_eq!(got.lost, lost, "{observed}");
+        }
+    }
+
+    #[test]
+    fn a_zone_whole_again_is_no_longer_lost_and_blocks_until_the_budgets_settle() {
+        // Zone c came back: its budget is closed, the others open; every budget closes, then
+        // all reopen.
+        let first = decide(&zones("o+ o+ c+"), false);
+        assert_eq!(
+            (answer(&first).as_str(), first.why),
+            ("c c c", Why::Settling)
+        );
+        assert_eq!(answer(&decide(&zones("c+ c+ c+"), false)), "o o o");
+    }
+
     /// A workload with `ready` ready pods and, when `budget` is given, a budget observed with
     /// `(disruptedPods, currentHealthy, expectedPods)`.
     fn observed(ready: i32, budget: Option<(usize, i32, i32)>) -> ZoneFacts {
@@ -346,10 +461,70 @@ mod tests {
                     ZoneFacts {
                         open: digit & 1 == 1,
                         short: digit & 2 == 2,
+                        lost: false,
                     }
                 })
                 .collect()
         })
+    }
+
+    /// Every observed state of `n` zones: each zone open or closed, whole, short or lost.
+    fn all_states_with_lost(n: usize) -> impl Iterator<Item = Vec<ZoneFacts>> {
+        (0..6_u32.pow(u32::try_from(n).unwrap_or(0))).map(move |code| {
+            (0..n)
+                .map(|i| {
+                    let digit = (code / 6_u32.pow(u32::try_from(i).unwrap_or(0))) % 6;
+                    ZoneFacts {
+                        open: digit % 2 == 1,
+                        short: digit >= 2,
+                        lost: digit >= 4,
+                    }
+                })
+                .collect()
+        })
+    }
+
+    #[test]
+    fn lost_zones_block_themselves_and_the_others_follow_the_rule() {
+        for (n, starting) in (2..=5).flat_map(|n| [(n, false), (n, true)]) {
+            for state in all_states_with_lost(n) {
+                let got = decide(&state, starting);
+                let opens = (0..n).any(|i| got.open[i] && !state[i].open);
+                let closes = (0..n).any(|i| !got.open[i] && state[i].open);
+                assert!(!(opens && closes), "{state:?} -> {got:?}");
+                let lost: Vec<usize> = (0..n).filter(|&i| state[i].lost).collect();
+                assert_eq!(got.lost, lost, "{state:?}");
+                assert!(lost.iter().all(|&i| !got.open[i]), "{state:?} -> {got:?}");
+                let counted: Vec<usize> = (0..n).filter(|i| !lost.contains(i)).collect();
+                let short: Vec<usize> = counted
+                    .iter()
+                    .copied()
+                    .filter(|&i| state[i].short)
+                    .collect();
+                let open: Vec<usize> = (0..n).filter(|&i| got.open[i]).collect();
+                if !short.is_empty() {
+                    assert!(open.len() <= 1, "{state:?} -> {got:?}");
+                    assert!(open.iter().all(|i| short.contains(i)), "{state:?}");
+                }
+                // From what it wrote, the rule settles where the zones that are not lost
+                // would settle without them.
+                let mut now = state.clone();
+                for _ in 0..3 {
+                    let step = decide(&now, starting);
+                    for (zone, open) in now.iter_mut().zip(step.open) {
+                        zone.open = open;
+                    }
+                }
+                let want: Vec<bool> = match short.as_slice() {
+                    _ if counted.is_empty() => vec![false; n],
+                    [] => (0..n).map(|i| !lost.contains(&i)).collect(),
+                    [one] if !starting => (0..n).map(|i| i == *one).collect(),
+                    _ => vec![false; n],
+                };
+                let settled: Vec<bool> = now.iter().map(|z| z.open).collect();
+                assert_eq!(settled, want, "{state:?}");
+            }
+        }
     }
 
     #[test]

@@ -1,13 +1,15 @@
 //! `spec.zones`: a workload plan per zone, the zones' budgets from what is observed, and what
 //! the zones' workloads say together.
 
+use k8s_openapi::jiff::Timestamp;
+
 use crate::api::ZoneStatus;
 use crate::api::effective::Effective;
 use crate::api::zones::Zones;
 use crate::children::ChildKind;
 use crate::children::servers::{self, Members, Shown};
 use crate::children::zone::Zone;
-use crate::hook::{ChildStatus, Observed};
+use crate::hook::{ChildStatus, Observed, ZoneShort};
 
 use super::budgets::{Budgets, ZoneFacts, decide};
 use super::members::members;
@@ -22,6 +24,35 @@ pub struct ZonePlan<'a> {
     pub plan: Plan<'a>,
 }
 
+/// What the zones' budgets read besides the spec and the observed children: the parent's status
+/// as the last sync wrote it, and the time of this one.
+#[derive(Clone, Copy, Debug)]
+pub struct Before<'a> {
+    /// The zones were starting at the last sync (not every zone has been whole once yet).
+    pub starting: bool,
+    /// `status.zones` as the last sync wrote it: since when each zone is short.
+    pub zones: &'a [ZoneShort],
+    /// This sync's time.
+    pub now: Timestamp,
+}
+
+impl Before<'_> {
+    /// Since when the zone `name`, short now, is short: as the last sync recorded it (written
+    /// back as it was read), else now. A time that does not parse, or lies ahead, starts the
+    /// clock again: the zone blocks longer, never shorter.
+    fn short_since(&self, name: &str) -> (String, Timestamp) {
+        let now = Timestamp::from_second(self.now.as_second()).unwrap_or(self.now);
+        self.zones
+            .iter()
+            .take(crate::api::zones::MAX_ZONES)
+            .find(|z| z.name == name)
+            .and_then(|z| z.short_since.as_deref())
+            .and_then(|text| Some((text.to_owned(), text.parse::<Timestamp>().ok()?)))
+            .filter(|(_, since)| *since <= self.now)
+            .unwrap_or_else(|| (now.to_string(), now))
+    }
+}
+
 /// The zones of a Memcached with `spec.zones`.
 pub struct Zoned<'a> {
     /// Each zone, in spec order.
@@ -32,22 +63,28 @@ pub struct Zoned<'a> {
     pub replicas: i32,
     /// With a disruption budget: each zone's.
     pub budgets: Option<Budgets>,
+    /// With a disruption budget: since when each zone is short (`None` while it is whole).
+    pub short_since: Vec<Option<String>>,
+    /// With a disruption budget: in how many seconds the first short zone that is not lost yet
+    /// will be (the sync asks Metacontroller to sync again then: nothing else may change).
+    pub next_loss_seconds: Option<i64>,
 }
 
 impl<'a> Zoned<'a> {
     /// The zones of the valid spec `e` for the Memcached `name` over the observed `children`;
-    /// `None` without `spec.zones`. `statefulsets` as for [`Plan::new`]; `starting`: the zones
-    /// were starting at the last sync (not every zone has been whole once yet).
+    /// `None` without `spec.zones`. `statefulsets` as for [`Plan::new`]; `before`: what the last
+    /// sync wrote and this sync's time.
     #[must_use]
     pub fn of(
         e: &'a Effective<'a>,
         children: &'a Observed,
         (name, statefulsets): (&str, bool),
-        starting: bool,
+        before: Before<'_>,
     ) -> Option<Self> {
         let Zones {
             names,
             topology_key,
+            outage_timeout_seconds,
         } = e.zones.as_ref()?;
         let replicas = e.replicas.unwrap_or(1);
         let zones: Vec<ZonePlan<'a>> = names
@@ -62,22 +99,37 @@ impl<'a> Zoned<'a> {
             })
             .collect();
         let pdb = ChildKind::PodDisruptionBudget;
+        let mut short_since = Vec::new();
+        let mut next_loss = None;
         let budgets = e.high_availability.pdb.as_ref().map(|_| {
             let facts: Vec<ZoneFacts> = zones
                 .iter()
                 .map(|z| {
                     let budget =
                         children.find(pdb.api_version(), pdb.kind(), &z.zone.child_name(name));
-                    ZoneFacts::observe(z.plan.current, replicas, budget)
+                    let mut facts = ZoneFacts::observe(z.plan.current, replicas, budget);
+                    let since = facts.short.then(|| before.short_since(z.zone.name));
+                    if let Some((_, at)) = &since {
+                        let short_for = before.now.as_second().saturating_sub(at.as_second());
+                        let left = i64::from(*outage_timeout_seconds).saturating_sub(short_for);
+                        facts.lost = left <= 0;
+                        if left > 0 {
+                            next_loss = Some(next_loss.map_or(left, |n: i64| n.min(left)));
+                        }
+                    }
+                    short_since.push(since.map(|(text, _)| text));
+                    facts
                 })
                 .collect();
-            decide(&facts, starting)
+            decide(&facts, before.starting)
         });
         Some(Self {
             zones,
             names,
             replicas,
             budgets,
+            short_since,
+            next_loss_seconds: next_loss,
         })
     }
 
@@ -190,6 +242,7 @@ impl<'a> Zoned<'a> {
                     ready_replicas: (ready != 0).then_some(ready),
                     server_list: (!servers.is_empty()).then_some(servers),
                     disruption_allowed: budgets.and_then(|b| b.open.get(i).copied()),
+                    short_since: self.short_since.get(i).cloned().flatten(),
                 }
             })
             .collect()

@@ -738,3 +738,144 @@ fn a_held_template_is_answered_with_the_labels_its_selector_matches() {
     }
     assert_ne!(zone_image(&now, "zone-b"), "memcached:1.6.39");
 }
+
+/// `sync` at `at` (RFC 3339).
+fn sync_at(request: &Value, at: &str) -> Value {
+    let body = serde_json::to_vec(request).expect("encodes");
+    let received = memcached_hook::hook::Received::decode(body).expect("a well-formed request");
+    let now = at.parse().expect("a valid timestamp");
+    let response = memcached_hook::sync(&received, now, &memcached_hook::Options::default())
+        .expect("sync succeeds");
+    serde_json::to_value(&response).expect("the response encodes")
+}
+
+fn short_since(answer: &Value) -> Vec<Option<String>> {
+    status(answer)
+        .zones
+        .unwrap()
+        .into_iter()
+        .map(|z| z.short_since)
+        .collect()
+}
+
+#[test]
+fn a_zone_that_never_comes_up_stops_blocking_the_others_after_the_outage_timeout() {
+    let mut spec = spec();
+    spec["zones"]["outageTimeoutSeconds"] = json!(600);
+    let created = "2026-11-22T12:00:00Z";
+    // Created: every zone short since now; a resync asked for when the first would be lost.
+    let mut answer = sync_at(&request_with(spec.clone(), &[], [0, 0, 0]), created);
+    assert_eq!(short_since(&answer), vec![Some(created.to_owned()); 3]);
+    assert_eq!(answer["resyncAfterSeconds"], json!(601.0));
+    // zone-a and zone-b come up, zone-c never does (no node has its label): every budget
+    // blocks while the zones are starting, and zone-c's time is kept as written.
+    for at in ["2026-11-22T12:02:00Z", "2026-11-22T12:09:59Z"] {
+        let req = after(
+            request_with(spec.clone(), &children(&answer), [2, 2, 0]),
+            &answer,
+        );
+        answer = sync_at(&req, at);
+        assert_eq!(budgets(&answer), "c c c", "{at}");
+        assert_eq!(condition(&answer, "ZoneDisruption").reason, "ZonesStarting");
+        assert_eq!(
+            short_since(&answer),
+            vec![None, None, Some(created.to_owned())]
+        );
+        let s = condition(&answer, "DisruptionBudgetBlocking");
+        assert_eq!(
+            (s.status.as_str(), s.reason.as_str()),
+            ("True", "ZoneBudgetsBlock")
+        );
+    }
+    assert_eq!(answer["resyncAfterSeconds"], json!(2.0));
+    // Ten minutes on: zone-c is lost, zone-a and zone-b get the user's budget, zone-c's blocks.
+    let req = after(
+        request_with(spec.clone(), &children(&answer), [2, 2, 0]),
+        &answer,
+    );
+    answer = sync_at(&req, "2026-11-22T12:10:00Z");
+    assert_eq!(budgets(&answer), "o o c");
+    let c = condition(&answer, "ZoneDisruption");
+    assert_eq!((c.status.as_str(), c.reason.as_str()), ("True", "ZoneLost"));
+    assert!(
+        c.message
+            .contains("zone-c (short since 2026-11-22T12:00:00Z)"),
+        "{}",
+        c.message
+    );
+    let blocking = condition(&answer, "DisruptionBudgetBlocking");
+    assert_eq!(blocking.status, "True");
+    assert!(
+        blocking.message.contains("zones zone-c allow no"),
+        "{}",
+        blocking.message
+    );
+    assert!(
+        answer.get("resyncAfterSeconds").is_none(),
+        "nothing left to wait for"
+    );
+    // A drain in zone-a now: zone-a holds the allowance, zone-b blocks; zone-c stays lost.
+    let req = after(
+        request_with(spec.clone(), &children(&answer), [1, 2, 0]),
+        &answer,
+    );
+    answer = sync_at(&req, "2026-11-22T12:20:00Z");
+    assert_eq!(budgets(&answer), "o c c");
+    assert_eq!(condition(&answer, "ZoneDisruption").reason, "ZoneLost");
+    // zone-c comes up at last: it is no longer short, every budget blocks, then all reopen.
+    let req = after(
+        request_with(spec.clone(), &children(&answer), [2, 2, 2]),
+        &answer,
+    );
+    answer = sync_at(&req, "2026-11-22T12:30:00Z");
+    assert_eq!(budgets(&answer), "c c c");
+    assert_eq!(short_since(&answer), vec![None, None, None]);
+    let req = after(request_with(spec, &children(&answer), [2, 2, 2]), &answer);
+    answer = sync_at(&req, "2026-11-22T12:30:05Z");
+    assert_eq!(budgets(&answer), "o o o");
+    assert_eq!(condition(&answer, "ZoneDisruption").reason, "AllZonesWhole");
+    let blocking = condition(&answer, "DisruptionBudgetBlocking");
+    assert_eq!(
+        (blocking.status.as_str(), blocking.reason.as_str()),
+        ("False", "DisruptionsAllowed")
+    );
+}
+
+#[test]
+fn a_drain_that_outlasts_the_timeout_closes_its_zone_before_the_others_open() {
+    let whole = settled();
+    let drained = sync_at(
+        &after(request(&children(&whole), [1, 2, 2]), &whole),
+        "2026-11-22T12:00:00Z",
+    );
+    assert_eq!(budgets(&drained), "o c c");
+    // Half an hour later (the default timeout) zone-a is still short: its budget closes, with
+    // every other, then zone-b and zone-c open among themselves.
+    let losing = sync_at(
+        &after(request(&children(&drained), [1, 2, 2]), &drained),
+        "2026-11-22T12:30:00Z",
+    );
+    assert_eq!(budgets(&losing), "c c c");
+    assert_eq!(condition(&losing, "ZoneDisruption").reason, "ZoneLost");
+    let lost = sync_at(
+        &after(request(&children(&losing), [1, 2, 2]), &losing),
+        "2026-11-22T12:30:05Z",
+    );
+    assert_eq!(budgets(&lost), "c o o");
+}
+
+#[test]
+fn a_short_since_that_is_not_a_time_or_lies_ahead_starts_the_clock_again() {
+    let whole = settled();
+    for forged in ["yesterday", "2099-01-01T00:00:00Z", ""] {
+        let mut req = after(request(&children(&whole), [1, 2, 2]), &whole);
+        req["parent"]["status"]["zones"][0]["shortSince"] = json!(forged);
+        let answer = sync_at(&req, "2026-11-22T13:00:00Z");
+        assert_eq!(budgets(&answer), "o c c", "{forged}");
+        assert_eq!(
+            short_since(&answer)[0].as_deref(),
+            Some("2026-11-22T13:00:00Z"),
+            "{forged}"
+        );
+    }
+}
