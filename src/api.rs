@@ -8,6 +8,7 @@ pub mod autoscaling;
 pub mod bounded;
 pub mod bounds;
 mod check;
+pub mod child_metadata;
 pub mod command_line;
 mod crd;
 pub mod discovery;

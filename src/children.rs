@@ -14,6 +14,7 @@ pub mod discovery;
 pub mod exporter;
 pub mod extstore;
 pub mod hpa;
+pub mod inherited;
 pub mod labels;
 pub mod memory;
 pub mod network_policy;

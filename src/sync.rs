@@ -9,8 +9,8 @@ use crate::api::{GROUP, KIND, VERSIONS, Workload};
 use crate::children::pod::{Pods, Rollers};
 use crate::children::servers::{self, Members};
 use crate::children::{
-    ChildKind, accept, agent_access, deployment, hpa, network_policy, pdb, ports, service,
-    service_monitor, statefulset,
+    ChildKind, accept, agent_access, deployment, hpa, inherited, network_policy, pdb, ports,
+    service, service_monitor, statefulset,
 };
 use crate::hook::{Child, Parent, Received, SyncResponse};
 use crate::keep::{self, Asked};
@@ -229,6 +229,7 @@ fn desired(
             }
         });
     }
+    inherited::apply(&mut children, e.child_metadata);
     let kept = layout
         .switch
         .as_ref()

@@ -10,6 +10,7 @@ use k8s_openapi::api::core::v1::ResourceRequirements;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use super::autoscaling::Autoscaling;
+use super::child_metadata::ChildMetadata;
 use super::discovery::Discovery;
 use super::extstore::Extstore;
 use super::high_availability::HighAvailability;
@@ -67,6 +68,8 @@ pub struct Effective<'a> {
     pub autoscaling: Option<Autoscaling>,
     /// `spec.service`.
     pub service: Service<'a>,
+    /// `spec.childMetadata`.
+    pub child_metadata: ChildMetadata<'a>,
     /// `spec.discovery`.
     pub discovery: Discovery,
     /// Placement and metadata of the pods.
@@ -118,6 +121,7 @@ impl<'a> Effective<'a> {
             security: Security::of(spec.security.as_ref(), image),
             autoscaling,
             service: Service::of(spec.service.as_ref()),
+            child_metadata: ChildMetadata::of(spec.child_metadata.as_ref()),
             discovery: Discovery::of(spec.discovery.as_ref()),
             pod: Pod::of(spec),
             warm_restart: WarmRestart::of(spec.warm_restart.as_ref(), memcached.max_memory_mb),

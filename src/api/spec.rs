@@ -20,6 +20,7 @@ use super::apiserver::{STATEFULSET_NAME_LENGTH, is_dns1035_label};
 use super::autoscaling::{self, AutoscalingSpec};
 use super::bounds;
 use super::check::{self, Out, Violation, Zero, quoted};
+use super::child_metadata::ChildMetadataSpec;
 use super::discovery::DiscoverySpec;
 use super::extstore::{self, ExtstoreSpec};
 use super::high_availability::HighAvailabilitySpec;
@@ -167,6 +168,12 @@ pub struct MemcachedSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = {}))]
     pub service: Option<ServiceSpec>,
+
+    /// Labels and annotations on every object the hook creates for this Memcached (not its
+    /// pods: `podLabels` and `podAnnotations` are theirs). A change relabels the objects in
+    /// place and restarts no pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child_metadata: Option<ChildMetadataSpec>,
 
     /// Server discovery for clients besides `status`: the server-list ConfigMap.
     #[serde(default, skip_serializing_if = "Option::is_none")]

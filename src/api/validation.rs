@@ -12,7 +12,9 @@
 use super::command_line;
 use super::effective::Effective;
 use super::security;
-use super::{MemcachedSpec, autoscaling, extstore, high_availability, memcached, monitoring};
+use super::{
+    MemcachedSpec, autoscaling, child_metadata, extstore, high_availability, memcached, monitoring,
+};
 use super::{pod, service, spec, warm_restart, zones};
 
 pub(crate) use super::check::quoted;
@@ -71,6 +73,9 @@ pub fn validate_effective(name: &str, spec: &MemcachedSpec, e: &Effective<'_>) -
     }
     if let Some(s) = &spec.service {
         service::validate(&mut out, s);
+    }
+    if let Some(m) = &spec.child_metadata {
+        child_metadata::validate(&mut out, m, spec.service.as_ref());
     }
     if let Some(w) = &spec.warm_restart {
         warm_restart::validate(&mut out, w);

@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::RoleBinding;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
@@ -43,6 +44,25 @@ pub enum Child {
     RoleBinding(Box<RoleBinding>),
     /// An observed child kept exactly as this hook last desired it (invalid spec).
     Kept(Box<RawValue>),
+}
+
+impl Child {
+    /// The object's metadata; `None` for an observed child kept as it is.
+    pub fn metadata_mut(&mut self) -> Option<&mut ObjectMeta> {
+        Some(match self {
+            Self::Deployment(o) => &mut o.metadata,
+            Self::StatefulSet(o) => &mut o.metadata,
+            Self::Service(o) => &mut o.metadata,
+            Self::PodDisruptionBudget(o) => &mut o.metadata,
+            Self::HorizontalPodAutoscaler(o) => &mut o.metadata,
+            Self::ServiceMonitor(o) => &mut o.metadata,
+            Self::NetworkPolicy(o) => &mut o.metadata,
+            Self::ConfigMap(o) => &mut o.metadata,
+            Self::ServiceAccount(o) => &mut o.metadata,
+            Self::RoleBinding(o) => &mut o.metadata,
+            Self::Kept(_) => return None,
+        })
+    }
 }
 
 /// The answer to a sync call.

@@ -7,6 +7,7 @@ mod acceptance;
 mod autoscaling;
 mod bad_input;
 mod bounded;
+mod child_metadata;
 mod children;
 mod cli;
 mod common;

@@ -5,6 +5,11 @@ pods tolerating the taint go there). `kubectl drain` of the real node completes,
 zone-a serves again afterwards. Then zones are turned off: the zone workloads serve until the
 Deployment without zones is Ready, and go after it.
 
+First, a Memcached whose third zone has no node at all: every budget blocks while the zones are
+starting, until the zone has been short for `outageTimeoutSeconds` (60 here); then it is lost,
+Metacontroller's resync (asked for by the answer, no child changed) opens the other zones'
+budgets, and an eviction in zone-a passes.
+
 Only under Metacontroller: the budgets follow the disruption sync by sync, which needs the syncs
 Metacontroller makes on every change of a child (without it the scenario prints one SKIPPED line).
 """
@@ -46,8 +51,8 @@ def zone_pod(mc, zone):
     return pods[0] if pods else None
 
 
-def budget(ns, zone):
-    pdb = get("pdb", f"cache-{zone}", ns=ns.name, check=False) or {}
+def budget(ns, zone, name="cache"):
+    pdb = get("pdb", f"{name}-{zone}", ns=ns.name, check=False) or {}
     return pdb.get("spec", {}).get("maxUnavailable")
 
 
@@ -69,6 +74,48 @@ def serves(ns, pod, key):
     return "STORED" in out and "VALUE" in out, out
 
 
+def zone_without_nodes(t: Test, ns):
+    """A zone no node carries stops blocking the others after the outage timeout."""
+    zones = ["zone-a", "zone-b", "zone-nowhere"]
+    mc = Memcached(ns, "lone", {
+        "replicas": 1, "image": MEMCACHED_IMAGE,
+        "zones": {"names": zones, "outageTimeoutSeconds": 60},
+        "tolerations": [KWOK_TAINT],
+        "highAvailability": {"podDisruptionBudget": {"enabled": True, "maxUnavailable": 1},
+                             "gracefulShutdown": {"enabled": False}},
+    })
+    start = time.monotonic()
+    mc.create()
+    mc.sync_until("zone-a and zone-b Ready, zone-nowhere short",
+                  lambda s: s.get("zonesReady") == "2/3", timeout=120)
+    since = {z["name"]: z.get("shortSince") for z in mc.obj["status"].get("zones", [])}
+    cond = zone_condition(mc)
+    if cond.get("reason") == "ZonesStarting":
+        t.check("while zone-nowhere is short and not lost every budget blocks (ZonesStarting)",
+                all(budget(ns, z, "lone") == 0 for z in zones), {z: budget(ns, z, "lone") for z in zones})
+    t.check("status.zones names since when zone-nowhere is short, and only it",
+            since.get("zone-nowhere") and not since.get("zone-a") and not since.get("zone-b"), since)
+    mc.sync_until("zone-nowhere lost (ZoneLost) after outageTimeoutSeconds 60",
+                  lambda s: zone_condition(mc).get("reason") == "ZoneLost", timeout=150)
+    lost_after = time.monotonic() - start
+    t.time("zone without nodes: created to ZoneLost (timeout 60 s)", lost_after)
+    t.check(f"ZoneLost after the timeout and within a minute of it ({lost_after:.0f} s from creation): "
+            "Metacontroller synced again without a child change",
+            60 <= lost_after <= 150, lost_after)
+    wait_until("zone-a's and zone-b's budgets open (maxUnavailable 1), zone-nowhere's blocks",
+               lambda: [budget(ns, z, "lone") for z in zones] == [1, 1, 0], timeout=60)
+    blocking = next((c for c in mc.sync().get("conditions", []) if c["type"] == "DisruptionBudgetBlocking"), {})
+    t.check("DisruptionBudgetBlocking True, ZoneBudgetsBlock, naming zone-nowhere",
+            blocking.get("reason") == "ZoneBudgetsBlock" and "zone-nowhere" in blocking.get("message", ""),
+            blocking)
+    a = next((p for p in ns.pods(f"{ZONE_LABEL}=zone-a") if p["metadata"]["name"].startswith("lone-")), None)
+    okay, msg = evict(ns, a["metadata"]["name"]) if a else (False, "no zone-a pod of lone")
+    t.check("an eviction of the zone-a pod passes while zone-nowhere is lost", okay, msg)
+    kubectl("delete", PARENT, "lone", "-n", ns.name, "--wait=true", "--timeout=60s", check=False)
+    wait_until("lone's pods gone", lambda: not [p for p in ns.pods(ZONE_LABEL)
+                                               if p["metadata"]["name"].startswith("lone-")], timeout=90)
+
+
 def scenario_zones(t: Test):
     """Zone-by-zone disruption on a real node and two simulated ones (see the module's
     docstring)."""
@@ -84,6 +131,7 @@ def scenario_zones(t: Test):
                 and len(node_of_zone("zone-c")) == 1,
                 {z: node_of_zone(z) for z in ZONES})
         zone_b_node = node_of_zone("zone-b")[0]
+        zone_without_nodes(t, ns)
         mc = Memcached(ns, "cache", {
             "replicas": 1, "image": MEMCACHED_IMAGE,
             "zones": {"names": ZONES},
