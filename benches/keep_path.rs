@@ -24,6 +24,10 @@ use memcached_hook::hook::Received;
 use memcached_hook::keep::{self, Asked};
 use serde_json::{Map, Value, json};
 
+#[path = "../tests/support/leaving.rs"]
+mod leaving;
+use leaving::leaving_without_last_applied;
+
 const UID: &str = "6f1c2b9e-3d4a-4f5b-9c1d-2e3f4a5b6c7d";
 /// The two sizes, in ports.
 const PORTS: [usize; 2] = [1_000, 8_000];
@@ -86,34 +90,6 @@ fn least(received: &Received<'_>, rounds: usize, calls: u32) -> Duration {
 /// The counts of leaving workloads.
 const LEAVING: [usize; 3] = [1_000, 2_000, 4_000];
 
-/// The zones-off switch of the fixture `zones-turned-off-mid-switch` with `leaving` zone
-/// Deployments, none carrying a last-applied annotation.
-fn leaving_request(leaving: usize) -> Vec<u8> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/sync/zones-turned-off-mid-switch.json"
-    );
-    let mut request: Value =
-        serde_json::from_slice(&std::fs::read(path).expect("fixture")).expect("json");
-    let deployments = request["children"]["Deployment.apps/v1"]
-        .as_object_mut()
-        .expect("deployments");
-    let mut zone = deployments["cache-zone-a"].clone();
-    zone["metadata"]["annotations"]
-        .as_object_mut()
-        .expect("annotations")
-        .remove("metacontroller.k8s.io/last-applied-configuration");
-    deployments.retain(|name, _| name == "cache");
-    for i in 0..leaving {
-        let name = format!("cache-zone-{i}");
-        let mut workload = zone.clone();
-        workload["metadata"]["name"] = json!(name);
-        deployments.insert(name, workload);
-    }
-    request["children"]["PodDisruptionBudget.policy/v1"] = json!({});
-    serde_json::to_vec(&request).expect("json")
-}
-
 /// The least time of `rounds` whole syncs (decode included) of `body`.
 fn least_sync(body: &[u8], rounds: usize) -> Duration {
     let options = memcached_hook::Options::default();
@@ -166,7 +142,7 @@ fn main() {
     );
 
     for leaving in LEAVING {
-        let body = leaving_request(leaving);
+        let body = leaving_without_last_applied(leaving);
         let time = least_sync(&body, 5);
         println!(
             "leaving workloads: {leaving}, {} bytes: {:.1} ms, {:.1} µs per workload",

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use tower::ServiceExt as _;
 
 use super::http::{answer, fixture, post};
+use super::leaving::leaving_without_last_applied;
 
 /// A body of unannounced length that sends one byte and then nothing until its sender drops.
 struct Stalled {
@@ -148,30 +149,6 @@ async fn over_long_bounded_lists_are_refused_with_their_count() {
             "{field}: {v}"
         );
     }
-}
-
-/// The zones-off switch of `zones-turned-off-mid-switch` with `leaving` zone Deployments, none
-/// carrying a last-applied annotation, so each is kept from its labels and spec in the body.
-pub(crate) fn leaving_without_last_applied(leaving: usize) -> Vec<u8> {
-    let mut request: Value =
-        serde_json::from_slice(&fixture("zones-turned-off-mid-switch")).expect("json");
-    let deployments = request["children"]["Deployment.apps/v1"]
-        .as_object_mut()
-        .expect("deployments");
-    let mut template = deployments["cache-zone-a"].clone();
-    template["metadata"]["annotations"]
-        .as_object_mut()
-        .expect("annotations")
-        .remove("metacontroller.k8s.io/last-applied-configuration");
-    deployments.retain(|name, _| name == "cache");
-    for i in 0..leaving {
-        let name = format!("cache-zone-{i}");
-        let mut workload = template.clone();
-        workload["metadata"]["name"] = json!(name);
-        deployments.insert(name, workload);
-    }
-    request["children"]["PodDisruptionBudget.policy/v1"] = json!({});
-    serde_json::to_vec(&request).expect("json")
 }
 
 /// The workloads the answer to `body` keeps as observed.
