@@ -116,6 +116,10 @@ pub fn sync(
         violations = workload::violations(&e, &req.children, name);
     }
     let statefulsets = declared(&ChildKind::StatefulSet);
+    if violations.is_empty() && declared(&ChildKind::ConfigMap) {
+        let namespace = parent.metadata.namespace.as_deref().unwrap_or_default();
+        violations.extend(servers::size::violation(name, namespace, &e, statefulsets));
+    }
     let starting = status::zones::were_starting(&parent.status.conditions);
     let at = (name, statefulsets);
     let layout = Layout::of(&e, &req.children, at, violations.is_empty(), starting);

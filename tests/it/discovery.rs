@@ -228,3 +228,81 @@ fn the_config_map_bytes_depend_on_the_spec_and_the_membership_only() {
         panic!("{e}");
     }
 }
+
+/// A first request for a StatefulSet cache named `name` in `namespace` over 16 zones of
+/// `replicas` pods each, with the server-list ConfigMap.
+fn zoned_request(name: &str, namespace: &str, replicas: i32) -> Value {
+    let zones: Vec<String> = (0..16)
+        .map(|i| format!("zone-{i:02}-{}", "z".repeat(52 - name.len() - 9)))
+        .collect();
+    let mut spec = statefulset(replicas);
+    spec["zones"] = json!({"names": zones});
+    let mut req = request(namespace, &spec);
+    req["parent"]["metadata"]["name"] = json!(name);
+    req
+}
+
+/// The annotations the API server would store for an answered ConfigMap, measured on the
+/// answer: Metacontroller's last-applied copy of it and the room left for the cluster's own.
+fn stored(config_map: &Value) -> usize {
+    crate::common::LAST_APPLIED.len()
+        + serde_json::to_string(config_map).unwrap().len()
+        + memcached_hook::children::accept::CLUSTER_RESERVE
+}
+
+/// The first sync of `request`: its answer, or the message of the spec it refuses.
+fn first_or_refused(request: &Value) -> Result<Value, String> {
+    let body = serde_json::to_vec(request).unwrap();
+    let received = memcached_hook::hook::Received::decode(body).expect("decodes");
+    match memcached_hook::sync(&received, crate::common::now(), &Default::default()) {
+        Ok(answer) => Ok(serde_json::to_value(&answer).unwrap()),
+        Err(e @ memcached_hook::SyncError::InvalidSpec { .. }) => Err(e.to_string()),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[test]
+fn the_largest_config_map_that_fits_is_written_and_one_more_pod_per_zone_is_refused() {
+    let (name, namespace) = ("c".repeat(20), "n".repeat(63));
+    let answers: Vec<Result<Value, String>> = (1..=64)
+        .map(|replicas| first_or_refused(&zoned_request(&name, &namespace, replicas)))
+        .collect();
+    let fits = answers.iter().take_while(|a| a.is_ok()).count();
+    assert!(
+        (1..64).contains(&fits),
+        "a boundary within the CRD's bounds: {fits}"
+    );
+    let largest = child(answers[fits - 1].as_ref().unwrap(), "ConfigMap").expect("written");
+    assert!(stored(largest) <= 256 * 1024, "{}", stored(largest));
+    let message = answers[fits].as_ref().expect_err("refused");
+    for part in [
+        "spec.discovery.configMap.enabled",
+        &format!("16 zones x spec.replicas: {}", fits + 1),
+        "metadata.name (20 characters)",
+        "262144",
+    ] {
+        assert!(message.contains(part), "{part} in {message}");
+    }
+    assert!(!message.contains("metadata.annotations"), "{message}");
+    // Without the ConfigMap the same spec is valid.
+    let mut off = zoned_request(&name, &namespace, fits as i32 + 1);
+    off["parent"]["spec"]["discovery"]["configMap"]["enabled"] = json!(false);
+    assert!(first_or_refused(&off).is_ok());
+}
+
+#[test]
+fn a_config_map_too_large_keeps_the_observed_children() {
+    let (name, namespace) = ("cache-with-long-name", "shop");
+    let first_request = zoned_request(name, namespace, 2);
+    let first = sync_value(&first_request);
+    assert!(child(&first, "ConfigMap").is_some());
+    let mut next = next_request(&first_request, &first, Observed::Settled);
+    next["parent"]["spec"]["replicas"] = json!(64);
+    let response = sync_value(&next);
+    assert_eq!(condition(&response, "Degraded").reason, "InvalidSpec");
+    assert_eq!(
+        child(&response, "ConfigMap").map(|c| &c["data"]),
+        child(&first, "ConfigMap").map(|c| &c["data"]),
+        "kept as observed"
+    );
+}
