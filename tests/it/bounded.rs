@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use tower::ServiceExt as _;
 
 use super::http::{answer, fixture, post};
-use super::leaving::leaving_without_last_applied;
+use super::leaving::{ZONES, leaving_without_last_applied, zoned_with_observed};
 
 /// A body of unannounced length that sends one byte and then nothing until its sender drops.
 struct Stalled {
@@ -211,5 +211,43 @@ fn a_sync_stopped_at_its_deadline_gives_up_on_the_workloads_it_has_not_kept() {
     assert!(
         stopped * 4 < full,
         "{stopped:?} stopped against {full:?} in full"
+    );
+}
+
+// The cost per workload of this request is measured by `cargo bench --bench keep_path`; here,
+// that a zoned request with hundreds of observed zone workloads answers each zone of the spec
+// once, and no workload it did not observe or desire.
+#[test]
+fn a_zoned_request_with_many_observed_workloads_answers_each_zone_once() {
+    let body = zoned_with_observed(600);
+    let received = memcached_hook::hook::Received::decode(body.as_slice()).expect("decodes");
+    let answer =
+        memcached_hook::sync(&received, super::common::now(), &Default::default()).expect("sync");
+    let answer = serde_json::to_value(&answer).expect("encodes");
+    let names: Vec<&str> = answer["children"]
+        .as_array()
+        .expect("children")
+        .iter()
+        .filter(|c| c["kind"] == "Deployment")
+        .map(|c| c["metadata"]["name"].as_str().expect("named"))
+        .collect();
+    let unique: std::collections::BTreeSet<&str> = names.iter().copied().collect();
+    assert_eq!(unique.len(), names.len(), "a workload answered twice");
+    for i in 0..ZONES {
+        assert!(
+            unique.contains(format!("cache-zone-{i:02}").as_str()),
+            "zone {i}"
+        );
+    }
+    let observed = |name: &str| {
+        name.strip_prefix("cache-gone-")
+            .and_then(|i| i.parse::<usize>().ok())
+            .is_some_and(|i| (ZONES..600).contains(&i))
+    };
+    assert!(
+        unique
+            .iter()
+            .all(|n| n.starts_with("cache-zone-") || observed(n)),
+        "{unique:?}"
     );
 }
