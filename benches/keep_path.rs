@@ -1,7 +1,8 @@
 //! The keep path under server-side apply (`keep::observed` of every child, which finds no
 //! last-applied annotation and reads the managed fields) at two request sizes; and a whole sync
 //! of a zones switch whose 1000, 2000 and 4000 leaving workloads carry no last-applied
-//! annotation, each kept from its labels and spec in the body.
+//! annotation, each kept from its labels and spec in the body; and whole syncs of a zoned request
+//! with many observed workloads.
 //!
 //! The request is the one an attacker who may edit a child Service makes the hook read: one
 //! observed Service with `PORTS` ports, every one named in the controller's `Apply` field set
@@ -9,8 +10,9 @@
 //! request and per KiB at each size and the ratio between the two sizes' times next to the
 //! ratio of their sizes: equal ratios mean work linear in size.
 //!
-//! For the leaving workloads it prints the time per sync and per workload at each count: equal
-//! times per workload mean work linear in their number.
+//! For the leaving workloads, and for a zoned request mid-rollout (16 zones) with 250 to 2000
+//! observed zone workloads (those past the 16 of its zones leaving), it prints the time per sync
+//! and per workload at each count: equal times per workload mean work linear in their number.
 //!
 //! `cargo bench --bench keep_path`.
 
@@ -23,6 +25,10 @@ use criterion::{Criterion, Throughput};
 use memcached_hook::hook::Received;
 use memcached_hook::keep::{self, Asked};
 use serde_json::{Map, Value, json};
+
+#[path = "../tests/support/leaving.rs"]
+mod leaving;
+use leaving::{leaving_without_last_applied, zoned_with_observed};
 
 const UID: &str = "6f1c2b9e-3d4a-4f5b-9c1d-2e3f4a5b6c7d";
 /// The two sizes, in ports.
@@ -86,33 +92,8 @@ fn least(received: &Received<'_>, rounds: usize, calls: u32) -> Duration {
 /// The counts of leaving workloads.
 const LEAVING: [usize; 3] = [1_000, 2_000, 4_000];
 
-/// The zones-off switch of the fixture `zones-turned-off-mid-switch` with `leaving` zone
-/// Deployments, none carrying a last-applied annotation.
-fn leaving_request(leaving: usize) -> Vec<u8> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/sync/zones-turned-off-mid-switch.json"
-    );
-    let mut request: Value =
-        serde_json::from_slice(&std::fs::read(path).expect("fixture")).expect("json");
-    let deployments = request["children"]["Deployment.apps/v1"]
-        .as_object_mut()
-        .expect("deployments");
-    let mut zone = deployments["cache-zone-a"].clone();
-    zone["metadata"]["annotations"]
-        .as_object_mut()
-        .expect("annotations")
-        .remove("metacontroller.k8s.io/last-applied-configuration");
-    deployments.retain(|name, _| name == "cache");
-    for i in 0..leaving {
-        let name = format!("cache-zone-{i}");
-        let mut workload = zone.clone();
-        workload["metadata"]["name"] = json!(name);
-        deployments.insert(name, workload);
-    }
-    request["children"]["PodDisruptionBudget.policy/v1"] = json!({});
-    serde_json::to_vec(&request).expect("json")
-}
+/// The counts of observed workloads of the zoned request.
+const ZONED: [usize; 4] = [250, 500, 1_000, 2_000];
 
 /// The least time of `rounds` whole syncs (decode included) of `body`.
 fn least_sync(body: &[u8], rounds: usize) -> Duration {
@@ -165,8 +146,19 @@ fn main() {
         large.2.as_secs_f64() / small.2.as_secs_f64()
     );
 
+    for observed in ZONED {
+        let body = zoned_with_observed(observed);
+        let time = least_sync(&body, 5);
+        println!(
+            "zoned request, {} zones: {observed} observed workloads, {} bytes: {:.1} ms, {:.1} µs per workload",
+            leaving::ZONES,
+            body.len(),
+            time.as_secs_f64() * 1e3,
+            time.as_secs_f64() * 1e6 / observed as f64
+        );
+    }
     for leaving in LEAVING {
-        let body = leaving_request(leaving);
+        let body = leaving_without_last_applied(leaving);
         let time = least_sync(&body, 5);
         println!(
             "leaving workloads: {leaving}, {} bytes: {:.1} ms, {:.1} µs per workload",

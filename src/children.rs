@@ -40,7 +40,7 @@ pub const SASL_MOUNT_PATH: &str = "/etc/memcached/sasl";
 pub const SASL_SECRET_FILE: &str = "/etc/memcached/sasl/password-file";
 /// Where the in-memory volume with memcached's copy of the auth file is mounted.
 pub const AUTH_COPY_MOUNT_PATH: &str = "/run/memcached/sasl";
-/// memcached's `-Y` file: the normalised copy (`src/pod/agent/auth_file.rs`).
+/// memcached's `-Y` file: the normalised copy (`src/pod/auth_file.rs`).
 pub const AUTH_COPY_FILE: &str = "/run/memcached/sasl/password-file";
 /// Where the TLS Secret is mounted.
 pub const TLS_MOUNT_PATH: &str = "/etc/memcached/tls";

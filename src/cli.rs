@@ -109,12 +109,12 @@ enum Command {
     FromBitnami(bitnami::Args),
     /// Init step of a memcached pod with SASL: write the auth file memcached's `-Y` reads, a
     /// normalised copy of the Secret's (every line ends with a newline).
-    AuthFile(memcached_hook::pod::agent::auth_file::CopyArgs),
+    AuthFile(memcached_hook::pod::auth_file::CopyArgs),
     /// Sidecar in a memcached pod: reload rotated TLS and auth files into the running memcached.
-    ReloadAgent(memcached_hook::pod::agent::Args),
+    ReloadAgent(memcached_hook::pod::reload_agent::Args),
     /// Sidecar in a memcached pod with SASL: serve memcached's stats under the Prometheus
     /// memcached exporter's series names, logged in with the mounted auth file.
-    StatsExporter(memcached_hook::pod::agent::exporter::ExporterArgs),
+    StatsExporter(memcached_hook::pod::exporter::ExporterArgs),
     /// GET a URL and require a 200 answer, e.g. a hook's /readyz (the image has no curl).
     Probe(probe::ProbeArgs),
     /// Init container with warmRestart: keep memcached's saved metadata only when it can be
@@ -167,15 +167,15 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Probe(args) => print(&probe::probe(&args)?),
         Command::AuthFile(args) => {
             init_logging(LogFormat::Auto);
-            Ok(memcached_hook::pod::agent::auth_file::run(&args)?)
+            Ok(memcached_hook::pod::auth_file::run(&args)?)
         }
         Command::ReloadAgent(args) => {
             init_logging(LogFormat::Auto);
-            memcached_hook::pod::agent::run(&args)
+            memcached_hook::pod::reload_agent::run(&args)
         }
         Command::StatsExporter(args) => {
             init_logging(LogFormat::Auto);
-            memcached_hook::pod::agent::exporter::run(&args)
+            memcached_hook::pod::exporter::run(&args)
         }
         Command::WarmGuard(args) => {
             init_logging(LogFormat::Auto);

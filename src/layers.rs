@@ -254,6 +254,10 @@ const REPEATED_NAMES: &[(&str, &str)] = &[
         "exporter.rs",
         "the stats exporter: its container and its program",
     ),
+    (
+        "reload_agent.rs",
+        "the reload agent: its container and its program",
+    ),
     ("error.rs", "each module's own error type"),
     (
         "metrics.rs",

@@ -116,13 +116,18 @@ pub fn sync(
         violations = workload::violations(&e, &req.children, name);
     }
     let statefulsets = declared(&ChildKind::StatefulSet);
-    let before = Before {
-        starting: status::zones::were_starting(&parent.status.conditions),
-        zones: &parent.status.zones,
-        now,
-    };
+    if violations.is_empty() && declared(&ChildKind::ConfigMap) {
+        let namespace = parent.metadata.namespace.as_deref().unwrap_or_default();
+        violations.extend(servers::size::violation(name, namespace, &e, statefulsets));
+    }
     let at = (name, statefulsets);
-    let layout = Layout::of(&e, &req.children, at, violations.is_empty(), before);
+    let layout = Layout::of(
+        &e,
+        &req.children,
+        at,
+        violations.is_empty(),
+        before(parent, now),
+    );
     let access = agent_account::access(&e, options, req, &layout.plan);
     let needed = needed_kinds(&e, access);
     let missing_kinds = needed
@@ -154,18 +159,27 @@ pub fn sync(
     };
     let inputs = inputs(req, &e, &layout, outcome, &options.reload_agent_image);
     let status = status::build(&inputs, &parent.status.conditions, &condition_time(now));
-    // A second past the moment, so that the zone is lost when the sync comes.
-    let resync_after_seconds = layout
-        .zones
-        .as_ref()
-        .and_then(|z| z.next_loss_seconds)
-        .and_then(|s| i32::try_from(s.saturating_add(1)).ok())
-        .map(f64::from);
     Ok(SyncResponse {
         children,
         status,
-        resync_after_seconds,
+        resync_after_seconds: resync_after(&layout),
     })
+}
+
+/// When Metacontroller should sync again although nothing changes: a second after a short zone
+/// would be lost, so that the sync then finds it lost.
+fn resync_after(layout: &Layout<'_>) -> Option<f64> {
+    let seconds = layout.zones.as_ref()?.next_loss_seconds?;
+    i32::try_from(seconds.saturating_add(1)).ok().map(f64::from)
+}
+
+/// What the zones' budgets read from the parent's status as the last sync wrote it, at `now`.
+fn before(parent: &Parent, now: Timestamp) -> Before<'_> {
+    Before {
+        starting: status::zones::were_starting(&parent.status.conditions),
+        zones: &parent.status.zones,
+        now,
+    }
 }
 
 /// The desired children of the `kinds` a valid spec asks for, and what they are.

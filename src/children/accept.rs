@@ -91,7 +91,8 @@ fn parts(child: &Child) -> Option<(&'static str, &ObjectMeta, Option<&PodTemplat
 /// The bytes of a child's annotations once Metacontroller's dynamic apply stored it: its own
 /// annotations, the last-applied annotation holding the whole child as Go encodes it, and
 /// [`CLUSTER_RESERVE`].
-fn stored_annotations(child: &Child, meta: &ObjectMeta) -> usize {
+#[must_use]
+pub fn stored_annotations(child: &Child, meta: &ObjectMeta) -> usize {
     let own = apiserver::annotations_size(meta.annotations.iter().flatten());
     own + LAST_APPLIED.len() + apiserver::go_json_len(child) + CLUSTER_RESERVE
 }

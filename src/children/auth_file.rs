@@ -1,6 +1,6 @@
 //! The `auth-file` init step of a pod with SASL: `memcached-hook auth-file` from the hook's own
 //! image writes the normalised copy of the Secret's auth file that memcached's `-Y` reads
-//! (`src/pod/agent/auth_file.rs`) into an in-memory `emptyDir`, before memcached (and the reload
+//! (`src/pod/auth_file.rs`) into an in-memory `emptyDir`, before memcached (and the reload
 //! agent) start. It runs in both rotation modes; under `Reload` the agent rewrites the copy.
 
 use k8s_openapi::api::core::v1::{Container, EmptyDirVolumeSource, ResourceRequirements, Volume};

@@ -2,7 +2,7 @@
 //! Prometheus memcached exporter (`spec.monitoring.exporterImage`). With SASL memcached refuses
 //! `stats` to a client that has not logged in, and the exporter has no way to log in: the hook's
 //! own image then runs `memcached-hook stats-exporter`, which logs in with the mounted auth file
-//! and serves the same series names (`src/pod/agent/stats.rs`).
+//! and serves the same series names (`src/pod/exporter/stats.rs`).
 
 use k8s_openapi::api::core::v1::Container;
 

@@ -1,6 +1,6 @@
 //! The ports a memcached pod serves, derived once from the effective spec and used by the
 //! containers, the Service, the NetworkPolicy and the status; and the sidecars' own ports, which
-//! their programs (`src/pod/agent/`) listen on by default.
+//! their programs (`src/pod/reload_agent/`, `src/pod/exporter/`) listen on by default.
 
 use k8s_openapi::api::core::v1::ContainerPort;
 

@@ -1,7 +1,7 @@
 //! The reload-agent sidecar: `memcached-hook reload-agent` from the hook's own image,
 //! as a native sidecar (an init container with `restartPolicy: Always`, Kubernetes >= 1.29). It
 //! watches the mounted SASL/TLS files and reloads them into memcached in place
-//! (`src/pod/agent/`), so a rotated Secret does not empty the cache.
+//! (`src/pod/reload_agent/`), so a rotated Secret does not empty the cache.
 
 use k8s_openapi::api::core::v1::{Container, ResourceRequirements, VolumeMount};
 

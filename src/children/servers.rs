@@ -252,5 +252,7 @@ pub fn build(s: &Servers<'_>) -> ConfigMap {
     }
 }
 
+pub mod size;
+
 #[cfg(test)]
 mod tests;

@@ -7,7 +7,7 @@ use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use super::agent::check::Credentials;
+use super::shared::check::Credentials;
 
 /// Longest reply line read (memcached's `refresh_certs` error carries a path and an SSL error).
 const MAX_LINE: usize = 8192;

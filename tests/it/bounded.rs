@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use tower::ServiceExt as _;
 
 use super::http::{answer, fixture, post};
+use super::leaving::{ZONES, leaving_without_last_applied, zoned_with_observed};
 
 /// A body of unannounced length that sends one byte and then nothing until its sender drops.
 struct Stalled {
@@ -150,30 +151,6 @@ async fn over_long_bounded_lists_are_refused_with_their_count() {
     }
 }
 
-/// The zones-off switch of `zones-turned-off-mid-switch` with `leaving` zone Deployments, none
-/// carrying a last-applied annotation, so each is kept from its labels and spec in the body.
-pub(crate) fn leaving_without_last_applied(leaving: usize) -> Vec<u8> {
-    let mut request: Value =
-        serde_json::from_slice(&fixture("zones-turned-off-mid-switch")).expect("json");
-    let deployments = request["children"]["Deployment.apps/v1"]
-        .as_object_mut()
-        .expect("deployments");
-    let mut template = deployments["cache-zone-a"].clone();
-    template["metadata"]["annotations"]
-        .as_object_mut()
-        .expect("annotations")
-        .remove("metacontroller.k8s.io/last-applied-configuration");
-    deployments.retain(|name, _| name == "cache");
-    for i in 0..leaving {
-        let name = format!("cache-zone-{i}");
-        let mut workload = template.clone();
-        workload["metadata"]["name"] = json!(name);
-        deployments.insert(name, workload);
-    }
-    request["children"]["PodDisruptionBudget.policy/v1"] = json!({});
-    serde_json::to_vec(&request).expect("json")
-}
-
 /// The workloads the answer to `body` keeps as observed.
 fn kept(body: &[u8]) -> usize {
     let received = memcached_hook::hook::Received::decode(body).expect("decodes");
@@ -234,5 +211,43 @@ fn a_sync_stopped_at_its_deadline_gives_up_on_the_workloads_it_has_not_kept() {
     assert!(
         stopped * 4 < full,
         "{stopped:?} stopped against {full:?} in full"
+    );
+}
+
+// The cost per workload of this request is measured by `cargo bench --bench keep_path`; here,
+// that a zoned request with hundreds of observed zone workloads answers each zone of the spec
+// once, and no workload it did not observe or desire.
+#[test]
+fn a_zoned_request_with_many_observed_workloads_answers_each_zone_once() {
+    let body = zoned_with_observed(600);
+    let received = memcached_hook::hook::Received::decode(body.as_slice()).expect("decodes");
+    let answer =
+        memcached_hook::sync(&received, super::common::now(), &Default::default()).expect("sync");
+    let answer = serde_json::to_value(&answer).expect("encodes");
+    let names: Vec<&str> = answer["children"]
+        .as_array()
+        .expect("children")
+        .iter()
+        .filter(|c| c["kind"] == "Deployment")
+        .map(|c| c["metadata"]["name"].as_str().expect("named"))
+        .collect();
+    let unique: std::collections::BTreeSet<&str> = names.iter().copied().collect();
+    assert_eq!(unique.len(), names.len(), "a workload answered twice");
+    for i in 0..ZONES {
+        assert!(
+            unique.contains(format!("cache-zone-{i:02}").as_str()),
+            "zone {i}"
+        );
+    }
+    let observed = |name: &str| {
+        name.strip_prefix("cache-gone-")
+            .and_then(|i| i.parse::<usize>().ok())
+            .is_some_and(|i| (ZONES..600).contains(&i))
+    };
+    assert!(
+        unique
+            .iter()
+            .all(|n| n.starts_with("cache-zone-") || observed(n)),
+        "{unique:?}"
     );
 }

@@ -163,6 +163,87 @@ pub fn observed_key(child: &Value) -> (String, String) {
     )
 }
 
+/// The annotation in which Metacontroller records what it applied to a child.
+pub const LAST_APPLIED: &str = "metacontroller.k8s.io/last-applied-configuration";
+
+/// What the next request observes of each applied child besides what was applied.
+pub enum Observed<'a> {
+    /// As just created: no status yet.
+    Created,
+    /// Settled: every workload's pods all ready and updated.
+    Settled,
+    /// Each child with the fields `f(child)` returns merged in (a status, server-side fields);
+    /// `f` sees the child as applied.
+    With(&'a dyn Fn(&Value) -> Value),
+}
+
+/// The request Metacontroller sends after applying `answer`, the answer to `request`: the same
+/// controller, parent and related objects, the parent's status as answered (when it answered
+/// one), and as observed children exactly the answered ones (the others deleted), each in the
+/// parent's namespace at generation 1 with the last-applied annotation Metacontroller writes,
+/// keyed by kind and name, plus what `observed` adds.
+pub fn next_request(request: &Value, answer: &Value, observed: Observed<'_>) -> Value {
+    let mut next = request.clone();
+    if !answer["status"].is_null() {
+        next["parent"]["status"] = answer["status"].clone();
+    }
+    let namespace = &request["parent"]["metadata"]["namespace"];
+    if !next["children"].is_object() {
+        next["children"] = json!({});
+    }
+    let groups = next["children"].as_object_mut().expect("an object");
+    for group in groups.values_mut() {
+        *group = json!({});
+    }
+    for child in answer["children"].as_array().map_or(&[][..], Vec::as_slice) {
+        let mut live = applied(child, namespace);
+        let extra = match observed {
+            Observed::Created => json!({}),
+            Observed::Settled => settled_status(child),
+            Observed::With(f) => f(child),
+        };
+        merge(&mut live, &extra);
+        let (group, name) = observed_key(&live);
+        groups.entry(group).or_insert_with(|| json!({}))[name] = live;
+    }
+    next
+}
+
+/// `child` as Metacontroller's apply leaves it in `namespace`: at generation 1, with what it
+/// applied in the last-applied annotation.
+pub fn applied(child: &Value, namespace: &Value) -> Value {
+    let mut live = child.clone();
+    let record = serde_json::to_string(child).expect("JSON encodes");
+    let meta = &mut live["metadata"];
+    meta["namespace"] = namespace.clone();
+    meta["generation"] = json!(1);
+    meta["annotations"][LAST_APPLIED] = json!(record);
+    live
+}
+
+/// The status of a settled `child`: a workload with all its replicas ready and up to date.
+fn settled_status(child: &Value) -> Value {
+    let replicas = child["spec"]["replicas"].as_i64().unwrap_or(1);
+    match child["kind"].as_str() {
+        Some("Deployment" | "StatefulSet") => json!({"status": {"observedGeneration": 1,
+            "replicas": replicas, "updatedReplicas": replicas, "readyReplicas": replicas,
+            "availableReplicas": replicas}}),
+        _ => json!({}),
+    }
+}
+
+/// `from` merged into `into`: objects field by field, anything else replaced.
+pub fn merge(into: &mut Value, from: &Value) {
+    match (into, from) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                merge(a.entry(k.clone()).or_insert(Value::Null), v);
+            }
+        }
+        (slot, v) => *slot = v.clone(),
+    }
+}
+
 /// The words of `text`: an expected argument list written as the command line reads.
 pub fn words(text: &str) -> Vec<&str> {
     text.split_whitespace().collect()
@@ -240,4 +321,31 @@ pub fn assert_absent(fields: &[(&str, bool)]) {
 pub fn service_ports(r: &Value) -> Vec<ServicePort> {
     let spec = typed::<Service>(r).spec.expect("spec");
     spec.ports.expect("ports")
+}
+
+#[test]
+fn the_next_request_observes_exactly_the_answered_children_as_applied() {
+    let first = request_json(json!({"replicas": 3}));
+    let answer = sync_value(&first);
+    let next = next_request(&first, &answer, Observed::Settled);
+    assert_eq!(next["parent"]["status"], answer["status"]);
+    let answered = answer["children"].as_array().expect("children");
+    let observed: Vec<&Value> = next["children"]
+        .as_object()
+        .expect("groups")
+        .values()
+        .flat_map(|group| group.as_object().expect("a group").values())
+        .collect();
+    assert_eq!(observed.len(), answered.len());
+    for child in answered {
+        let (group, name) = observed_key(child);
+        let live = &next["children"][&group][&name];
+        let record = live["metadata"]["annotations"][LAST_APPLIED]
+            .as_str()
+            .expect("the last-applied annotation");
+        assert_eq!(&serde_json::from_str::<Value>(record).expect("JSON"), child);
+        assert_eq!(live["metadata"]["namespace"], "default");
+    }
+    let deployment = &next["children"]["Deployment.apps/v1"]["my-cache"];
+    assert_eq!(deployment["status"]["readyReplicas"], 3, "settled");
 }

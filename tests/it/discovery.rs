@@ -7,9 +7,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use crate::common::{child, condition, observed_key, sync_value, try_typed};
-
-const LAST_APPLIED: &str = "metacontroller.k8s.io/last-applied-configuration";
+use crate::common::{Observed, child, condition, merge, next_request, sync_value, try_typed};
 
 /// Every child kind, as metacontroller/base/ declares them.
 fn controller(config_maps: bool) -> Value {
@@ -25,26 +23,16 @@ fn controller(config_maps: bool) -> Value {
     json!({"spec": {"childResources": kinds}})
 }
 
-fn request(namespace: &str, spec: &Value, children: &[Value], status: Option<&Value>) -> Value {
-    let mut map = json!({});
-    for c in children {
-        let (group, name) = observed_key(c);
-        map.as_object_mut()
-            .unwrap()
-            .entry(group)
-            .or_insert_with(|| json!({}))[name] = c.clone();
-    }
-    let mut parent = json!({"apiVersion": "memcached.c5c3.io/v1beta1", "kind": "Memcached",
+/// The first request for the Memcached `cache` in `namespace` with `spec`.
+fn request(namespace: &str, spec: &Value) -> Value {
+    let parent = json!({"apiVersion": "memcached.c5c3.io/v1beta1", "kind": "Memcached",
         "metadata": {"name": "cache", "namespace": namespace, "generation": 2,
                      "uid": "0b6c2f4e-1d7a-4c1e-9a55-2f0d3c4b5a69"},
         "spec": spec});
-    if let Some(status) = status {
-        parent["status"] = status.clone();
-    }
     let related = json!({"Secret.v1": {"cache-tls": {"apiVersion": "v1", "kind": "Secret",
         "metadata": {"name": "cache-tls", "namespace": namespace},
         "data": {"tls.crt": "Q0VSVA==", "tls.key": "S0VZ"}}}});
-    json!({"controller": controller(true), "parent": parent, "children": map, "related": related})
+    json!({"controller": controller(true), "parent": parent, "children": {}, "related": related})
 }
 
 fn config_map(response: &Value) -> Option<ConfigMap> {
@@ -73,7 +61,7 @@ fn with_tls(mut spec: Value, allow_plaintext: bool) -> Value {
 }
 
 fn first_sync(namespace: &str, spec: &Value) -> Value {
-    sync_value(&request(namespace, spec, &[], None))
+    sync_value(&request(namespace, spec))
 }
 
 #[test]
@@ -106,7 +94,7 @@ fn formats_in_another_namespace() {
 fn the_config_map_is_written_only_when_enabled_and_declared() {
     let off = json!({"workload": "StatefulSet", "replicas": 3});
     assert!(config_map(&first_sync("shop", &off)).is_none());
-    let mut undeclared = request("shop", &statefulset(3), &[], None);
+    let mut undeclared = request("shop", &statefulset(3));
     undeclared["controller"] = controller(false);
     let response = sync_value(&undeclared);
     assert!(config_map(&response).is_none());
@@ -120,55 +108,44 @@ fn the_config_map_is_written_only_when_enabled_and_declared() {
     );
 }
 
-/// A desired child as the API server holds it after Metacontroller applied it, with the status
-/// and server-side fields of `extra` merged in.
-fn observe(child: &Value, namespace: &str, extra: &Value) -> Value {
-    let mut live = child.clone();
-    live["metadata"]["namespace"] = json!(namespace);
-    live["metadata"]["labels"]["controller-uid"] = json!("0b6c2f4e-1d7a-4c1e-9a55-2f0d3c4b5a69");
-    let applied = serde_json::to_string(&live).unwrap();
-    live["metadata"]["annotations"] = json!({LAST_APPLIED: applied});
-    live["metadata"]["resourceVersion"] = json!("4711");
-    live["metadata"]["generation"] = json!(1);
-    merge(&mut live, extra);
-    live
-}
-
-fn merge(into: &mut Value, from: &Value) {
-    match (into, from) {
-        (Value::Object(a), Value::Object(b)) => {
-            for (k, v) in b {
-                merge(a.entry(k.clone()).or_insert(Value::Null), v);
-            }
+/// The request after `first`, the answer to the first sync in `namespace`, now with `spec` and
+/// the parent's `status`: the children as the API server holds them, the workloads with the
+/// status and server-side fields of `workload` merged in.
+fn after(
+    first: &Value,
+    namespace: &str,
+    spec: &Value,
+    workload: &Value,
+    status: Option<&Value>,
+) -> Value {
+    let server = |c: &Value| {
+        let mut extra = json!({"metadata": {"resourceVersion": "4711",
+            "labels": {"controller-uid": "0b6c2f4e-1d7a-4c1e-9a55-2f0d3c4b5a69"}}});
+        if c["kind"] == "StatefulSet" || c["kind"] == "Deployment" {
+            merge(&mut extra, workload);
         }
-        (slot, v) => *slot = v.clone(),
+        extra
+    };
+    let mut next = next_request(&request(namespace, spec), first, Observed::With(&server));
+    match status {
+        Some(status) => next["parent"]["status"] = status.clone(),
+        None => drop(
+            next["parent"]
+                .as_object_mut()
+                .expect("parent")
+                .remove("status"),
+        ),
     }
-}
-
-fn observed(first: &Value, namespace: &str, extra: &Value) -> Vec<Value> {
-    first["children"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            let own = if c["kind"] == "StatefulSet" || c["kind"] == "Deployment" {
-                extra.clone()
-            } else {
-                json!({})
-            };
-            observe(c, namespace, &own)
-        })
-        .collect()
+    next
 }
 
 #[test]
 fn an_invalid_spec_keeps_the_config_map_as_last_applied() {
     let spec = statefulset(3);
     let first = first_sync("shop", &spec);
-    let children = observed(&first, "shop", &json!({}));
     let mut invalid = spec.clone();
     invalid["replicas"] = json!(65);
-    let response = sync_value(&request("shop", &invalid, &children, None));
+    let response = sync_value(&after(&first, "shop", &invalid, &json!({}), None));
     assert_eq!(condition(&response, "Degraded").reason, "InvalidSpec");
     let kept = config_map(&response).expect("the ConfigMap is kept");
     let want = config_map(&first).unwrap();
@@ -236,8 +213,7 @@ fn the_config_map_bytes_depend_on_the_spec_and_the_membership_only() {
         let baseline =
             serde_json::to_vec(child(&first, "ConfigMap").expect("a ConfigMap")).unwrap();
         // The workload as observed mid-rollout, the parent with a restart trigger and any status.
-        let children = observed(&first, "shop", &state);
-        let mut req = request("shop", &spec, &children, status.as_ref());
+        let mut req = after(&first, "shop", &spec, &state, status.as_ref());
         req["parent"]["metadata"]["annotations"] =
             json!({"memcached.c5c3.io/restart-trigger": trigger});
         let response = sync_value(&req);
@@ -251,4 +227,82 @@ fn the_config_map_bytes_depend_on_the_spec_and_the_membership_only() {
     if let Err(e) = result {
         panic!("{e}");
     }
+}
+
+/// A first request for a StatefulSet cache named `name` in `namespace` over 16 zones of
+/// `replicas` pods each, with the server-list ConfigMap.
+fn zoned_request(name: &str, namespace: &str, replicas: i32) -> Value {
+    let zones: Vec<String> = (0..16)
+        .map(|i| format!("zone-{i:02}-{}", "z".repeat(52 - name.len() - 9)))
+        .collect();
+    let mut spec = statefulset(replicas);
+    spec["zones"] = json!({"names": zones});
+    let mut req = request(namespace, &spec);
+    req["parent"]["metadata"]["name"] = json!(name);
+    req
+}
+
+/// The annotations the API server would store for an answered ConfigMap, measured on the
+/// answer: Metacontroller's last-applied copy of it and the room left for the cluster's own.
+fn stored(config_map: &Value) -> usize {
+    crate::common::LAST_APPLIED.len()
+        + serde_json::to_string(config_map).unwrap().len()
+        + memcached_hook::children::accept::CLUSTER_RESERVE
+}
+
+/// The first sync of `request`: its answer, or the message of the spec it refuses.
+fn first_or_refused(request: &Value) -> Result<Value, String> {
+    let body = serde_json::to_vec(request).unwrap();
+    let received = memcached_hook::hook::Received::decode(body).expect("decodes");
+    match memcached_hook::sync(&received, crate::common::now(), &Default::default()) {
+        Ok(answer) => Ok(serde_json::to_value(&answer).unwrap()),
+        Err(e @ memcached_hook::SyncError::InvalidSpec { .. }) => Err(e.to_string()),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[test]
+fn the_largest_config_map_that_fits_is_written_and_one_more_pod_per_zone_is_refused() {
+    let (name, namespace) = ("c".repeat(20), "n".repeat(63));
+    let answers: Vec<Result<Value, String>> = (1..=64)
+        .map(|replicas| first_or_refused(&zoned_request(&name, &namespace, replicas)))
+        .collect();
+    let fits = answers.iter().take_while(|a| a.is_ok()).count();
+    assert!(
+        (1..64).contains(&fits),
+        "a boundary within the CRD's bounds: {fits}"
+    );
+    let largest = child(answers[fits - 1].as_ref().unwrap(), "ConfigMap").expect("written");
+    assert!(stored(largest) <= 256 * 1024, "{}", stored(largest));
+    let message = answers[fits].as_ref().expect_err("refused");
+    for part in [
+        "spec.discovery.configMap.enabled",
+        &format!("16 zones x spec.replicas: {}", fits + 1),
+        "metadata.name (20 characters)",
+        "262144",
+    ] {
+        assert!(message.contains(part), "{part} in {message}");
+    }
+    assert!(!message.contains("metadata.annotations"), "{message}");
+    // Without the ConfigMap the same spec is valid.
+    let mut off = zoned_request(&name, &namespace, fits as i32 + 1);
+    off["parent"]["spec"]["discovery"]["configMap"]["enabled"] = json!(false);
+    assert!(first_or_refused(&off).is_ok());
+}
+
+#[test]
+fn a_config_map_too_large_keeps_the_observed_children() {
+    let (name, namespace) = ("cache-with-long-name", "shop");
+    let first_request = zoned_request(name, namespace, 2);
+    let first = sync_value(&first_request);
+    assert!(child(&first, "ConfigMap").is_some());
+    let mut next = next_request(&first_request, &first, Observed::Settled);
+    next["parent"]["spec"]["replicas"] = json!(64);
+    let response = sync_value(&next);
+    assert_eq!(condition(&response, "Degraded").reason, "InvalidSpec");
+    assert_eq!(
+        child(&response, "ConfigMap").map(|c| &c["data"]),
+        child(&first, "ConfigMap").map(|c| &c["data"]),
+        "kept as observed"
+    );
 }

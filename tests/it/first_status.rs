@@ -2,32 +2,9 @@
 //! Metacontroller created the children (which have no status yet) computes again, so that second
 //! sync writes nothing; a sync that still finds no workload after that says it waits for it.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use crate::common::{condition, observed_key, request_json, sync_value};
-
-/// The request Metacontroller sends once it has created the children of `response` (as the API
-/// server returns them: no status yet) and written its status into the parent.
-fn after_creation(request: &Value, response: &Value) -> Value {
-    let mut next = request.clone();
-    next["parent"]["status"] = response["status"].clone();
-    let mut groups: Map<String, Value> = Map::new();
-    for child in response["children"].as_array().expect("children") {
-        let (group, name) = observed_key(child);
-        let mut created = child.clone();
-        created["metadata"]["namespace"] = request["parent"]["metadata"]["namespace"].clone();
-        let kind = group
-            .split_once('.')
-            .map_or(group.as_str(), |(kind, _)| kind);
-        created["metadata"]["uid"] = json!(format!("uid-{kind}-{name}"));
-        created["metadata"]["generation"] = json!(1);
-        groups.entry(group).or_insert_with(|| json!({}))[name] = created;
-    }
-    for (group, children) in groups {
-        next["children"][group] = children;
-    }
-    next
-}
+use crate::common::{Observed, condition, next_request, request_json, sync_value};
 
 fn with_statefulsets(mut request: Value) -> Value {
     let resources = request["controller"]["spec"]["childResources"]
@@ -69,7 +46,7 @@ fn cases() -> Vec<(&'static str, Value)> {
 fn the_sync_after_creation_computes_the_first_status_again() {
     for (name, request) in cases() {
         let first = sync_value(&request);
-        let second = sync_value(&after_creation(&request, &first));
+        let second = sync_value(&next_request(&request, &first, Observed::Created));
         assert_eq!(second["status"], first["status"], "{name}");
         assert_eq!(second["children"], first["children"], "{name}");
     }

@@ -20,6 +20,8 @@ mod golden;
 mod high_availability;
 mod http;
 mod images;
+#[path = "../support/leaving.rs"]
+mod leaving;
 mod memcached_container;
 mod monitoring;
 mod no_secrets;

@@ -32,11 +32,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-use crate::common::{condition, decoded, now, observed_key, try_typed, typed};
+use crate::common::{LAST_APPLIED, condition, decoded, now, observed_key, try_typed, typed};
 use crate::http::post_json;
 use crate::service_monitor::ServiceMonitor;
 
-const LAST_APPLIED: &str = "metacontroller.k8s.io/last-applied-configuration";
 const PARENT_UID: &str = "6f1c2b9e-3d4a-4f5b-9c1d-2e3f4a5b6c7d";
 const SASL_SECRET: &str = "sasl-credentials";
 const TLS_SECRET: &str = "tls-certificate";
@@ -1238,16 +1237,13 @@ fn request(
 fn observe(child: &Value, index: usize, ctx: &Context) -> Value {
     let mut applied = child.clone();
     applied["metadata"]["labels"]["controller-uid"] = json!(PARENT_UID);
-    applied["metadata"]["namespace"] = json!(ctx.namespace);
     let kind = applied["kind"].as_str().unwrap_or_default().to_owned();
-    let mut live = applied.clone();
+    let mut live = crate::common::applied(&applied, &json!(ctx.namespace));
     let meta = &mut live["metadata"];
     meta["uid"] = json!(format!("a1a1a1a1-0000-4000-8000-{index:012}"));
     meta["resourceVersion"] = json!((48100 + index).to_string());
     meta["generation"] = json!(2);
     meta["creationTimestamp"] = json!("2026-11-22T10:00:00Z");
-    meta["annotations"][LAST_APPLIED] =
-        json!(serde_json::to_string(&applied).expect("JSON encodes"));
     meta["ownerReferences"] = json!([{"apiVersion": ctx.api_version, "kind": "Memcached",
         "name": ctx.name, "uid": PARENT_UID, "controller": true, "blockOwnerDeletion": true}]);
     meta["managedFields"] = json!([{"manager": "metacontroller", "operation": "Update",

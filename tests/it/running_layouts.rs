@@ -16,16 +16,8 @@ const BOTH: &str = r#"[["-I","1m","-m","64"],["-I","2m","-m","64"]]"#;
 /// The StatefulSet of `answer` as Metacontroller's dynamic apply leaves it (the answer in the
 /// last-applied annotation) at `generation`, with `status`.
 fn applied(answer: &Value, generation: i64, status: Value) -> Value {
-    let mut sts = must(answer, "StatefulSet").clone();
-    let last_applied = sts.to_string();
-    let meta = &mut sts["metadata"];
-    meta["namespace"] = json!("shop");
-    meta["generation"] = json!(generation);
-    let annotations = meta["annotations"].as_object_mut().expect("annotations");
-    annotations.insert(
-        "metacontroller.k8s.io/last-applied-configuration".to_owned(),
-        json!(last_applied),
-    );
+    let mut sts = crate::common::applied(must(answer, "StatefulSet"), &json!("shop"));
+    sts["metadata"]["generation"] = json!(generation);
     sts["status"] = status;
     sts
 }

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::common::{condition, status, sync_value};
+use crate::common::{Observed, condition, next_request, status, sync_value};
 
 const ZONES: [&str; 3] = ["zone-a", "zone-b", "zone-c"];
 
@@ -34,46 +34,35 @@ fn request_with(spec: Value, previous: &[Value], ready: [i32; 3]) -> Value {
 
 /// [`request_with`], each workload named `name` with `ready(name)` ready pods of 2.
 fn request_by(spec: Value, previous: &[Value], ready: impl Fn(&str) -> i32) -> Value {
-    let mut children = json!({"Deployment.apps/v1": {}, "StatefulSet.apps/v1": {}, "Service.v1": {},
-                              "PodDisruptionBudget.policy/v1": {}});
-    for child in previous {
-        let mut obj = child.clone();
-        let applied = serde_json::to_string(child).unwrap();
-        obj["metadata"]["annotations"] =
-            json!({"metacontroller.k8s.io/last-applied-configuration": applied});
-        let name = obj["metadata"]["name"].as_str().expect("named").to_owned();
-        let n = ready(&name);
-        obj["metadata"]["namespace"] = json!("shop");
-        obj["metadata"]["generation"] = json!(1);
-        match obj["kind"].as_str() {
-            Some("Deployment" | "StatefulSet") => {
-                obj["status"] = json!({"observedGeneration": 1, "replicas": 2,
-                                       "updatedReplicas": 2, "readyReplicas": n});
-            }
-            Some("PodDisruptionBudget") => {
-                obj["status"] = json!({"currentHealthy": n, "expectedPods": 2});
-            }
-            _ => {}
-        }
-        let key = format!(
-            "{}.{}",
-            obj["kind"].as_str().unwrap(),
-            obj["apiVersion"].as_str().unwrap()
-        );
-        children[key][name] = obj;
-    }
     let mut controller = crate::common::controller();
     controller["spec"]["childResources"]
         .as_array_mut()
         .unwrap()
         .push(json!({"apiVersion": "apps/v1", "resource": "statefulsets"}));
-    json!({
+    let first = json!({
         "controller": controller,
         "parent": {"apiVersion": "memcached.c5c3.io/v1beta1", "kind": "Memcached",
                    "metadata": {"name": "cache", "namespace": "shop", "generation": 1}, "spec": spec},
-        "children": children,
+        "children": {"Deployment.apps/v1": {}, "StatefulSet.apps/v1": {}, "Service.v1": {},
+                     "PodDisruptionBudget.policy/v1": {}},
         "related": {}
-    })
+    });
+    let status = |child: &Value| {
+        let n = ready(child["metadata"]["name"].as_str().expect("named"));
+        match child["kind"].as_str() {
+            Some("Deployment" | "StatefulSet") => json!({"status": {"observedGeneration": 1,
+                "replicas": 2, "updatedReplicas": 2, "readyReplicas": n}}),
+            Some("PodDisruptionBudget") => {
+                json!({"status": {"currentHealthy": n, "expectedPods": 2}})
+            }
+            _ => json!({}),
+        }
+    };
+    next_request(
+        &first,
+        &json!({"children": previous}),
+        Observed::With(&status),
+    )
 }
 
 /// `req` with the status of the previous `answer` as its parent's, as Metacontroller sends it.

@@ -10,7 +10,7 @@
               one that expects it not to
   alerts      every alert has a severity label and a runbook_url annotation whose anchor is a
               section of docs/runbooks.md; the cache alerts read only series that both the
-              Prometheus memcached exporter and the hook's stats exporter (src/pod/agent/stats.rs,
+              Prometheus memcached exporter and the hook's stats exporter (src/pod/exporter/stats.rs,
               used under SASL) serve
   dashboard   every query of dashboard.json (panels and template variables) names only series
               that the config produces, the rules record, ALERTS, or series the rules themselves
@@ -50,7 +50,7 @@ KSM_SUB_KEYS = {
 KSM_PATHS_NOT_IN_CRD = {("spec", "workload"): "StatefulSet mode (absent means Deployment)"}
 
 # Series of the pods' metrics sidecar the rules may read: served under these names by the
-# Prometheus memcached exporter and by `memcached-hook stats-exporter` (src/pod/agent/stats.rs, whose
+# Prometheus memcached exporter and by `memcached-hook stats-exporter` (src/pod/exporter/stats.rs, whose
 # unit test checks the names).
 EXPORTER_SERIES = {
     "memcached_up", "memcached_current_connections", "memcached_max_connections",

@@ -5,13 +5,15 @@
 //! The file is read at every scrape, so a rotated password is used from the next scrape on.
 //! The password is never logged or served.
 
+pub mod stats;
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::check::{self, Credentials};
-use super::stats;
+use super::shared::check::{self, Credentials};
+use super::shared::{listen, sidecar_runtime};
 use crate::pod::memcached::{Admin, Stats};
 use crate::process::METRICS_CONTENT_TYPE;
 
@@ -69,8 +71,8 @@ pub fn run(args: &ExporterArgs) -> anyhow::Result<()> {
         timeout: Duration::from_millis(args.timeout_ms),
     };
     let auth_file: Option<Arc<Path>> = args.auth_file.as_deref().map(Arc::from);
-    super::sidecar_runtime()?.block_on(async move {
-        let listener = super::listen(args.listen_addr).await?;
+    sidecar_runtime()?.block_on(async move {
+        let listener = listen(args.listen_addr).await?;
         let metrics = move || {
             let auth_file = auth_file.clone();
             async move {

@@ -1,5 +1,6 @@
 //! The agent against a fake memcached admin listener.
 
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::*;

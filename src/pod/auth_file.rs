@@ -14,7 +14,7 @@ use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
-use super::check::{self, CheckError, Credentials};
+use super::shared::check::{self, CheckError, Credentials};
 use crate::mounted::Group;
 
 /// The copy's mode: readable by the pod's containers that mount it (memcached and the stats

@@ -259,7 +259,7 @@ mod tests {
     /// condition is not written again.
     #[tokio::test]
     async fn the_writer_retries_and_writes_only_changes() {
-        let server = crate::pod::agent::apiclient::tests::Server::new("writer");
+        let server = crate::pod::reload_agent::apiclient::tests::Server::new("writer");
         let answers = ["500 Internal Server Error", "200 OK", "200 OK"]
             .map(|s| (s.to_owned(), "{}".to_owned()))
             .to_vec();

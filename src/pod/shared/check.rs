@@ -1,4 +1,5 @@
-//! What the agent checks before it hands new material to memcached. memcached 1.6.18 swaps the
+//! What the pod programs check before material reaches memcached (the reload agent, the auth-file
+//! step) and the logins they read (the stats exporter too). memcached 1.6.18 swaps the
 //! certificate into its TLS context before it loads the key, so `refresh_certs` with a key that
 //! does not match leaves every new TLS handshake failing; and an empty auth file, reloaded on
 //! SIGHUP, lets nobody in. Neither must reach memcached.

@@ -4,8 +4,8 @@
 //! - the TLS chain/key: checks the pair, then sends `refresh_certs` to memcached's loopback
 //!   plaintext listener (memcached >= 1.5.13; new connections get the new certificate);
 //! - the Secret's auth file: normalises and checks it, writes the copy memcached's `-Y` reads
-//!   (`auth_file.rs`), then sends SIGHUP to memcached (>= 1.5.15 re-reads the file) and waits
-//!   until the new login is accepted.
+//!   (`src/pod/auth_file.rs`), then sends SIGHUP to memcached (>= 1.5.15 re-reads the file) and
+//!   waits until the new login is accepted.
 //!
 //! At start it does not know what memcached loaded (a native sidecar starts before memcached, and
 //! may restart after a rotation it never delivered), so its first delivery brings memcached to the
@@ -27,25 +27,22 @@
 
 pub mod apiclient;
 mod args;
-pub mod auth_file;
-pub mod check;
 pub mod condition;
-pub mod exporter;
 mod metrics;
 pub mod pod_condition;
-pub mod stats;
 mod watched;
 
 pub use args::Args;
 use metrics::{Metrics, What};
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::auth_file;
 use super::memcached::{self, Admin};
-use check::Credentials;
+use super::shared::check::{self, Credentials};
+use super::shared::{listen, sidecar_runtime};
 use condition::{Desired, Outcomes, Report};
 use watched::Watched;
 
@@ -199,24 +196,6 @@ fn reload_auth(
             )));
         }
     }
-}
-
-/// The small runtime of a sidecar (one worker: it serves a scrape now and then).
-fn sidecar_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    use anyhow::Context as _;
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .context("starting the runtime")
-}
-
-/// The sidecar's HTTP listener on `addr`.
-async fn listen(addr: SocketAddr) -> anyhow::Result<tokio::net::TcpListener> {
-    use anyhow::Context as _;
-    tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("listening on {addr}"))
 }
 
 /// The writer of the Pod condition with --pod-condition: its client is built at start, so that

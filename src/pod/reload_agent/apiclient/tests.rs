@@ -16,7 +16,7 @@ pub(crate) struct Server {
 
 impl Server {
     pub(crate) fn new(tag: &str) -> Self {
-        let (cert, key) = crate::pod::agent::check::tests::pair("127.0.0.1");
+        let (cert, key) = crate::pod::shared::check::tests::pair("127.0.0.1");
         let dir = std::env::temp_dir().join(format!("apiclient-{tag}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("ca.crt"), &cert).unwrap();
