@@ -9,8 +9,8 @@ use crate::api::{GROUP, KIND, VERSIONS, Workload};
 use crate::children::pod::{Pods, Rollers};
 use crate::children::servers::{self, Members};
 use crate::children::{
-    ChildKind, accept, agent_access, deployment, hpa, network_policy, pdb, ports, service,
-    service_monitor, statefulset,
+    ChildKind, accept, agent_access, deployment, hpa, network_policy, pdb, ports, proxy_config,
+    service, service_monitor, statefulset,
 };
 use crate::hook::{Child, Parent, Received, SyncResponse};
 use crate::keep::{self, Asked};
@@ -220,6 +220,7 @@ fn desired(
         .map(|s| s.kept(received))
         .transpose()?;
     children.extend(kept.into_iter().flatten());
+    children.extend(proxy_children((name, namespace), e, layout, kinds));
     Ok((children, outcome))
 }
 
@@ -252,8 +253,11 @@ fn optional_child(
             let policy = network_policy::build(name, served, sources);
             Child::NetworkPolicy(Box::new(policy))
         }
-        // Listed in `kinds` only when enabled.
-        ChildKind::ConfigMap => config_map(name, namespace, e, layout.members()),
+        // Listed in `kinds` when the server list or the proxy asks for it.
+        ChildKind::ConfigMap => {
+            e.discovery.config_map.then_some(())?;
+            config_map(name, namespace, e, layout.members())
+        }
         ChildKind::ServiceAccount => {
             Child::ServiceAccount(Box::new(agent_access::service_account(name)))
         }
@@ -279,7 +283,7 @@ fn needed_kinds(e: &Effective<'_>, access: Access) -> Vec<ChildKind> {
                 .as_ref()
                 .is_some_and(|m| m.service_monitor.is_some()),
             ChildKind::NetworkPolicy => e.security.network_policy.is_some(),
-            ChildKind::ConfigMap => e.discovery.config_map,
+            ChildKind::ConfigMap => e.discovery.config_map || e.proxy.is_some(),
             ChildKind::ServiceAccount | ChildKind::RoleBinding => access != Access::None,
         })
         .collect()
@@ -367,4 +371,26 @@ fn config_map(name: &str, namespace: &str, e: &Effective<'_>, members: Members<'
         tls: e.security.tls.is_some(),
     };
     Child::ConfigMap(Box::new(servers::build(&list)))
+}
+
+/// The children of `spec.proxy` among the declared `kinds`: its route configuration
+/// `<name>-proxy`, whose pools list the same membership as the server lists. The proxy reaches
+/// the pods on their plaintext port (validation refuses TLS without one).
+fn proxy_children(
+    (name, namespace): (&str, &str),
+    e: &Effective<'_>,
+    layout: &Layout<'_>,
+    kinds: &[ChildKind],
+) -> Option<Child> {
+    e.proxy?;
+    if !kinds.contains(&ChildKind::ConfigMap) {
+        return None;
+    }
+    let routes = proxy_config::Routes {
+        name,
+        namespace,
+        members: layout.members(),
+        port: ports::MEMCACHED.number,
+    };
+    Some(Child::ConfigMap(Box::new(proxy_config::build(&routes))))
 }

@@ -1,0 +1,172 @@
+//! `spec.proxy`: the refusals where memcached's proxy cannot go, and the route configuration
+//! `<name>-proxy` built from the same membership as the server lists (docs/behaviour.md,
+//! "Proxy").
+
+use serde_json::{Value, json};
+
+use crate::common::{controller, sync_value};
+
+/// A first-sync request for the Memcached `cache` in `shop` with `spec`, under a
+/// CompositeController that also declares StatefulSets and ConfigMaps.
+fn request(spec: Value) -> Value {
+    let mut controller = controller();
+    let kinds = controller["spec"]["childResources"]
+        .as_array_mut()
+        .expect("list");
+    kinds.push(json!({"apiVersion": "apps/v1", "resource": "statefulsets"}));
+    kinds.push(json!({"apiVersion": "v1", "resource": "configmaps"}));
+    json!({
+        "controller": controller,
+        "parent": {"apiVersion": "memcached.c5c3.io/v1beta1", "kind": "Memcached",
+                   "metadata": {"name": "cache", "namespace": "shop", "generation": 1}, "spec": spec},
+        "children": {},
+        "related": {}
+    })
+}
+
+fn violations(spec: Value) -> Vec<String> {
+    let spec: memcached_hook::api::MemcachedSpec = serde_json::from_value(spec).expect("spec");
+    memcached_hook::api::validation::validate("cache", &spec)
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+/// The ConfigMaps of an answer, by name.
+fn config_map<'a>(answer: &'a Value, name: &str) -> Option<&'a Value> {
+    answer["children"]
+        .as_array()?
+        .iter()
+        .find(|c| c["kind"] == "ConfigMap" && c["metadata"]["name"] == name)
+}
+
+fn routes(answer: &Value) -> &str {
+    config_map(answer, "cache-proxy").expect("the proxy's ConfigMap")["data"]["routes.lua"]
+        .as_str()
+        .expect("routes.lua")
+}
+
+fn zoned(replicas: i32) -> Value {
+    json!({"workload": "StatefulSet", "replicas": replicas,
+           "zones": {"names": ["zone-a", "zone-b", "zone-c"]},
+           "proxy": {"enabled": true}})
+}
+
+#[test]
+fn the_proxy_is_refused_with_sasl_naming_both_fields() {
+    let shown = violations(json!({
+        "workload": "StatefulSet",
+        "proxy": {"enabled": true},
+        "security": {"sasl": {"enabled": true, "credentialsSecretRef": {"name": "users"}}}
+    }));
+    assert_eq!(shown.len(), 1, "{shown:?}");
+    assert!(
+        shown[0].starts_with(
+            "spec.proxy.enabled: Invalid value: true: spec.proxy.enabled cannot be used with \
+             spec.security.sasl.enabled"
+        ),
+        "{shown:?}"
+    );
+}
+
+#[test]
+fn the_proxy_needs_the_plaintext_port_beside_tls() {
+    let tls = |allow: bool| {
+        json!({
+            "workload": "StatefulSet",
+            "proxy": {"enabled": true},
+            "security": {"tls": {"enabled": true, "allowPlaintext": allow,
+                                 "certificateSecretRef": {"name": "certs"}}}
+        })
+    };
+    let shown = violations(tls(false));
+    assert_eq!(shown.len(), 1, "{shown:?}");
+    assert!(
+        shown[0].contains("needs spec.security.tls.allowPlaintext: true")
+            && shown[0].contains("checks no certificate"),
+        "{shown:?}"
+    );
+    assert_eq!(violations(tls(true)), Vec::<String>::new());
+}
+
+#[test]
+fn the_proxy_needs_stable_pod_names_unless_the_cache_is_one_pod_without_zones() {
+    let deployment = |extra: Value| {
+        let mut spec = json!({"proxy": {"enabled": true}});
+        for (k, v) in extra.as_object().expect("map") {
+            spec[k] = v.clone();
+        }
+        violations(spec)
+    };
+    let refused = deployment(json!({"replicas": 3}));
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(
+        refused[0].starts_with(
+            "spec.workload: Invalid value: \"Deployment\": spec.proxy.enabled needs \
+             spec.workload: StatefulSet"
+        ),
+        "{refused:?}"
+    );
+    let zones = json!({"zones": {"names": ["zone-a", "zone-b"]}});
+    assert_eq!(deployment(zones).len(), 1);
+    assert_eq!(deployment(json!({})), Vec::<String>::new());
+    assert_eq!(deployment(json!({"replicas": 1})), Vec::<String>::new());
+}
+
+#[test]
+fn the_proxy_replicas_are_bounded() {
+    let shown = violations(json!({"workload": "StatefulSet",
+                                  "proxy": {"enabled": true, "replicas": 0}}));
+    assert_eq!(
+        shown,
+        ["spec.proxy.replicas: Invalid value: 0: should be greater than or equal to 1"]
+    );
+}
+
+#[test]
+fn with_zones_the_routes_list_every_zone_pod_by_its_stable_name() {
+    let answer = sync_value(&request(zoned(2)));
+    let text = routes(&answer);
+    for zone in ["zone-a", "zone-b", "zone-c"] {
+        assert!(
+            text.contains(&format!("[\"{zone}\"] = {{ backends = {{")),
+            "{text}"
+        );
+        for i in 0..2 {
+            let host = format!("\"cache-{zone}-{i}.cache.shop.svc:11211\",");
+            assert!(text.contains(&host), "{text}");
+        }
+        assert!(!text.contains(&format!("cache-{zone}-2.")), "{text}");
+    }
+    assert!(text.contains("local_zone_from_env(\"MEMCACHED_PROXY_ZONE\")"));
+    assert!(text.contains("default = route_allsync{ children = \"set_zones\" },"));
+    assert!(text.contains("get = route_zfailover{ children = \"set_zones\" },"));
+    // The proxy's ConfigMap does not bring the server list with it.
+    assert!(config_map(&answer, "cache-servers").is_none());
+}
+
+#[test]
+fn the_routes_follow_the_replica_count() {
+    let two = sync_value(&request(zoned(2)));
+    let three = sync_value(&request(zoned(3)));
+    assert!(routes(&three).contains("\"cache-zone-b-2.cache.shop.svc:11211\","));
+    assert_ne!(routes(&two), routes(&three));
+    assert_eq!(routes(&two), routes(&sync_value(&request(zoned(2)))));
+}
+
+#[test]
+fn without_the_proxy_there_is_no_proxy_config_map() {
+    let mut spec = zoned(2);
+    spec["proxy"] = json!({"enabled": false});
+    let answer = sync_value(&request(spec));
+    assert!(config_map(&answer, "cache-proxy").is_none());
+}
+
+#[test]
+fn beside_the_server_list_both_config_maps_are_emitted() {
+    let mut spec = zoned(1);
+    spec["discovery"] = json!({"configMap": {"enabled": true}});
+    let answer = sync_value(&request(spec));
+    assert!(config_map(&answer, "cache-servers").is_some());
+    assert!(routes(&answer).contains("\"cache-zone-c-0.cache.shop.svc:11211\","));
+}
