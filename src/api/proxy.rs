@@ -1,64 +1,37 @@
 //! `spec.proxy`: memcached's own proxy in front of the cache, so that clients talk to one
 //! address, read from their own zone and write to every zone (docs/behaviour.md, "Proxy").
 
-use k8s_openapi::api::core::v1::ResourceRequirements;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::check::{self, Out, Violation, Zero};
+use super::check::{Out, Violation};
 use super::effective::Effective;
 use super::{MemcachedSpec, Workload};
-
-/// Default proxy pods per zone (or in all without zones): one can restart while the other
-/// serves.
-pub const DEFAULT_REPLICAS: i32 = 2;
-/// Bounds of `replicas`.
-pub const REPLICAS: (i32, i32) = (1, 16);
 
 /// The proxy in front of the cache.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProxySpec {
-    /// Run memcached's proxy in front of the cache, behind the Service `<name>-proxy`: with
-    /// `zones`, reads from the proxy's own zone first and from the other zones on a miss or an
-    /// error, writes and deletes to every zone; without zones, keys hashed over the pods by
-    /// their stable names. Needs `workload: StatefulSet` unless the cache is one pod without
-    /// zones; not with `security.sasl`; with `security.tls` only with `allowPlaintext`.
+    /// Write the route configuration of memcached's proxy into the ConfigMap `<name>-proxy`
+    /// (key `routes.lua`): with `zones`, reads from the proxy's own zone first and from the
+    /// other zones on a miss or an error, writes and deletes to every zone; without zones, keys
+    /// hashed over the pods by their stable names. Needs `workload: StatefulSet` unless the
+    /// cache is one pod without zones; not with `security.sasl`; with `security.tls` only with
+    /// `allowPlaintext`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = false))]
     pub enabled: Option<bool>,
-
-    /// Proxy pods per zone (with `zones`), or in all without zones.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(
-        range(min = REPLICAS.0, max = REPLICAS.1),
-        extend("default" = DEFAULT_REPLICAS)
-    )]
-    pub replicas: Option<i32>,
-
-    /// Compute resources of the proxy container, copied verbatim.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resources: Option<ResourceRequirements>,
 }
 
-/// `spec.proxy` with every default applied (present only when enabled).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Proxy<'a> {
-    /// Proxy pods per zone, or in all without zones.
-    pub replicas: i32,
-    /// The proxy container's resources.
-    pub resources: Option<&'a ResourceRequirements>,
-}
+/// `spec.proxy` as enabled (present only when enabled).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Proxy;
 
-impl<'a> Proxy<'a> {
-    /// Resolves an enabled `spec.proxy`; `None` when it is off.
+impl Proxy {
+    /// Resolves `spec.proxy`; `None` when it is off.
     #[must_use]
-    pub fn of(spec: Option<&'a ProxySpec>) -> Option<Self> {
-        let spec = spec.filter(|p| p.enabled == Some(true))?;
-        Some(Self {
-            replicas: spec.replicas.unwrap_or(DEFAULT_REPLICAS),
-            resources: spec.resources.as_ref(),
-        })
+    pub fn of(spec: Option<&ProxySpec>) -> Option<Self> {
+        spec.filter(|p| p.enabled == Some(true)).map(|_| Self)
     }
 }
 
@@ -76,14 +49,6 @@ pub const WORKLOAD_DETAIL: &str = "spec.proxy.enabled needs spec.workload: State
     cache has more than one pod or has spec.zones: the proxy hashes keys over (and, with zones, \
     sends each zone's copy to) pods named one by one, and a Deployment's pods have no stable \
     names (only one pod without zones can be reached by the Service's name)";
-
-/// The field rules of `spec.proxy`.
-pub(super) fn validate(out: &mut Out, p: &ProxySpec) {
-    let replicas = p.replicas.map(i64::from);
-    let bounds = (i64::from(REPLICAS.0), i64::from(REPLICAS.1));
-    check::range(out, "spec.proxy.replicas", replicas, bounds, Zero::IsAValue);
-    check::resources(out, "spec.proxy.resources", p.resources.as_ref());
-}
 
 /// The cross-field rules of an enabled proxy: not with SASL, TLS only with the plaintext port,
 /// and pods with stable names unless the cache is one pod without zones.

@@ -114,16 +114,6 @@ fn the_proxy_needs_stable_pod_names_unless_the_cache_is_one_pod_without_zones() 
 }
 
 #[test]
-fn the_proxy_replicas_are_bounded() {
-    let shown = violations(json!({"workload": "StatefulSet",
-                                  "proxy": {"enabled": true, "replicas": 0}}));
-    assert_eq!(
-        shown,
-        ["spec.proxy.replicas: Invalid value: 0: should be greater than or equal to 1"]
-    );
-}
-
-#[test]
 fn with_zones_the_routes_list_every_zone_pod_by_its_stable_name() {
     let answer = sync_value(&request(zoned(2)));
     let text = routes(&answer);
