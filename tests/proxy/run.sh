@@ -7,7 +7,8 @@
 # memcached 1.6.45 (the default image's version, proxy included) is built once from the release
 # tarball in ../shared/memcached beside the clone (tests/lib/shared-memcached.sh); without that
 # folder the phase prints one SKIPPED line and exits 77.
-# Environment: MEMCACHED_HOOK_BIN (use this binary instead of building), CARGO_TARGET_DIR.
+# Environment: MEMCACHED_HOOK_BIN (use this binary instead of building), CARGO_TARGET_DIR,
+# SHARED_MEMCACHED_DIR (the folder holding the tarball; default ../shared/memcached).
 # Only loopback traffic; every process is bounded by timeout(1) and stopped by its PID.
 set -euo pipefail
 
@@ -25,11 +26,12 @@ die() {
 source "$ROOT/tests/lib/apt.sh"
 # shellcheck source=tests/lib/shared-memcached.sh
 source "$ROOT/tests/lib/shared-memcached.sh"
-shared_memcached "$ROOT/../shared/memcached" || die "memcached from ../shared/memcached"
-if [[ -z "$SHARED_MEMCACHED_BIN" ]]; then
-    echo "SKIPPED proxy: no ../shared/memcached beside the clone (memcached 1.6.45 with its proxy)"
+SHARED=${SHARED_MEMCACHED_DIR:-$ROOT/../shared/memcached}
+if [[ ! -d "$SHARED" ]]; then
+    echo "SKIPPED proxy: no $SHARED (the source of memcached 1.6.45 with its proxy)"
     exit 77
 fi
+shared_memcached "$SHARED" || die "memcached from $SHARED"
 
 PY=python3
 if ! python3 -c 'import yaml' 2>/dev/null; then
