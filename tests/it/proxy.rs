@@ -160,3 +160,49 @@ fn beside_the_server_list_both_config_maps_are_emitted() {
     assert!(config_map(&answer, "cache-servers").is_some());
     assert!(routes(&answer).contains("\"cache-zone-c-0.cache.shop.svc:11211\","));
 }
+
+/// `request(spec)` with the children of `answer` observed, each as Metacontroller stores it
+/// (with its last-applied annotation and the namespace).
+fn observing(spec: Value, answer: &Value) -> Value {
+    let mut req = request(spec);
+    let mut children = json!({});
+    for child in answer["children"].as_array().expect("children") {
+        let mut obj = child.clone();
+        let applied = serde_json::to_string(child).expect("encodes");
+        obj["metadata"]["annotations"] =
+            json!({"metacontroller.k8s.io/last-applied-configuration": applied});
+        obj["metadata"]["namespace"] = json!("shop");
+        let key = format!(
+            "{}.{}",
+            obj["kind"].as_str().expect("kind"),
+            obj["apiVersion"].as_str().expect("apiVersion")
+        );
+        let name = obj["metadata"]["name"].as_str().expect("name").to_owned();
+        children[key][name] = obj;
+    }
+    req["children"] = children;
+    req
+}
+
+#[test]
+fn a_spec_turned_invalid_keeps_the_running_proxy_configuration() {
+    let answer = sync_value(&request(zoned(2)));
+    let mut broken = zoned(3);
+    broken["security"] =
+        json!({"sasl": {"enabled": true, "credentialsSecretRef": {"name": "users"}}});
+    let kept = sync_value(&observing(broken, &answer));
+    assert_eq!(routes(&kept), routes(&answer));
+    let degraded = crate::common::condition(&kept, "Degraded");
+    assert_eq!(degraded.reason, "InvalidSpec");
+    assert!(
+        degraded.message.contains("spec.proxy.enabled"),
+        "{degraded:?}"
+    );
+}
+
+#[test]
+fn the_second_sync_rewrites_nothing_in_the_routes() {
+    let first = sync_value(&request(zoned(2)));
+    let second = sync_value(&observing(zoned(2), &first));
+    assert_eq!(routes(&second), routes(&first));
+}
