@@ -22,6 +22,7 @@ pub mod pdb;
 pub mod pod;
 pub mod ports;
 pub mod proxy_config;
+pub mod proxy_pods;
 pub mod reload_agent;
 mod resources;
 pub mod running_layouts;

@@ -10,7 +10,7 @@ use crate::children::pod::{Pods, Rollers};
 use crate::children::servers::{self, Members};
 use crate::children::{
     ChildKind, accept, agent_access, deployment, hpa, network_policy, pdb, ports, proxy_config,
-    service, service_monitor, statefulset,
+    proxy_pods, service, service_monitor, statefulset,
 };
 use crate::hook::{Child, Parent, Received, SyncResponse};
 use crate::keep::{self, Asked};
@@ -220,7 +220,7 @@ fn desired(
         .map(|s| s.kept(received))
         .transpose()?;
     children.extend(kept.into_iter().flatten());
-    children.extend(proxy_children((name, namespace), e, layout, kinds));
+    children.extend(proxy_children((name, namespace), e, layout, (kinds, req)));
     Ok((children, outcome))
 }
 
@@ -250,6 +250,14 @@ fn optional_child(
         }
         ChildKind::NetworkPolicy => {
             let sources = e.security.network_policy?;
+            // The proxy's pods reach the cache's pods whatever sources the policy names.
+            let with_proxy;
+            let sources = if e.proxy.is_some() && !sources.is_empty() {
+                with_proxy = [sources, &[proxy_pods::peer(name)]].concat();
+                &with_proxy[..]
+            } else {
+                sources
+            };
             let policy = network_policy::build(name, served, sources);
             Child::NetworkPolicy(Box::new(policy))
         }
@@ -373,24 +381,61 @@ fn config_map(name: &str, namespace: &str, e: &Effective<'_>, members: Members<'
     Child::ConfigMap(Box::new(servers::build(&list)))
 }
 
-/// The children of `spec.proxy` among the declared `kinds`: its route configuration
-/// `<name>-proxy`, whose pools list the same membership as the server lists. The proxy reaches
-/// the pods on their plaintext port (validation refuses TLS without one).
+/// The children of `spec.proxy`: its route configuration `<name>-proxy` (among the declared
+/// `kinds`), whose pools list the same membership as the server lists; a proxy Deployment per
+/// zone (or one) when the CompositeController declares Deployments; the Service
+/// `<name>-proxy`. The proxy reaches the pods on their plaintext port (validation refuses TLS
+/// without one).
 fn proxy_children(
     (name, namespace): (&str, &str),
     e: &Effective<'_>,
     layout: &Layout<'_>,
-    kinds: &[ChildKind],
-) -> Option<Child> {
-    e.proxy?;
-    if !kinds.contains(&ChildKind::ConfigMap) {
-        return None;
-    }
+    (kinds, req): (&[ChildKind], &crate::hook::SyncRequest),
+) -> Vec<Child> {
+    let Some(wanted) = e.proxy else {
+        return Vec::new();
+    };
     let routes = proxy_config::Routes {
         name,
         namespace,
         members: layout.members(),
         port: ports::MEMCACHED.number,
     };
-    Some(Child::ConfigMap(Box::new(proxy_config::build(&routes))))
+    let config = proxy_config::build(&routes);
+    let hash = config
+        .data
+        .as_ref()
+        .and_then(|d| d.get(proxy_config::ROUTES_KEY))
+        .map(|text| proxy_pods::routes_hash(text))
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    if kinds.contains(&ChildKind::ConfigMap) {
+        out.push(Child::ConfigMap(Box::new(config)));
+    }
+    let d = ChildKind::Deployment;
+    if req.controller.declares(d.api_version(), d.resource()) {
+        let zones: Vec<Option<crate::children::zone::Zone<'_>>> = match &e.zones {
+            Some(z) => z
+                .names
+                .iter()
+                .map(|zone| {
+                    Some(crate::children::zone::Zone {
+                        name: zone,
+                        topology_key: z.topology_key,
+                    })
+                })
+                .collect(),
+            None => vec![None],
+        };
+        out.extend(zones.into_iter().map(|zone| {
+            Child::Deployment(Box::new(proxy_pods::deployment(
+                name, e, wanted, zone, &hash,
+            )))
+        }));
+    }
+    out.push(Child::Service(Box::new(proxy_pods::service(
+        name,
+        e.zones.is_some(),
+    ))));
+    out
 }

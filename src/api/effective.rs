@@ -79,7 +79,7 @@ pub struct Effective<'a> {
     /// The zones, each running a full copy of the cache (`spec.zones`).
     pub zones: Option<Zones<'a>>,
     /// memcached's proxy in front of the cache, when enabled (`spec.proxy`).
-    pub proxy: Option<Proxy>,
+    pub proxy: Option<Proxy<'a>>,
 }
 
 impl<'a> Effective<'a> {

@@ -246,9 +246,9 @@ pub struct MemcachedSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zones: Option<ZonesSpec>,
 
-    /// The route configuration of memcached's own proxy in front of the cache: one address for
-    /// clients that need no server list, reads from the local zone first and writes to every
-    /// zone with `zones`.
+    /// memcached's own proxy in front of the cache, behind the Service `<name>-proxy`: one
+    /// address for clients that need no server list, reads from the local zone first and
+    /// writes to every zone with `zones`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<ProxySpec>,
 }

@@ -78,6 +78,9 @@ pub fn validate_effective(name: &str, spec: &MemcachedSpec, e: &Effective<'_>) -
     if let Some(x) = &spec.extstore {
         extstore::validate(&mut out, x);
     }
+    if let Some(p) = &spec.proxy {
+        proxy::validate(&mut out, p);
+    }
     zones::validate(&mut out, name, spec);
     pod::validate(&mut out, spec);
     spec::validate_rules(&mut out, spec, e.memcached.max_memory_mb);

@@ -206,3 +206,173 @@ fn the_second_sync_rewrites_nothing_in_the_routes() {
     let second = sync_value(&observing(zoned(2), &first));
     assert_eq!(routes(&second), routes(&first));
 }
+
+/// The children of `kind` named with `prefix`, by name.
+fn named<'a>(answer: &'a Value, kind: &str, prefix: &str) -> Vec<&'a Value> {
+    answer["children"]
+        .as_array()
+        .expect("children")
+        .iter()
+        .filter(|c| {
+            c["kind"] == kind
+                && c["metadata"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with(prefix))
+        })
+        .collect()
+}
+
+#[test]
+fn with_zones_a_proxy_deployment_per_zone_is_pinned_to_it_and_told_its_zone() {
+    let answer = sync_value(&request(zoned(2)));
+    let proxies = named(&answer, "Deployment", "cache-proxy-");
+    assert_eq!(proxies.len(), 3, "{answer:#}");
+    for (proxy, zone) in proxies.iter().zip(["zone-a", "zone-b", "zone-c"]) {
+        assert_eq!(proxy["metadata"]["name"], format!("cache-proxy-{zone}"));
+        assert_eq!(proxy["spec"]["replicas"], 2);
+        let pod = &proxy["spec"]["template"]["spec"];
+        let container = &pod["containers"][0];
+        assert_eq!(container["image"], "memcached:1.6.45");
+        assert_eq!(
+            container["env"],
+            json!([{"name": "MEMCACHED_PROXY_ZONE", "value": zone}])
+        );
+        let args = container["args"].as_array().expect("args");
+        assert!(
+            args.contains(&json!(
+                "proxy_config=routelib,proxy_arg=/etc/memcached/proxy/routes.lua"
+            )),
+            "{args:?}"
+        );
+        let term = &pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            ["nodeSelectorTerms"][0]["matchExpressions"][0];
+        assert_eq!(
+            *term,
+            json!({"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone]})
+        );
+        assert_eq!(pod["volumes"][0]["configMap"]["name"], "cache-proxy");
+        let labels = &proxy["spec"]["template"]["metadata"]["labels"];
+        assert_eq!(labels["app.kubernetes.io/name"], "memcached-proxy");
+        assert_eq!(labels["memcached.c5c3.io/zone"], zone);
+    }
+    // The cache's headless Service does not select the proxy's pods.
+    let services = named(&answer, "Service", "cache");
+    let cache = services
+        .iter()
+        .find(|s| s["metadata"]["name"] == "cache")
+        .expect("the cache's Service");
+    assert_eq!(
+        cache["spec"]["selector"]["app.kubernetes.io/name"],
+        "memcached"
+    );
+    let proxy = services
+        .iter()
+        .find(|s| s["metadata"]["name"] == "cache-proxy")
+        .expect("the proxy's Service");
+    assert_eq!(proxy["spec"]["trafficDistribution"], "PreferClose");
+    assert_eq!(
+        proxy["spec"]["selector"]["app.kubernetes.io/name"],
+        "memcached-proxy"
+    );
+    assert!(proxy["spec"].get("clusterIP").is_none());
+}
+
+#[test]
+fn a_new_membership_rolls_the_proxies_onto_the_new_routes() {
+    let hash = |answer: &Value| {
+        named(answer, "Deployment", "cache-proxy-zone-a")[0]["spec"]["template"]["metadata"]
+            ["annotations"]["memcached.c5c3.io/proxy-routes-hash"]
+            .clone()
+    };
+    let two = sync_value(&request(zoned(2)));
+    assert_eq!(hash(&two), hash(&sync_value(&request(zoned(2)))));
+    assert_ne!(hash(&two), hash(&sync_value(&request(zoned(3)))));
+}
+
+#[test]
+fn observed_proxy_deployments_are_not_taken_for_leaving_zone_workloads() {
+    let first = sync_value(&request(zoned(2)));
+    let second = sync_value(&observing(zoned(2), &first));
+    let names = |answer: &Value| {
+        let mut out: Vec<String> = answer["children"]
+            .as_array()
+            .expect("children")
+            .iter()
+            .map(|c| format!("{}/{}", c["kind"], c["metadata"]["name"]))
+            .collect();
+        out.sort();
+        out
+    };
+    assert_eq!(names(&second), names(&first));
+    let text = second["status"].to_string();
+    assert!(
+        !text.contains("ZoneSwitch") && !text.contains("WorkloadMigration"),
+        "{text}"
+    );
+    // Turned off, the proxy's children are no longer answered (Metacontroller deletes them)
+    // and the cache's are as before.
+    let mut off = zoned(2);
+    off["proxy"] = json!({"enabled": false});
+    let third = sync_value(&observing(off, &second));
+    assert!(named(&third, "Deployment", "cache-proxy").is_empty());
+    assert!(named(&third, "Service", "cache-proxy").is_empty());
+    assert_eq!(named(&third, "StatefulSet", "cache-zone-").len(), 3);
+}
+
+#[test]
+fn the_proxy_replicas_are_bounded_and_a_zone_cannot_take_a_proxy_name() {
+    let shown = violations(json!({"workload": "StatefulSet",
+                                  "proxy": {"enabled": true, "replicas": 0}}));
+    assert_eq!(
+        shown,
+        ["spec.proxy.replicas: Invalid value: 0: should be greater than or equal to 1"]
+    );
+    let mut spec = zoned(1);
+    spec["zones"]["names"] = json!(["zone-a", "proxy-b"]);
+    let shown = violations(spec);
+    assert_eq!(shown.len(), 1, "{shown:?}");
+    assert!(shown[0].starts_with("spec.zones.names[1]: Invalid value: \"proxy-b\""));
+}
+
+#[test]
+fn a_network_policy_with_sources_admits_the_proxy() {
+    let mut spec = zoned(1);
+    spec["security"] = json!({"networkPolicy": {"enabled": true, "allowedSources": [
+        {"podSelector": {"matchLabels": {"role": "web"}}}
+    ]}});
+    let answer = sync_value(&request(spec));
+    let policy = named(&answer, "NetworkPolicy", "cache")[0];
+    let from = &policy["spec"]["ingress"][0]["from"];
+    assert_eq!(from.as_array().map(Vec::len), Some(2), "{from}");
+    assert_eq!(
+        from[1]["podSelector"]["matchLabels"]["app.kubernetes.io/name"],
+        "memcached-proxy"
+    );
+}
+
+#[test]
+fn with_tls_clients_reach_the_proxy_by_tls() {
+    let mut spec = zoned(1);
+    spec["security"] = json!({"tls": {"enabled": true, "allowPlaintext": true,
+                                      "enableClientCert": true,
+                                      "certificateSecretRef": {"name": "certs"}}});
+    let answer = sync_value(&request(spec));
+    let proxy = named(&answer, "Deployment", "cache-proxy-zone-a")[0];
+    let pod = &proxy["spec"]["template"]["spec"];
+    let args: Vec<&str> = pod["containers"][0]["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for want in [
+        "-Z",
+        "ssl_verify_mode=2",
+        "ssl_ca_cert=/etc/memcached/tls/ca.crt",
+    ] {
+        assert!(args.contains(&want), "{args:?}");
+    }
+    assert_eq!(pod["volumes"][1]["secret"]["secretName"], "certs");
+    // The routes still reach the pods on their plaintext port.
+    assert!(routes(&answer).contains("\"cache-zone-a-0.cache.shop.svc:11211\","));
+}

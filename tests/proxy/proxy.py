@@ -69,16 +69,33 @@ spec:
 """
 
 
-def render_routes(hook, work, replicas):
-    """The routes.lua of the ConfigMap <name>-proxy the hook renders for `replicas` per zone."""
+def render(hook, work, replicas):
+    """The children the hook renders for `replicas` per zone."""
     path = os.path.join(work, f"cache-{replicas}.yaml")
     with open(path, "w") as f:
         f.write(cr(replicas))
     out = subprocess.run([hook, "render", path], capture_output=True, text=True, timeout=60, check=True).stdout
-    for doc in yaml.safe_load_all(out):
-        if doc and doc.get("kind") == "ConfigMap" and doc["metadata"]["name"] == f"{NAME}-proxy":
-            return doc["data"]["routes.lua"]
-    raise RuntimeError(f"no ConfigMap {NAME}-proxy in the rendered children")
+    return [doc for doc in yaml.safe_load_all(out) if doc]
+
+
+def child(children, kind, name):
+    for doc in children:
+        if doc.get("kind") == kind and doc["metadata"]["name"] == name:
+            return doc
+    raise RuntimeError(f"no {kind} {name} in the rendered children")
+
+
+def render_routes(hook, work, replicas):
+    """The routes.lua of the ConfigMap <name>-proxy the hook renders for `replicas` per zone."""
+    return child(render(hook, work, replicas), "ConfigMap", f"{NAME}-proxy")["data"]["routes.lua"]
+
+
+def proxy_command(hook, work):
+    """The rendered proxy container of the local zone: its arguments and environment."""
+    deployment = child(render(hook, work, 2), "Deployment", f"{NAME}-proxy-{LOCAL}")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e["value"] for e in container.get("env", [])}
+    return container["args"], env
 
 
 BACKEND = re.compile(r'"([a-z0-9.-]+\.svc):11211"')
@@ -161,7 +178,7 @@ def once(port, f):
         c.close()
 
 
-def child(p):
+def child_pid(p):
     """The PID of the program timeout(1) runs for `p` (signals go to it, not to timeout)."""
     with open(f"/proc/{p.pid}/task/{p.pid}/children") as f:
         return int(f.read().split()[0])
@@ -189,7 +206,7 @@ class Fleet:
 
     def signal(self, hosts, sig):
         for host in hosts:
-            os.kill(child(self.procs[host]), sig)
+            os.kill(child_pid(self.procs[host]), sig)
 
     def stop(self, hosts):
         for host in hosts:
@@ -228,13 +245,21 @@ def main():
         config = os.path.join(work, "routes.lua")
         with open(config, "w") as f:
             f.write(mapped(text, fleet.ports))
-        env = dict(os.environ, MEMCACHED_PROXY_ZONE=args.proxy_zone)
-        proxy_args = [args.memcached, *user, "-l", "127.0.0.1", "-U", "0", "-m", "16", "-t", "2",
-                      "-o", f"proxy_config=routelib,proxy_arg={config}"]
+        # The proxy container's rendered command line, with the mounted file's path mapped to
+        # the local file and its port to a free loopback one.
+        rendered_args, rendered_env = proxy_command(args.hook, work)
+        result(rendered_env == {"MEMCACHED_PROXY_ZONE": LOCAL},
+               "the rendered proxy of the local zone is told its zone", f"{rendered_env}")
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             pport = s.getsockname()[1]
-        proxy = subprocess.Popen(["timeout", "600", *proxy_args, "-p", str(pport)], env=env,
+        mount = "/etc/memcached/proxy/routes.lua"
+        proxy_args = [a.replace(mount, config) for a in rendered_args]
+        at = proxy_args.index("-p")
+        proxy_args[at + 1] = str(pport)
+        env = dict(os.environ, MEMCACHED_PROXY_ZONE=args.proxy_zone)
+        proxy = subprocess.Popen(["timeout", "600", args.memcached, *user, "-l", "127.0.0.1",
+                                  *proxy_args], env=env,
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 10
         while True:
@@ -245,7 +270,8 @@ def main():
                 if proxy.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"the proxy did not listen: {stop(proxy)}")
                 time.sleep(0.05)
-        result(True, "memcached 1.6.45 runs as a proxy with the rendered routes", f"port {pport}")
+        result(True, "memcached 1.6.45 runs the rendered proxy command line with the rendered routes",
+               " ".join(proxy_args))
         checks(pport, proxy, fleet, args, work, config)
     except Exception as e:  # a setup failure is one failed check, with its reason
         result(False, "proxy scenario", repr(e))
@@ -339,7 +365,7 @@ def checks(pport, proxy, fleet, args, work, config):
     with open(config + ".new", "w") as f:
         f.write(mapped(text, fleet.ports))
     os.replace(config + ".new", config)
-    os.kill(child(proxy), signal.SIGHUP)
+    os.kill(child_pid(proxy), signal.SIGHUP)
     deadline = time.monotonic() + 10
     stats = {}
     while time.monotonic() < deadline:
@@ -350,7 +376,7 @@ def checks(pport, proxy, fleet, args, work, config):
     reloaded = int(stats.get("proxy_config_reloads", "0")) > reloads
     result(reloaded and proxy.poll() is None and stats.get("proxy_config_reload_fails") == "0",
            "a re-rendered configuration is loaded on SIGHUP by the running proxy",
-           f"pid {child(proxy)}, reloads {reloads} -> {stats.get('proxy_config_reloads')}, "
+           f"pid {child_pid(proxy)}, reloads {reloads} -> {stats.get('proxy_config_reloads')}, "
            f"fails {stats.get('proxy_config_reload_fails')}, {len(hosts)} backends")
     c.close()
     c = Conn(pport)
