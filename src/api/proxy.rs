@@ -15,6 +15,9 @@ pub const DEFAULT_REPLICAS: i32 = 2;
 /// Bounds of `replicas`.
 pub const REPLICAS: (i32, i32) = (1, 16);
 
+/// The longest Memcached name with the proxy: `<name>-proxy` names its Service.
+pub const NAME_LENGTH: usize = 63 - "-proxy".len();
+
 /// The proxy in front of the cache.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -94,9 +97,19 @@ pub(super) fn validate(out: &mut Out, p: &ProxySpec) {
 
 /// The cross-field rules of an enabled proxy: not with SASL, TLS only with the plaintext port,
 /// and pods with stable names unless the cache is one pod without zones.
-pub(super) fn validate_rules(out: &mut Out, spec: &MemcachedSpec, e: &Effective<'_>) {
+pub(super) fn validate_rules(out: &mut Out, name: &str, spec: &MemcachedSpec, e: &Effective<'_>) {
     if e.proxy.is_none() {
         return;
+    }
+    if name.len() > NAME_LENGTH {
+        out.push(Violation::invalid(
+            "metadata.name",
+            quoted(name),
+            format!(
+                "must be at most {NAME_LENGTH} characters with spec.proxy.enabled: the proxy's \
+                 Service <name>-proxy is a DNS-1035 label of at most 63"
+            ),
+        ));
     }
     if e.security.sasl_secret.is_some() {
         out.push(Violation::invalid(

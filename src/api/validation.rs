@@ -89,7 +89,7 @@ pub fn validate_effective(name: &str, spec: &MemcachedSpec, e: &Effective<'_>) -
     warm_restart::validate_rules(&mut out, spec, &line);
     extstore::validate_rules(&mut out, spec, &e.memcached, &line);
     zones::validate_rules(&mut out, spec);
-    proxy::validate_rules(&mut out, spec, e);
+    proxy::validate_rules(&mut out, name, spec, e);
     if let Some(a) = &e.autoscaling {
         autoscaling::validate_rules(&mut out, a, spec);
     }

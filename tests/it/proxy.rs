@@ -376,3 +376,20 @@ fn with_tls_clients_reach_the_proxy_by_tls() {
     // The routes still reach the pods on their plaintext port.
     assert!(routes(&answer).contains("\"cache-zone-a-0.cache.shop.svc:11211\","));
 }
+
+#[test]
+fn a_name_too_long_for_the_proxy_service_is_refused() {
+    // One Deployment pod: the StatefulSet's own, shorter bound does not apply.
+    let spec: memcached_hook::api::MemcachedSpec =
+        serde_json::from_value(json!({"proxy": {"enabled": true}})).expect("spec");
+    let long = "c".repeat(58);
+    let shown: Vec<String> = memcached_hook::api::validation::validate(&long, &spec)
+        .iter()
+        .map(ToString::to_string)
+        .filter(|v| v.starts_with("metadata.name"))
+        .collect();
+    assert_eq!(shown.len(), 1, "{shown:?}");
+    assert!(shown[0].contains("at most 57 characters with spec.proxy.enabled"));
+    let fits = "c".repeat(57);
+    assert!(memcached_hook::api::validation::validate(&fits, &spec).is_empty());
+}
