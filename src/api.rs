@@ -1,5 +1,5 @@
 //! The Memcached custom resource, one module per spec block (`memcached`, `high_availability`,
-//! `monitoring`, `security`, `autoscaling`, `service`, `discovery`, `pod`, `zones`, `warm_restart`, `extstore`; the other top-level fields in `spec`). Each
+//! `monitoring`, `security`, `autoscaling`, `service`, `discovery`, `pod`, `zones`, `warm_restart`, `extstore`, `proxy`; the other top-level fields in `spec`). Each
 //! block holds its types, its bounds and defaults as constants used by both the schema and the
 //! checks, its effective view and its rules; `effective` and `validation` put them together.
 
@@ -19,6 +19,7 @@ pub mod high_availability;
 pub mod memcached;
 pub mod monitoring;
 pub mod pod;
+pub mod proxy;
 pub mod quantity;
 pub mod security;
 pub mod service;
@@ -39,6 +40,7 @@ pub use high_availability::{
 };
 pub use memcached::MemcachedConfig;
 pub use monitoring::{MonitoringSpec, ServiceMonitorSpec};
+pub use proxy::ProxySpec;
 pub use security::{NetworkPolicySpec, SaslSpec, SecretRef, SecuritySpec, TlsSpec, TlsVersion};
 pub use service::ServiceSpec;
 pub use spec::*;

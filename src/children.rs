@@ -22,6 +22,8 @@ pub mod own_image;
 pub mod pdb;
 pub mod pod;
 pub mod ports;
+pub mod proxy_config;
+pub mod proxy_pods;
 pub mod reload_agent;
 mod resources;
 pub mod running_layouts;
@@ -63,7 +65,7 @@ pub enum ChildKind {
     ServiceMonitor,
     /// `networking.k8s.io/v1` NetworkPolicy.
     NetworkPolicy,
-    /// `v1` ConfigMap: the server list for clients.
+    /// `v1` ConfigMap: the server list for clients, and the proxy's route configuration.
     ConfigMap,
     /// `v1` ServiceAccount: the reload agent's, when it writes its outcome on its Pod.
     ServiceAccount,

@@ -10,7 +10,7 @@ use crate::children::pod::{Pods, Rollers};
 use crate::children::servers::{self, Members};
 use crate::children::{
     ChildKind, accept, agent_access, deployment, hpa, inherited, network_policy, pdb, ports,
-    service, service_monitor, statefulset,
+    proxy_config, proxy_pods, service, service_monitor, statefulset,
 };
 use crate::hook::{Child, Parent, Received, SyncResponse};
 use crate::keep::{self, Asked};
@@ -143,7 +143,8 @@ pub fn sync(
             .filter(|k| declared(k))
             .collect();
         agent_access_whole(&mut declared);
-        let (children, outcome) = desired(received, &e, &layout, &declared, (options, access))?;
+        let (mut children, outcome) = desired(received, &e, &layout, &declared, (options, access))?;
+        inherited::apply(&mut children, e.child_metadata);
         // A child the cluster would refuse makes the spec invalid: a 200 means children the
         // API server and Metacontroller accept.
         violations = accept::check(&children);
@@ -243,13 +244,13 @@ fn desired(
             }
         });
     }
-    inherited::apply(&mut children, e.child_metadata);
     let kept = layout
         .switch
         .as_ref()
         .map(|s| s.kept(received))
         .transpose()?;
     children.extend(kept.into_iter().flatten());
+    children.extend(proxy_children((name, namespace), e, layout, (kinds, req)));
     Ok((children, outcome))
 }
 
@@ -279,11 +280,22 @@ fn optional_child(
         }
         ChildKind::NetworkPolicy => {
             let sources = e.security.network_policy?;
+            // The proxy's pods reach the cache's pods whatever sources the policy names.
+            let with_proxy;
+            let sources = if e.proxy.is_some() && !sources.is_empty() {
+                with_proxy = [sources, &[proxy_pods::peer(name)]].concat();
+                &with_proxy[..]
+            } else {
+                sources
+            };
             let policy = network_policy::build(name, served, sources);
             Child::NetworkPolicy(Box::new(policy))
         }
-        // Listed in `kinds` only when enabled.
-        ChildKind::ConfigMap => config_map(name, namespace, e, layout.members()),
+        // Listed in `kinds` when the server list or the proxy asks for it.
+        ChildKind::ConfigMap => {
+            e.discovery.config_map.then_some(())?;
+            config_map(name, namespace, e, layout.members())
+        }
         ChildKind::ServiceAccount => {
             Child::ServiceAccount(Box::new(agent_access::service_account(name)))
         }
@@ -309,7 +321,7 @@ fn needed_kinds(e: &Effective<'_>, access: Access) -> Vec<ChildKind> {
                 .as_ref()
                 .is_some_and(|m| m.service_monitor.is_some()),
             ChildKind::NetworkPolicy => e.security.network_policy.is_some(),
-            ChildKind::ConfigMap => e.discovery.config_map,
+            ChildKind::ConfigMap => e.discovery.config_map || e.proxy.is_some(),
             ChildKind::ServiceAccount | ChildKind::RoleBinding => access != Access::None,
         })
         .collect()
@@ -397,4 +409,63 @@ fn config_map(name: &str, namespace: &str, e: &Effective<'_>, members: Members<'
         tls: e.security.tls.is_some(),
     };
     Child::ConfigMap(Box::new(servers::build(&list)))
+}
+
+/// The children of `spec.proxy`: its route configuration `<name>-proxy` (among the declared
+/// `kinds`), whose pools list the same membership as the server lists; a proxy Deployment per
+/// zone (or one) when the CompositeController declares Deployments; the Service
+/// `<name>-proxy`. The proxy reaches the pods on their plaintext port (validation refuses TLS
+/// without one).
+fn proxy_children(
+    (name, namespace): (&str, &str),
+    e: &Effective<'_>,
+    layout: &Layout<'_>,
+    (kinds, req): (&[ChildKind], &crate::hook::SyncRequest),
+) -> Vec<Child> {
+    let Some(wanted) = e.proxy else {
+        return Vec::new();
+    };
+    let routes = proxy_config::Routes {
+        name,
+        namespace,
+        members: layout.members(),
+        port: ports::MEMCACHED.number,
+    };
+    let config = proxy_config::build(&routes);
+    let hash = config
+        .data
+        .as_ref()
+        .and_then(|d| d.get(proxy_config::ROUTES_KEY))
+        .map(|text| proxy_pods::routes_hash(text))
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    if kinds.contains(&ChildKind::ConfigMap) {
+        out.push(Child::ConfigMap(Box::new(config)));
+    }
+    let d = ChildKind::Deployment;
+    if req.controller.declares(d.api_version(), d.resource()) {
+        let zones: Vec<Option<crate::children::zone::Zone<'_>>> = match &e.zones {
+            Some(z) => z
+                .names
+                .iter()
+                .map(|zone| {
+                    Some(crate::children::zone::Zone {
+                        name: zone,
+                        topology_key: z.topology_key,
+                    })
+                })
+                .collect(),
+            None => vec![None],
+        };
+        out.extend(zones.into_iter().map(|zone| {
+            Child::Deployment(Box::new(proxy_pods::deployment(
+                name, e, wanted, zone, &hash,
+            )))
+        }));
+    }
+    out.push(Child::Service(Box::new(proxy_pods::service(
+        name,
+        e.zones.is_some(),
+    ))));
+    out
 }

@@ -13,6 +13,10 @@
 #   peers      tests/peers/run.sh (the rendered memcached command lines run by a real memcached; then
 #              secure_rotation.py: TLS-only pods and Secret rotation with the reload agent, in network
 #              namespaces it creates)
+#   proxy      tests/proxy/run.sh (memcached's proxy, built from ../shared/memcached, running the
+#              route configuration the hook renders in front of real backends on loopback: writes to
+#              every zone, reads from the local zone, failover, reload on SIGHUP); without
+#              ../shared/memcached, skipped
 #   e2e        tests/e2e/run.sh (CRD, CEL rules and children on a real kube-apiserver built from Go modules)
 #   pods       tests/pods/run.sh (root: the hook's children as real pods on a node of the e2e cluster:
 #              containerd, CNI bridge, CoreDNS, kube-scheduler, kubelet, images built here; plain,
@@ -51,7 +55,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 1
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/memcached-hook/target}
 export PATH="$HOME/.cargo/bin:/usr/local/go/bin:$PATH"
-PHASES=${PHASES:-rust deny manifests image schema peers e2e pods release helm monitoring metacontroller fleet load fuzz}
+PHASES=${PHASES:-rust deny manifests image schema peers proxy e2e pods release helm monitoring metacontroller fleet load fuzz}
 HOOK_BIN="$CARGO_TARGET_DIR/debug/memcached-hook"
 
 phase_rust() {
@@ -67,6 +71,7 @@ phase_deny() { bash tests/deny/check.sh; }
 phase_manifests() { MEMCACHED_HOOK_BIN="$HOOK_BIN" bash tests/manifests/check.sh --static-build; }
 phase_schema() { MEMCACHED_HOOK_BIN="$HOOK_BIN" bash tests/schema/check.sh; }
 phase_peers() { MEMCACHED_HOOK_BIN="$HOOK_BIN" bash tests/peers/run.sh; }
+phase_proxy() { MEMCACHED_HOOK_BIN="$HOOK_BIN" bash tests/proxy/run.sh; }
 phase_e2e() { MEMCACHED_HOOK_BIN="$HOOK_BIN" bash tests/e2e/run.sh; }
 phase_pods() { MEMCACHED_HOOK_BIN="$HOOK_BIN" bash tests/pods/run.sh; }
 phase_image() { bash tests/image/build.sh; }

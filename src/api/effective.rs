@@ -17,6 +17,7 @@ use super::high_availability::HighAvailability;
 use super::memcached::{Server, memory_request_mib};
 use super::monitoring::{DEFAULT_EXPORTER_IMAGE, Monitoring};
 use super::pod::Pod;
+use super::proxy::Proxy;
 use super::security::Security;
 use super::service::Service;
 use super::spec::{DEFAULT_IMAGE, DEFAULT_REPLICAS};
@@ -80,6 +81,8 @@ pub struct Effective<'a> {
     pub extstore: Option<Extstore<'a>>,
     /// The zones, each running a full copy of the cache (`spec.zones`).
     pub zones: Option<Zones<'a>>,
+    /// memcached's proxy in front of the cache, when enabled (`spec.proxy`).
+    pub proxy: Option<Proxy<'a>>,
 }
 
 impl<'a> Effective<'a> {
@@ -127,6 +130,7 @@ impl<'a> Effective<'a> {
             warm_restart: WarmRestart::of(spec.warm_restart.as_ref(), memcached.max_memory_mb),
             extstore,
             zones: Zones::of(spec.zones.as_ref()),
+            proxy: Proxy::of(spec.proxy.as_ref()),
         }
     }
 }

@@ -27,6 +27,7 @@ use super::high_availability::HighAvailabilitySpec;
 use super::memcached::{self, MemcachedConfig};
 use super::monitoring::MonitoringSpec;
 use super::pod;
+use super::proxy::ProxySpec;
 use super::quantity::Quantity;
 use super::security::SecuritySpec;
 use super::service::ServiceSpec;
@@ -251,6 +252,12 @@ pub struct MemcachedSpec {
     /// disrupted at a time (condition `ZoneDisruption`). Not with autoscaling or warmRestart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zones: Option<ZonesSpec>,
+
+    /// memcached's own proxy in front of the cache, behind the Service `<name>-proxy`: one
+    /// address for clients that need no server list, reads from the local zone first and
+    /// writes to every zone with `zones`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<ProxySpec>,
 }
 
 /// The workload kind that runs the memcached pods.

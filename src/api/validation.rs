@@ -15,7 +15,7 @@ use super::security;
 use super::{
     MemcachedSpec, autoscaling, child_metadata, extstore, high_availability, memcached, monitoring,
 };
-use super::{pod, service, spec, warm_restart, zones};
+use super::{pod, proxy, service, spec, warm_restart, zones};
 
 pub(crate) use super::check::quoted;
 pub use super::check::{Reason, Violation};
@@ -83,6 +83,9 @@ pub fn validate_effective(name: &str, spec: &MemcachedSpec, e: &Effective<'_>) -
     if let Some(x) = &spec.extstore {
         extstore::validate(&mut out, x);
     }
+    if let Some(p) = &spec.proxy {
+        proxy::validate(&mut out, p);
+    }
     zones::validate(&mut out, name, spec);
     pod::validate(&mut out, spec);
     spec::validate_rules(&mut out, spec, e.memcached.max_memory_mb);
@@ -91,6 +94,7 @@ pub fn validate_effective(name: &str, spec: &MemcachedSpec, e: &Effective<'_>) -
     warm_restart::validate_rules(&mut out, spec, &line);
     extstore::validate_rules(&mut out, spec, &e.memcached, &line);
     zones::validate_rules(&mut out, spec);
+    proxy::validate_rules(&mut out, name, spec, e);
     if let Some(a) = &e.autoscaling {
         autoscaling::validate_rules(&mut out, a, spec);
     }

@@ -46,7 +46,7 @@ impl<'a> Switch<'a> {
         };
         let leaving: Vec<&ObservedChild> = children
             .iter()
-            .filter(|c| is_workload(c) && !desired.iter().any(|(n, _)| *n == c.metadata.name))
+            .filter(|c| is_workload(c, name) && !desired.iter().any(|(n, _)| *n == c.metadata.name))
             .collect();
         let settled = desired.iter().all(|(_, p)| {
             p.current
@@ -125,7 +125,7 @@ pub fn violations(e: &Effective<'_>, children: &Observed, name: &str) -> Vec<Vio
     let prefix = format!("{name}-");
     let zone_running = children
         .iter()
-        .find(|c| is_workload(c) && c.metadata.name.starts_with(&prefix));
+        .find(|c| is_workload(c, name) && c.metadata.name.starts_with(&prefix));
     match zone_running {
         Some(w) if e.zones.is_none() && e.autoscaling.is_some() => vec![Violation::invalid(
             "spec.autoscaling.enabled",
@@ -140,8 +140,10 @@ pub fn violations(e: &Effective<'_>, children: &Observed, name: &str) -> Vec<Vio
     }
 }
 
-/// An apps/v1 Deployment or StatefulSet.
-fn is_workload(c: &ObservedChild) -> bool {
+/// An apps/v1 Deployment or StatefulSet of the cache: not one of the proxy's Deployments.
+fn is_workload(c: &ObservedChild, name: &str) -> bool {
     c.api_version == "apps/v1"
         && (c.kind == ChildKind::Deployment.kind() || c.kind == ChildKind::StatefulSet.kind())
+        && !(c.kind == ChildKind::Deployment.kind()
+            && crate::children::proxy_pods::is_workload_name(name, &c.metadata.name))
 }

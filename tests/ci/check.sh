@@ -8,8 +8,11 @@
 #   sha256 exports METACONTROLLER_BIN + METACONTROLLER_CRDS_DIR; a mismatched one fails with a line
 #   naming both hashes; a missing folder exports nothing and succeeds; a METACONTROLLER_BIN already
 #   set wins over the folder.
-# - tests/run-all.sh with the Metacontroller phases and no Metacontroller: both `skipped` with the
-#   reason, and the closing line counts them apart.
+# - shared_memcached (tests/lib/shared-memcached.sh): a tarball whose sha256 is not its README's
+#   fails naming both; a missing folder builds nothing, exports no binary and succeeds.
+# - tests/run-all.sh with the Metacontroller phases and no Metacontroller, and the proxy phase
+#   without the memcached source: each `skipped` with the reason, and the closing line counts them
+#   apart.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -82,6 +85,39 @@ skipped_phases() {
         grep -q '^phases: 0 passed, 0 failed, 2 skipped$' <<<"$out"
 }
 check "run-all: phases without a Metacontroller are skipped with the reason, counted apart" skipped_phases
+
+# A folder shaped as ../shared/memcached whose tarball is not the one its README names.
+mc=$WORK/shared-memcached
+mkdir -p "$mc"
+printf 'not a release\n' | gzip -c >"$mc/memcached-0.0.0.tar.gz"
+mc_sum=$(sha256sum "$mc/memcached-0.0.0.tar.gz" | cut -d' ' -f1)
+# shellcheck disable=SC2016 # backquotes, literally
+printf '# source\n\nsha256 of the tarball: `%s`\n' "$(printf '0%.0s' {1..64})" >"$mc/README.md"
+memcached_use() { # memcached_use DIR: runs shared_memcached in a clean environment
+    # shellcheck disable=SC2016 # expanded by the inner shell
+    env -i PATH="$PATH" HOME="$WORK/home" TMPDIR="$WORK" bash -c '
+        source "$0/tests/lib/apt.sh"; source "$0/tests/lib/shared-memcached.sh"
+        shared_memcached "$1" || exit $?
+        echo "BIN=${SHARED_MEMCACHED_BIN:-}"' "$ROOT" "$1"
+}
+memcached_mismatched() {
+    if out=$(memcached_use "$mc" 2>&1); then echo "accepted: $out"; return 1; fi
+    grep -q "FAIL memcached: sha256 of .* is $mc_sum, .*README.md says 0000" <<<"$out" || { echo "$out"; return 1; }
+    [[ ! -e "$WORK/home/.cache" ]] || { echo "built or cached something"; return 1; }
+}
+memcached_absent() {
+    out=$(memcached_use "$WORK/nowhere") || return 1
+    grep -q '^BIN=$' <<<"$out" && grep -q 'will be skipped' <<<"$out"
+}
+check "shared memcached: a mismatched sha256 fails, naming both" memcached_mismatched
+check "shared memcached: no folder, nothing built, the checks skip" memcached_absent
+proxy_skipped() {
+    out=$(cd "$ROOT" && SHARED_MEMCACHED_DIR="$WORK/nowhere" PHASES=proxy bash tests/run-all.sh 2>&1) || { echo "$out"; return 1; }
+    echo "$out" | tail -n 4
+    grep -Eq '^proxy +skipped +[0-9]+s +SKIPPED proxy: no ' <<<"$out" &&
+        grep -q '^phases: 0 passed, 0 failed, 1 skipped$' <<<"$out"
+}
+check "run-all: the proxy phase without the memcached source is skipped with the reason" proxy_skipped
 
 echo "ci-check: $passed passed, $failed failed"
 ((failed == 0))

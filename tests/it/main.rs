@@ -28,6 +28,7 @@ mod no_secrets;
 mod pod;
 mod pod_security;
 mod properties;
+mod proxy;
 mod reference;
 mod reload_report;
 mod running_layouts;

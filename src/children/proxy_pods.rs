@@ -1,0 +1,322 @@
+//! The proxy's pods and Service: memcached started as memcached's proxy with the route
+//! configuration `<name>-proxy` mounted, one Deployment per zone pinned to it and told its zone
+//! (or one Deployment without zones), and the Service `<name>-proxy` in front of them all
+//! (docs/behaviour.md, "Proxy").
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use k8s_openapi::api::apps::v1::{
+    Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment,
+};
+use k8s_openapi::api::core::v1::{
+    Affinity, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, PodSpec, PodTemplateSpec,
+    Probe, Service, ServicePort, ServiceSpec, TCPSocketAction, Volume, VolumeMount,
+};
+use k8s_openapi::api::networking::v1::NetworkPolicyPeer;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use sha2::{Digest, Sha256};
+
+use super::proxy_config::{ROUTES_KEY, SUFFIX, ZONE_ENV};
+use super::volumes::{TLS_VOLUME, secret_volume};
+use super::zone::Zone;
+use super::{TLS_MOUNT_PATH, labels, ports, security_context};
+use crate::api::effective::Effective;
+use crate::api::proxy::Proxy;
+
+/// `app.kubernetes.io/name` of the proxy's pods: apart from the cache's pods, so that neither
+/// the cache's Service, budget and network policy nor its workloads select them.
+pub const APP_NAME: &str = "memcached-proxy";
+/// Where the route configuration is mounted.
+pub const CONFIG_DIR: &str = "/etc/memcached/proxy";
+/// The volume of the route configuration.
+const CONFIG_VOLUME: &str = "proxy-routes";
+/// Pod annotation: a hash of the route configuration, so that a new membership rolls the
+/// proxies onto it.
+pub const ROUTES_HASH: &str = "memcached.c5c3.io/proxy-routes-hash";
+/// The proxy's container.
+const CONTAINER: &str = "proxy";
+
+/// The name of a proxy Deployment of the Memcached `name`: `<name>-proxy`, or
+/// `<name>-proxy-<zone>` for a zone's.
+#[must_use]
+pub fn workload_name(name: &str, zone: Option<&str>) -> String {
+    match zone {
+        Some(zone) => format!("{name}{SUFFIX}-{zone}"),
+        None => format!("{name}{SUFFIX}"),
+    }
+}
+
+/// Whether `child` is the name of one of the Memcached `name`'s proxy Deployments.
+#[must_use]
+pub fn is_workload_name(name: &str, child: &str) -> bool {
+    child
+        .strip_prefix(name)
+        .and_then(|rest| rest.strip_prefix(SUFFIX))
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
+}
+
+/// The labels of the proxy's pods (with zones, the zone's too): also their selector.
+fn pod_labels(name: &str, zone: Option<Zone<'_>>) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::from([
+        (labels::NAME.to_owned(), APP_NAME.to_owned()),
+        (labels::INSTANCE.to_owned(), name.to_owned()),
+        (labels::MANAGED_BY.to_owned(), labels::MANAGER.to_owned()),
+    ]);
+    if let Some(zone) = zone {
+        out = zone.labelled(out);
+    }
+    out
+}
+
+/// The NetworkPolicy peer of the proxy's pods of the Memcached `name`: the cache's pods admit
+/// them beside the allowed sources.
+#[must_use]
+pub fn peer(name: &str) -> NetworkPolicyPeer {
+    NetworkPolicyPeer {
+        pod_selector: Some(LabelSelector {
+            match_labels: Some(pod_labels(name, None)),
+            match_expressions: None,
+        }),
+        ..NetworkPolicyPeer::default()
+    }
+}
+
+/// The proxy's command line after the image's entrypoint: the route library with the mounted
+/// configuration, no UDP, and with `spec.security.tls` TLS on its port (with client
+/// certificates when asked).
+#[must_use]
+pub fn args(e: &Effective<'_>) -> Vec<String> {
+    let mut args = vec![
+        "-p".to_owned(),
+        ports::MEMCACHED.number.to_string(),
+        "-U".to_owned(),
+        "0".to_owned(),
+        "-o".to_owned(),
+        format!("proxy_config=routelib,proxy_arg={CONFIG_DIR}/{ROUTES_KEY}"),
+    ];
+    if let Some(tls) = e.security.tls {
+        args.extend([
+            "-Z".to_owned(),
+            "-o".to_owned(),
+            format!("ssl_chain_cert={TLS_MOUNT_PATH}/tls.crt"),
+            "-o".to_owned(),
+            format!("ssl_key={TLS_MOUNT_PATH}/tls.key"),
+            "-o".to_owned(),
+            format!("ssl_min_version={}", tls.min_version.ssl_min_version()),
+        ]);
+        if tls.client_cert {
+            args.extend([
+                "-o".to_owned(),
+                format!("ssl_ca_cert={TLS_MOUNT_PATH}/ca.crt"),
+                "-o".to_owned(),
+                "ssl_verify_mode=2".to_owned(),
+            ]);
+        }
+    }
+    args
+}
+
+/// The hash of a route configuration, as the pods' [`ROUTES_HASH`] annotation.
+#[must_use]
+pub fn routes_hash(routes: &str) -> String {
+    let digest = Sha256::digest(routes.as_bytes());
+    digest.iter().take(8).fold(String::new(), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
+}
+
+fn tcp_probe(initial_delay_seconds: i32, period_seconds: i32) -> Probe {
+    Probe {
+        tcp_socket: Some(TCPSocketAction {
+            port: IntOrString::String(ports::MEMCACHED.name.to_owned()),
+            host: None,
+        }),
+        initial_delay_seconds: Some(initial_delay_seconds),
+        period_seconds: Some(period_seconds),
+        ..Probe::default()
+    }
+}
+
+/// The volumes of the proxy's pods and the container's mounts: the route configuration, and
+/// the TLS Secret with TLS.
+fn volumes(name: &str, e: &Effective<'_>) -> (Vec<Volume>, Vec<VolumeMount>) {
+    let mut volumes = vec![Volume {
+        name: CONFIG_VOLUME.to_owned(),
+        config_map: Some(ConfigMapVolumeSource {
+            name: format!("{name}{SUFFIX}"),
+            ..ConfigMapVolumeSource::default()
+        }),
+        ..Volume::default()
+    }];
+    let mut mounts = vec![VolumeMount {
+        name: CONFIG_VOLUME.to_owned(),
+        mount_path: CONFIG_DIR.to_owned(),
+        read_only: Some(true),
+        ..VolumeMount::default()
+    }];
+    if let Some(tls) = e.security.tls {
+        let keys: &[&str] = if tls.client_cert {
+            &["tls.crt", "tls.key", "ca.crt"]
+        } else {
+            &["tls.crt", "tls.key"]
+        };
+        volumes.push(secret_volume(TLS_VOLUME, tls.secret_name, keys));
+        mounts.push(VolumeMount {
+            name: TLS_VOLUME.to_owned(),
+            mount_path: TLS_MOUNT_PATH.to_owned(),
+            read_only: Some(true),
+            ..VolumeMount::default()
+        });
+    }
+    (volumes, mounts)
+}
+
+/// The proxy's container: memcached as the proxy, told its `zone`, with `mounts`.
+fn container(
+    e: &Effective<'_>,
+    proxy: Proxy<'_>,
+    zone: Option<Zone<'_>>,
+    mounts: Vec<VolumeMount>,
+) -> Container {
+    Container {
+        name: CONTAINER.to_owned(),
+        image: Some(e.image.to_owned()),
+        args: Some(args(e)),
+        env: zone.map(|z| {
+            vec![EnvVar {
+                name: ZONE_ENV.to_owned(),
+                value: Some(z.name.to_owned()),
+                value_from: None,
+            }]
+        }),
+        ports: Some(vec![ContainerPort {
+            name: Some(ports::MEMCACHED.name.to_owned()),
+            container_port: ports::MEMCACHED.number,
+            protocol: Some("TCP".to_owned()),
+            ..ContainerPort::default()
+        }]),
+        resources: proxy.resources.cloned(),
+        liveness_probe: Some(tcp_probe(10, 10)),
+        readiness_probe: Some(tcp_probe(2, 5)),
+        security_context: Some(security_context::container(e)),
+        volume_mounts: Some(mounts),
+        ..Container::default()
+    }
+}
+
+/// The proxy's pod spec: the cache's placement and security contexts, pinned to `zone`.
+fn pod_spec(name: &str, e: &Effective<'_>, proxy: Proxy<'_>, zone: Option<Zone<'_>>) -> PodSpec {
+    let (volumes, mounts) = volumes(name, e);
+    PodSpec {
+        affinity: zone.map(|z| Affinity {
+            node_affinity: Some(z.pin(None)),
+            ..Affinity::default()
+        }),
+        node_selector: e.pod.node_selector.cloned(),
+        tolerations: e.pod.tolerations.map(<[_]>::to_vec),
+        priority_class_name: e.pod.priority_class_name.map(str::to_owned),
+        image_pull_secrets: e.pod.image_pull_secrets.map(<[_]>::to_vec),
+        security_context: Some(security_context::pod(e, false)),
+        automount_service_account_token: Some(false),
+        containers: vec![container(e, proxy, zone, mounts)],
+        volumes: Some(volumes),
+        ..PodSpec::default()
+    }
+}
+
+/// The proxy Deployment of the Memcached `name` (of `zone`, pinned to it and told its name),
+/// its pods annotated with the `hash` of the route configuration they load: a new membership
+/// rolls them, one new pod before an old one goes.
+#[must_use]
+pub fn deployment(
+    name: &str,
+    e: &Effective<'_>,
+    proxy: Proxy<'_>,
+    zone: Option<Zone<'_>>,
+    hash: &str,
+) -> Deployment {
+    let pod_labels = pod_labels(name, zone);
+    Deployment {
+        metadata: ObjectMeta {
+            name: Some(workload_name(name, zone.map(|z| z.name))),
+            labels: Some(pod_labels.clone()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(DeploymentSpec {
+            replicas: Some(proxy.replicas),
+            selector: LabelSelector {
+                match_labels: Some(pod_labels.clone()),
+                match_expressions: None,
+            },
+            strategy: Some(DeploymentStrategy {
+                type_: Some("RollingUpdate".to_owned()),
+                rolling_update: Some(RollingUpdateDeployment {
+                    max_surge: Some(IntOrString::Int(1)),
+                    max_unavailable: Some(IntOrString::Int(0)),
+                }),
+            }),
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(pod_labels),
+                    annotations: Some(BTreeMap::from([(ROUTES_HASH.to_owned(), hash.to_owned())])),
+                    ..ObjectMeta::default()
+                }),
+                spec: Some(pod_spec(name, e, proxy, zone)),
+            },
+            ..DeploymentSpec::default()
+        }),
+        status: None,
+    }
+}
+
+/// The Service `<name>-proxy` in front of every proxy pod: with zones, a client is sent to a
+/// proxy of its own zone when there is one (`trafficDistribution: PreferClose`).
+#[must_use]
+pub fn service(name: &str, zoned: bool) -> Service {
+    let selector = pod_labels(name, None);
+    Service {
+        metadata: ObjectMeta {
+            name: Some(format!("{name}{SUFFIX}")),
+            labels: Some(selector.clone()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(ServiceSpec {
+            selector: Some(selector),
+            ports: Some(vec![ServicePort {
+                name: Some(ports::MEMCACHED.name.to_owned()),
+                port: ports::MEMCACHED.number,
+                target_port: Some(IntOrString::String(ports::MEMCACHED.name.to_owned())),
+                protocol: Some("TCP".to_owned()),
+                ..ServicePort::default()
+            }]),
+            traffic_distribution: zoned.then(|| "PreferClose".to_owned()),
+            ..ServiceSpec::default()
+        }),
+        status: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proxy_workload_names_are_told_apart_from_the_cache_and_its_zones() {
+        assert!(is_workload_name("cache", "cache-proxy"));
+        assert!(is_workload_name("cache", "cache-proxy-zone-a"));
+        assert!(!is_workload_name("cache", "cache"));
+        assert!(!is_workload_name("cache", "cache-zone-a"));
+        assert!(!is_workload_name("cache", "cache-proxyish"));
+        assert_eq!(workload_name("cache", Some("zone-a")), "cache-proxy-zone-a");
+    }
+
+    #[test]
+    fn the_hash_follows_the_routes() {
+        assert_eq!(routes_hash("a"), routes_hash("a"));
+        assert_ne!(routes_hash("a"), routes_hash("b"));
+        assert_eq!(routes_hash("a").len(), 16);
+    }
+}
