@@ -33,6 +33,7 @@ mod security;
 mod service;
 mod service_monitor;
 mod status_matrix;
+mod upgrade;
 mod validation;
 mod warm_restart;
 mod workload;
