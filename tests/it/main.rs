@@ -34,6 +34,8 @@ mod service;
 mod service_monitor;
 mod status_matrix;
 mod upgrade;
+mod upgrade_fixtures;
+mod upgrade_programs;
 mod validation;
 mod warm_restart;
 mod workload;
