@@ -37,6 +37,9 @@ const CONTAINER_PARTS: [(&str, &str); 10] = [
 /// defaults, and only what `rendered` sets is compared.
 #[must_use]
 pub fn differences(kept: &PodTemplateSpec, rendered: &PodTemplateSpec, exact: bool) -> Vec<String> {
+    if exact && kept == rendered {
+        return Vec::new();
+    }
     let kept = serde_json::to_value(kept).unwrap_or(Value::Null);
     let rendered = serde_json::to_value(rendered).unwrap_or(Value::Null);
     let differ = |k: Option<&Value>, r: Option<&Value>| !agree(k, r, exact);

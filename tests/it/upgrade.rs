@@ -326,3 +326,47 @@ fn an_invalid_spec_keeps_everything_as_observed() {
     let answer = sync_value(&request(&invalid, (2, 1), &observed(&old, true)));
     assert_eq!(template(&answer, "cache"), template(&old, "cache"));
 }
+
+/// Under server-side apply the live template carries the API server's defaults: it is kept as
+/// it runs, and `UpToDate` names only what today's rendering sets differently.
+#[test]
+fn a_live_template_with_server_defaults_is_kept_as_it_runs() {
+    let today = sync_value(&request(&spec(), (1, 0), &[]));
+    let mut live = older(&today, true);
+    for child in live["children"].as_array_mut().expect("children") {
+        if child["kind"] == "Deployment" {
+            let pod = &mut child["spec"]["template"]["spec"];
+            pod["dnsPolicy"] = json!("ClusterFirst");
+            pod["restartPolicy"] = json!("Always");
+            pod["containers"][0]["imagePullPolicy"] = json!("IfNotPresent");
+            pod["containers"][0]["terminationMessagePath"] = json!("/dev/termination-log");
+        }
+    }
+    let answer = sync_value(&request(&spec(), (1, 1), &observed(&live, false)));
+    assert_eq!(template(&answer, "cache"), template(&live, "cache"));
+    let up = condition(&answer, "UpToDate");
+    assert_eq!(up.status, "False");
+    assert!(
+        up.message
+            .ends_with("would change: security contexts (pod, memcached)"),
+        "{}",
+        up.message
+    );
+}
+
+#[test]
+fn zones_turned_on_render_the_zones_and_keep_the_leaving_workload() {
+    let (old, _) = upgraded(&spec(), true, true, 1);
+    let zoned = json!({"replicas": 2, "memcached": {"maxMemoryMB": 128},
+                       "zones": {"names": ["a", "b"]}});
+    let answer = sync_value(&request(&zoned, (2, 1), &observed(&old, true)));
+    let fresh = sync_value(&request(&zoned, (1, 0), &[]));
+    for zone in ["cache-a", "cache-b"] {
+        assert_eq!(template(&answer, zone), template(&fresh, zone), "{zone}");
+    }
+    assert_eq!(
+        template(&answer, "cache"),
+        template(&old, "cache"),
+        "kept while leaving"
+    );
+}
