@@ -61,6 +61,11 @@ pub struct Cli {
     /// Metacontroller then caches every pod of the cluster (docs/operations.md: its memory).
     #[arg(long, global = true, env = "MEMCACHED_HOOK_RELATE_PODS")]
     relate_pods: bool,
+    /// Give every running cache this hook's rendering of its pod template at once (a rollout
+    /// of every cache the new rendering changes). Off: a cache keeps the pod template it runs
+    /// until its Memcached's spec changes or a rollout is requested (docs/install.md).
+    #[arg(long, global = true, env = "MEMCACHED_HOOK_ADOPT_NEW_RENDERING")]
+    adopt_new_rendering: bool,
 }
 
 /// A default image as the API server would accept it in a pod: not empty, no surrounding
@@ -148,6 +153,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         default_image: cli.default_image.into(),
         default_exporter_image: cli.default_exporter_image.into(),
         relate_pods: cli.relate_pods,
+        adopt_new_rendering: cli.adopt_new_rendering,
     };
     match cli.command.unwrap_or(Command::Serve(ServeArgs::default())) {
         Command::Serve(args) => serve::serve(&args, options),

@@ -255,7 +255,8 @@ pub struct Parent {
     /// The spec (JSON `null` or absent means all defaults).
     #[serde(default, deserialize_with = "null_as_default")]
     pub spec: MemcachedSpec,
-    /// The current status; only its conditions and the zones' `shortSince` are read.
+    /// The current status; only its conditions, observed generation and the zones'
+    /// `shortSince` are read.
     #[serde(default, deserialize_with = "null_as_default")]
     pub status: ParentStatus,
 }
@@ -287,7 +288,13 @@ pub struct ParentAnnotations {
 
 /// The parent's current status, reduced to what a sync reads back.
 #[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ParentStatus {
+    /// `status.observedGeneration`: the generation the hook last answered for (a value that
+    /// is not an integer reads as none: the status is the hook's own record, never a reason to
+    /// refuse a sync).
+    #[serde(default, deserialize_with = "lenient_generation")]
+    pub observed_generation: Option<i64>,
     /// Current conditions, including types other controllers wrote.
     #[serde(default, deserialize_with = "null_as_default")]
     pub conditions: Vec<Condition>,
@@ -304,6 +311,14 @@ pub struct ZoneShort {
     pub name: String,
     /// Since when the zone is short of ready pods (RFC 3339), as the last sync wrote it.
     pub short_since: Option<String>,
+}
+
+/// An integer, or none for any other value.
+fn lenient_generation<'de, D>(deserializer: D) -> Result<Option<i64>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    Ok(serde_json::Value::deserialize(deserializer)?.as_i64())
 }
 
 /// Treats JSON `null` like an absent field.

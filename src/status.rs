@@ -18,6 +18,7 @@ pub use crate::workload::{Switching, ZoneSwitch};
 mod conditions;
 mod pods;
 pub mod secret_reload;
+pub mod up_to_date;
 pub mod warm_restart;
 pub mod warm_starts;
 pub mod zones;
@@ -123,6 +124,10 @@ pub struct Inputs<'a> {
     /// With `spec.zones` and a disruption budget: the zones' budgets as built, which
     /// `ZoneDisruption` explains.
     pub zone_budgets: Option<Budgets>,
+    /// What a rollout to this hook's rendering would change in the workloads that keep an
+    /// older one, each part once (empty: every workload runs the current rendering), which
+    /// `UpToDate` phrases.
+    pub behind: Vec<String>,
 }
 
 /// The valid spec of a sync, its workload plan, the related objects Metacontroller sent and the
@@ -168,6 +173,7 @@ fn merge(
         WARM_RESTART,
         ZONE_DISRUPTION,
         CHILD_RESOURCES_MISSING,
+        up_to_date::UP_TO_DATE,
     ];
     let mut seen = std::collections::BTreeSet::new();
     let mut out: Vec<Condition> = previous

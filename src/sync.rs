@@ -25,6 +25,7 @@ mod inputs;
 mod invalid;
 mod leaving;
 mod options;
+mod template;
 mod zones;
 
 use agent_account::Access;
@@ -33,6 +34,7 @@ pub use error::SyncError;
 use inputs::inputs;
 use invalid::keep_observed;
 pub use options::Options;
+use template::Intent;
 
 /// A `Memcached` of a served version.
 fn check_parent(parent: &Parent) -> Result<(), SyncError> {
@@ -80,6 +82,20 @@ struct Outcome {
     invalid_spec: Option<String>,
     /// With `spec.zones`: what the zones' children say of the zones.
     zones: ZoneOutcome,
+    /// What a rollout to this hook's rendering would change in the workloads that keep an
+    /// older one (`status::up_to_date`), each part once.
+    behind: Vec<String>,
+}
+
+impl Outcome {
+    /// Adds what a rollout of one kept workload would change.
+    fn behind(&mut self, differences: Option<Vec<String>>) {
+        for part in differences.into_iter().flatten() {
+            if !self.behind.contains(&part) {
+                self.behind.push(part);
+            }
+        }
+    }
 }
 
 /// What the children of `spec.zones` say of the zones, for the status.
@@ -183,6 +199,29 @@ fn before(parent: &Parent, now: Timestamp) -> Before<'_> {
     }
 }
 
+/// What every pod template of `parent` is built from: the effective spec `e`, the ports
+/// `served`, the Secrets' `hash`, and whether the reload agents report on their Pods.
+fn pods<'a>(
+    parent: &'a Parent,
+    e: &'a Effective<'a>,
+    (served, hash): (&'a [ports::Port], Option<&'a str>),
+    options: &'a Options,
+    agent_reports: bool,
+) -> Pods<'a> {
+    Pods {
+        name: parent.metadata.name.as_str(),
+        e,
+        served,
+        rollers: Rollers {
+            secret_hash: hash,
+            restart_trigger: parent.metadata.annotations.restart_trigger.as_deref(),
+        },
+        reload_agent_image: &options.reload_agent_image,
+        agent_reports,
+        zone: None,
+    }
+}
+
 /// The desired children of the `kinds` a valid spec asks for, and what they are.
 fn desired(
     received: &Received<'_>,
@@ -201,31 +240,22 @@ fn desired(
         missing_secrets,
         ..Outcome::default()
     };
-    let pods = Pods {
-        name,
-        e,
-        served: &served,
-        rollers: Rollers {
-            secret_hash: hash.as_deref(),
-            restart_trigger: parent.metadata.annotations.restart_trigger.as_deref(),
-        },
-        reload_agent_image: &options.reload_agent_image,
-        // Emitted together or not at all (`agent_access_whole`).
-        agent_reports: access == Access::Report && kinds.contains(&ChildKind::RoleBinding),
-        zone: None,
-    };
+    // Emitted together or not at all (`agent_access_whole`).
+    let reports = access == Access::Report && kinds.contains(&ChildKind::RoleBinding);
+    let pods = pods(parent, e, (&served, hash.as_deref()), options, reports);
+    let intent = Intent::of(parent, pods.rollers, options);
     let mut children = Vec::with_capacity(kinds.len());
     for kind in kinds {
         if let Some(z) = &layout.zones {
             let at = (received, name, e, pods);
-            if zones::zone_children(*kind, z, at, &mut children, &mut outcome)? {
+            if zones::zone_children(*kind, z, at, &intent, &mut children, &mut outcome)? {
                 continue;
             }
         }
         let plan = &layout.plan;
         children.push(match kind {
             ChildKind::Deployment | ChildKind::StatefulSet if *kind == plan.kind => {
-                workload_child(plan, pods)
+                answered_workload(plan, pods, (received, &intent), &mut outcome)
             }
             ChildKind::Deployment | ChildKind::StatefulSet => {
                 let Some(old) = kept_old_workload(*kind, plan, received)? else {
@@ -369,6 +399,19 @@ pub(super) fn kept_old_workload(
         name: old.metadata.name.clone(),
     })?;
     Ok(Some(kept))
+}
+
+/// The workload the plan builds from the spec, with the pod template its owner's intent gives
+/// it ([`template::answer`]).
+fn answered_workload(
+    plan: &Plan<'_>,
+    pods: Pods<'_>,
+    (received, intent): (&Received<'_>, &Intent),
+    outcome: &mut Outcome,
+) -> Child {
+    let mut child = workload_child(plan, pods);
+    outcome.behind(template::answer(&mut child, plan.current, received, intent));
+    child
 }
 
 /// The workload the plan builds from the spec.

@@ -14,6 +14,7 @@ use crate::children::servers::Members;
 use crate::hook::{ChildStatus, Observed};
 
 pub mod budgets;
+pub mod intent;
 mod members;
 mod plan;
 pub mod rollout;

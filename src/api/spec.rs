@@ -87,6 +87,7 @@ const MIB: u32 = 1 << 20;
     printcolumn = r#"{"name":"Ready","type":"integer","jsonPath":".status.readyReplicas","description":"Ready Memcached pods over all zones"}"#,
     printcolumn = r#"{"name":"Zones","type":"string","jsonPath":".status.zonesReady","description":"With spec.zones: zones whose pods are all ready, over all zones","priority":1}"#,
     printcolumn = r#"{"name":"Status","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status","description":"Whether all desired Memcached pods are ready"}"#,
+    printcolumn = r#"{"name":"UpToDate","type":"string","jsonPath":".status.conditions[?(@.type==\"UpToDate\")].status","description":"Whether the pods run this hook's current rendering of their template (False: kept until the next spec change or requested rollout)","priority":1}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[schemars(extend("x-kubernetes-validations" = [

@@ -193,6 +193,9 @@ pub struct ChildAnnotations {
     /// (`src/workload/rollout.rs`).
     #[serde(rename = "memcached.c5c3.io/template-hash", default)]
     pub template_hash: Option<String>,
+    /// The digest of the intent the pod template was rendered for (`src/workload/intent.rs`).
+    #[serde(rename = "memcached.c5c3.io/source", default)]
+    pub source: Option<String>,
 }
 
 /// A JSON string kept as it came, quotes and escapes included: decoding checks that it is a

@@ -250,6 +250,17 @@ fn child_kinds(missing: &[(String, &'static str)]) -> Computed {
     condition(CHILD_RESOURCES_MISSING, true, "NotDeclared", message)
 }
 
+/// `UpToDate`: whether every workload runs this hook's current rendering of its pod template.
+fn up_to_date(behind: &[String]) -> Computed {
+    use super::up_to_date::{CURRENT, NEW_RENDERING, UP_TO_DATE, message};
+    if behind.is_empty() {
+        let message = "every workload runs this hook's current rendering of its pod template";
+        condition(UP_TO_DATE, true, CURRENT, message.to_owned())
+    } else {
+        condition(UP_TO_DATE, false, NEW_RENDERING, message(behind))
+    }
+}
+
 /// Every condition the sync computes, before the merge into the parent's current conditions.
 pub(super) fn computed(inputs: &Inputs<'_>) -> Vec<Computed> {
     let c = Counts::of(inputs);
@@ -268,6 +279,9 @@ pub(super) fn computed(inputs: &Inputs<'_>) -> Vec<Computed> {
         for (type_, c) in [(SECRET_RELOAD, secret_reload), (WARM_RESTART, warm_restart)] {
             out.extend(c.map(|c| condition(type_, c.status, c.reason, c.message)));
         }
+    }
+    if inputs.spec.is_some() {
+        out.push(up_to_date(&inputs.behind));
     }
     if let Some(budgets) = &inputs.zone_budgets {
         let c = super::zones::condition(&inputs.zones, budgets);

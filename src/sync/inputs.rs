@@ -82,5 +82,6 @@ pub(super) fn inputs<'a>(
         zones,
         zone_replicas,
         zone_budgets: outcome.zones.budgets,
+        behind: outcome.behind,
     }
 }

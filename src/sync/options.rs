@@ -18,6 +18,10 @@ pub struct Options {
     /// reloaded in place, and the reload agent writes its outcome on its Pod (`--relate-pods`):
     /// Metacontroller then watches every pod of the cluster.
     pub relate_pods: bool,
+    /// Whether every workload adopts this hook's rendering of its pod template at once
+    /// (`--adopt-new-rendering`), instead of keeping the one it runs until its owner's intent
+    /// changes (`src/workload/intent.rs`).
+    pub adopt_new_rendering: bool,
 }
 
 impl Options {
@@ -44,6 +48,7 @@ impl Default for Options {
             default_image: Cow::Borrowed(crate::api::DEFAULT_IMAGE),
             default_exporter_image: Cow::Borrowed(crate::api::monitoring::DEFAULT_EXPORTER_IMAGE),
             relate_pods: false,
+            adopt_new_rendering: false,
         }
     }
 }

@@ -15,6 +15,7 @@ use crate::keep;
 use crate::workload::rollout::{self, ZoneState};
 use crate::workload::{ZonePlan, Zoned};
 
+use super::template::{self, Intent, metadata_mut, selector_labels, template, template_mut};
 use super::{Outcome, SyncError, kept_old_workload, pdb_state, workload_child};
 
 /// The children of `kind` the zones of `z` answer (each zone's workload, old workload during a
@@ -23,12 +24,13 @@ pub(super) fn zone_children(
     kind: ChildKind,
     z: &Zoned<'_>,
     (received, name, e, pods): (&Received<'_>, &str, &Effective<'_>, Pods<'_>),
+    intent: &Intent,
     children: &mut Vec<Child>,
     outcome: &mut Outcome,
 ) -> Result<bool, SyncError> {
     match kind {
         ChildKind::Deployment | ChildKind::StatefulSet => {
-            let (workloads, outdated) = rolled_out(z, pods, received)?;
+            let (workloads, outdated) = rolled_out(z, pods, (received, intent), outcome)?;
             outcome.zones.outdated = Some(outdated);
             for (zp, workload) in z.zones.iter().zip(workloads) {
                 if kind == zp.plan.kind {
@@ -65,22 +67,13 @@ pub(super) fn zone_children(
 fn rolled_out(
     z: &Zoned<'_>,
     pods: Pods<'_>,
-    received: &Received<'_>,
+    (received, intent): (&Received<'_>, &Intent),
+    outcome: &mut Outcome,
 ) -> Result<(Vec<Child>, Vec<bool>), SyncError> {
     let mut built: Vec<(Child, String)> = z
         .zones
         .iter()
-        .map(|zp| {
-            let pods = Pods {
-                zone: Some(zp.zone),
-                ..pods
-            };
-            let mut child = workload_child(&zp.plan, pods);
-            let hash = template_mut(&mut child)
-                .map(|t| rollout::template_hash(t))
-                .unwrap_or_default();
-            (child, hash)
-        })
+        .map(|zp| zone_workload(zp, pods, (received, intent), outcome))
         .collect();
     let states: Vec<ZoneState> = z
         .zones
@@ -113,6 +106,7 @@ fn rolled_out(
                 if let Some(t) = template_mut(child) {
                     *t = held;
                 }
+                template::record_observed(child, current);
                 recorded
             }
             _ => std::mem::take(hash),
@@ -127,6 +121,31 @@ fn rolled_out(
         built.into_iter().map(|(child, _)| child).collect(),
         outdated,
     ))
+}
+
+/// The workload of the zone `zp` with the pod template its owner's intent gives it
+/// ([`template::answer`]), and the hash of that template.
+fn zone_workload(
+    zp: &ZonePlan<'_>,
+    pods: Pods<'_>,
+    (received, intent): (&Received<'_>, &Intent),
+    outcome: &mut Outcome,
+) -> (Child, String) {
+    let pods = Pods {
+        zone: Some(zp.zone),
+        ..pods
+    };
+    let mut child = workload_child(&zp.plan, pods);
+    outcome.behind(template::answer(
+        &mut child,
+        zp.plan.current,
+        received,
+        intent,
+    ));
+    let hash = template_mut(&mut child)
+        .map(|t| rollout::template_hash(t))
+        .unwrap_or_default();
+    (child, hash)
 }
 
 /// The rollout state of the zone `zp` whose desired pod template `template` hashes to `desired`.
@@ -173,43 +192,4 @@ fn containers_agree(child: &ObservedChild, template: Option<&PodTemplateSpec>) -
             .iter()
             .zip(wanted)
             .all(|(o, w)| o.name == w.name && o.args == w.args)
-}
-
-/// The labels the selector of a built workload matches.
-fn selector_labels(child: &Child) -> BTreeMap<String, String> {
-    let selector = match child {
-        Child::Deployment(d) => d.spec.as_ref().map(|s| &s.selector),
-        Child::StatefulSet(s) => s.spec.as_ref().map(|s| &s.selector),
-        _ => None,
-    };
-    selector
-        .and_then(|s| s.match_labels.clone())
-        .unwrap_or_default()
-}
-
-/// The pod template of a built workload.
-fn template(child: &Child) -> Option<&PodTemplateSpec> {
-    match child {
-        Child::Deployment(d) => d.spec.as_ref().map(|s| &s.template),
-        Child::StatefulSet(s) => s.spec.as_ref().map(|s| &s.template),
-        _ => None,
-    }
-}
-
-/// The pod template of a built workload, to change.
-fn template_mut(child: &mut Child) -> Option<&mut PodTemplateSpec> {
-    match child {
-        Child::Deployment(d) => d.spec.as_mut().map(|s| &mut s.template),
-        Child::StatefulSet(s) => s.spec.as_mut().map(|s| &mut s.template),
-        _ => None,
-    }
-}
-
-/// The metadata of a built workload.
-fn metadata_mut(child: &mut Child) -> Option<&mut ObjectMeta> {
-    match child {
-        Child::Deployment(d) => Some(&mut d.metadata),
-        Child::StatefulSet(s) => Some(&mut s.metadata),
-        _ => None,
-    }
 }

@@ -75,7 +75,10 @@ fn golden_files_crd_matches_the_generated_one() {
     let columns: Vec<&str> = (beta.additional_printer_columns.iter().flatten())
         .map(|c| c.name.as_str())
         .collect();
-    assert_eq!(columns, ["Pods", "Ready", "Zones", "Status", "Age"]);
+    assert_eq!(
+        columns,
+        ["Pods", "Ready", "Zones", "Status", "UpToDate", "Age"]
+    );
     let schema = beta
         .schema
         .as_ref()

@@ -122,7 +122,7 @@ fn an_invalid_spec_during_the_rollout_keeps_the_annotation() {
 #[test]
 fn only_a_statefulset_with_warm_restart_carries_it() {
     let annotations = |answer: &Value, kind: &str| {
-        child(answer, kind).map(|c| c["metadata"]["annotations"].clone())
+        child(answer, kind).map(|c| c["metadata"]["annotations"][ANNOTATION].clone())
     };
     let plain = sync_value(&request(
         json!({"workload": "StatefulSet", "replicas": 3}),

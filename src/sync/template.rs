@@ -1,0 +1,147 @@
+//! The pod template a workload is answered with: the one it runs while its owner's intent is
+//! unchanged, else the one rendered now (the rule is `workload::intent`'s).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::PodTemplateSpec;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::children::pod::{RESTART_TRIGGER, Rollers, SECRET_HASH};
+use crate::hook::{Child, ObservedChild, Parent, Received};
+use crate::keep;
+use crate::status::up_to_date;
+use crate::workload::intent::{self, Template};
+
+use super::Options;
+
+/// The owner's intent of this sync, as [`intent::decide`] compares it.
+pub(super) struct Intent {
+    /// The digest of the intent ([`intent::digest`]).
+    pub(super) digest: String,
+    /// What the parent says of its own history, and the hook's setting.
+    pub(super) parent: intent::Parent,
+}
+
+impl Intent {
+    /// The intent of `parent` whose templates `rollers` roll, under the hook's `options`.
+    pub(super) fn of(parent: &Parent, rollers: Rollers<'_>, options: &Options) -> Self {
+        let status = &parent.status;
+        Self {
+            digest: intent::digest(&parent.spec, rollers),
+            parent: intent::Parent {
+                synced: intent::Parent::synced(
+                    parent.metadata.generation,
+                    status.observed_generation,
+                ),
+                adopt_at_once: options.adopt_new_rendering,
+            },
+        }
+    }
+}
+
+/// Answers the built workload `child` (observed as `current`) with the pod template it runs
+/// when its owner's intent is unchanged, and records the intent's digest on it
+/// ([`intent::ANNOTATION`]). Returns what a rollout to the rendered template would change for
+/// a workload that keeps its template (empty when nothing), `None` for one answered with the
+/// rendered template.
+pub(super) fn answer(
+    child: &mut Child,
+    current: Option<&ObservedChild>,
+    received: &Received<'_>,
+    intent: &Intent,
+) -> Option<Vec<String>> {
+    if let Some(meta) = metadata_mut(child) {
+        meta.annotations
+            .get_or_insert_with(BTreeMap::new)
+            .insert(intent::ANNOTATION.to_owned(), intent.digest.clone());
+    }
+    let decision = intent::decide(current, &intent.digest, intent.parent);
+    let current = current?;
+    if decision == Template::Render {
+        return None;
+    }
+    let (mut kept, exact) = match keep::last_applied_template(current) {
+        Some(applied) => (applied, true),
+        None => (keep::observed_template(received, current)?, false),
+    };
+    let rendered = template(child)?;
+    if decision == Template::KeepIfRollersAgree && !rollers_agree(&kept, rendered) {
+        return None;
+    }
+    let differences = up_to_date::differences(&kept, rendered, exact);
+    let selected = selector_labels(child);
+    kept.metadata
+        .get_or_insert_with(ObjectMeta::default)
+        .labels
+        .get_or_insert_with(BTreeMap::new)
+        .extend(selected);
+    *template_mut(child)? = kept;
+    Some(differences)
+}
+
+/// Whether the kept template records the same observed inputs (the secret hash, the restart
+/// trigger) as the one rendered now.
+fn rollers_agree(kept: &PodTemplateSpec, rendered: &PodTemplateSpec) -> bool {
+    let roller = |t: &PodTemplateSpec, key: &str| {
+        let annotations = t.metadata.as_ref().and_then(|m| m.annotations.as_ref());
+        annotations.and_then(|a| a.get(key)).cloned()
+    };
+    [SECRET_HASH, RESTART_TRIGGER]
+        .into_iter()
+        .all(|key| roller(kept, key) == roller(rendered, key))
+}
+
+/// Sets the intent's digest recorded on `child` to the one `current` is observed with (a zone
+/// the rollout holds back keeps its template, and so the intent it was rendered for).
+pub(super) fn record_observed(child: &mut Child, current: &ObservedChild) {
+    let Some(annotations) = metadata_mut(child).and_then(|m| m.annotations.as_mut()) else {
+        return;
+    };
+    match intent::recorded(current) {
+        Some(recorded) => {
+            annotations.insert(intent::ANNOTATION.to_owned(), recorded.to_owned());
+        }
+        None => {
+            annotations.remove(intent::ANNOTATION);
+        }
+    }
+}
+
+/// The labels the selector of a built workload matches.
+pub(super) fn selector_labels(child: &Child) -> BTreeMap<String, String> {
+    let selector = match child {
+        Child::Deployment(d) => d.spec.as_ref().map(|s| &s.selector),
+        Child::StatefulSet(s) => s.spec.as_ref().map(|s| &s.selector),
+        _ => None,
+    };
+    selector
+        .and_then(|s| s.match_labels.clone())
+        .unwrap_or_default()
+}
+
+/// The pod template of a built workload.
+pub(super) fn template(child: &Child) -> Option<&PodTemplateSpec> {
+    match child {
+        Child::Deployment(d) => d.spec.as_ref().map(|s| &s.template),
+        Child::StatefulSet(s) => s.spec.as_ref().map(|s| &s.template),
+        _ => None,
+    }
+}
+
+/// The pod template of a built workload, to change.
+pub(super) fn template_mut(child: &mut Child) -> Option<&mut PodTemplateSpec> {
+    match child {
+        Child::Deployment(d) => d.spec.as_mut().map(|s| &mut s.template),
+        Child::StatefulSet(s) => s.spec.as_mut().map(|s| &mut s.template),
+        _ => None,
+    }
+}
+
+/// The metadata of a built workload.
+pub(super) fn metadata_mut(child: &mut Child) -> Option<&mut ObjectMeta> {
+    match child {
+        Child::Deployment(d) => Some(&mut d.metadata),
+        Child::StatefulSet(s) => Some(&mut s.metadata),
+        _ => None,
+    }
+}
