@@ -298,14 +298,14 @@ pub struct ParentStatus {
     /// Current conditions, including types other controllers wrote.
     #[serde(default, deserialize_with = "null_as_default")]
     pub conditions: Vec<Condition>,
-    /// `status.zones` as the last sync wrote it: only since when each zone is short is read.
-    #[serde(default, deserialize_with = "null_as_default")]
+    /// `status.zones` as the last sync wrote it: only since when each zone is short is read
+    /// (an entry of another shape reads as none, as for `observedGeneration`).
+    #[serde(default, deserialize_with = "lenient_zones")]
     pub zones: Vec<ZoneShort>,
 }
 
 /// A zone's entry of `status.zones`, as far as a sync reads it back.
-#[derive(Deserialize, Clone, Debug, Default, PartialEq, Eq)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ZoneShort {
     /// The zone.
     pub name: String,
@@ -319,6 +319,27 @@ where
     D: serde::Deserializer<'de>,
 {
     Ok(serde_json::Value::deserialize(deserializer)?.as_i64())
+}
+
+/// The zones' entries of `status.zones` that are objects, at most as many as a spec has zones:
+/// their `name` and `shortSince` when they are strings.
+fn lenient_zones<'de, D>(deserializer: D) -> Result<Vec<ZoneShort>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let value = serde_json::Value::deserialize(deserializer)?;
+    let text = |z: &serde_json::Value, key: &str| z.get(key)?.as_str().map(str::to_owned);
+    Ok(value
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|z| z.is_object())
+        .take(crate::api::zones::MAX_ZONES)
+        .map(|z| ZoneShort {
+            name: text(z, "name").unwrap_or_default(),
+            short_since: text(z, "shortSince"),
+        })
+        .collect())
 }
 
 /// Treats JSON `null` like an absent field.

@@ -44,7 +44,6 @@ impl Before<'_> {
         let now = Timestamp::from_second(self.now.as_second()).unwrap_or(self.now);
         self.zones
             .iter()
-            .take(crate::api::zones::MAX_ZONES)
             .find(|z| z.name == name)
             .and_then(|z| z.short_since.as_deref())
             .and_then(|text| Some((text.to_owned(), text.parse::<Timestamp>().ok()?)))

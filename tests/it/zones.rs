@@ -868,3 +868,24 @@ fn a_short_since_that_is_not_a_time_or_lies_ahead_starts_the_clock_again() {
         );
     }
 }
+
+#[test]
+fn a_status_zones_of_another_shape_reads_as_none_and_the_sync_answers() {
+    let whole = settled();
+    for forged in [
+        json!("zones"),
+        json!([1, "a", null]),
+        json!([{"name": 5, "shortSince": 7}]),
+        json!([{"name": "zone-a", "shortSince": ["2026-11-22T00:00:00Z"]}]),
+    ] {
+        let mut req = after(request(&children(&whole), [1, 2, 2]), &whole);
+        req["parent"]["status"]["zones"] = forged.clone();
+        let answer = sync_at(&req, "2026-11-22T13:00:00Z");
+        assert_eq!(budgets(&answer), "o c c", "{forged}");
+        assert_eq!(
+            short_since(&answer)[0].as_deref(),
+            Some("2026-11-22T13:00:00Z"),
+            "{forged}"
+        );
+    }
+}
