@@ -179,15 +179,8 @@ pub fn sync(
     Ok(SyncResponse {
         children,
         status,
-        resync_after_seconds: resync_after(&layout),
+        resync_after_seconds: layout.resync_after_seconds(),
     })
-}
-
-/// When Metacontroller should sync again although nothing changes: a second after a short zone
-/// would be lost, so that the sync then finds it lost.
-fn resync_after(layout: &Layout<'_>) -> Option<f64> {
-    let seconds = layout.zones.as_ref()?.next_loss_seconds?;
-    i32::try_from(seconds.saturating_add(1)).ok().map(f64::from)
 }
 
 /// What the zones' budgets read from the parent's status as the last sync wrote it, at `now`.
@@ -196,29 +189,6 @@ fn before(parent: &Parent, now: Timestamp) -> Before<'_> {
         starting: status::zones::were_starting(&parent.status.conditions),
         zones: &parent.status.zones,
         now,
-    }
-}
-
-/// What every pod template of `parent` is built from: the effective spec `e`, the ports
-/// `served`, the Secrets' `hash`, and whether the reload agents report on their Pods.
-fn pods<'a>(
-    parent: &'a Parent,
-    e: &'a Effective<'a>,
-    (served, hash): (&'a [ports::Port], Option<&'a str>),
-    options: &'a Options,
-    agent_reports: bool,
-) -> Pods<'a> {
-    Pods {
-        name: parent.metadata.name.as_str(),
-        e,
-        served,
-        rollers: Rollers {
-            secret_hash: hash,
-            restart_trigger: parent.metadata.annotations.restart_trigger.as_deref(),
-        },
-        reload_agent_image: &options.reload_agent_image,
-        agent_reports,
-        zone: None,
     }
 }
 
@@ -242,7 +212,14 @@ fn desired(
     };
     // Emitted together or not at all (`agent_access_whole`).
     let reports = access == Access::Report && kinds.contains(&ChildKind::RoleBinding);
-    let pods = pods(parent, e, (&served, hash.as_deref()), options, reports);
+    let rollers = Rollers::of(parent, hash.as_deref());
+    let pods = Pods::new(
+        name,
+        e,
+        (&served, rollers),
+        &options.reload_agent_image,
+        reports,
+    );
     let intent = Intent::of(parent, pods.rollers, options);
     let mut children = Vec::with_capacity(kinds.len());
     for kind in kinds {

@@ -66,6 +66,14 @@ impl<'a> Layout<'a> {
         }
     }
 
+    /// When Metacontroller should sync again although nothing changes: a second after a short
+    /// zone would be lost, so that the sync then finds it lost.
+    #[must_use]
+    pub fn resync_after_seconds(&self) -> Option<f64> {
+        let seconds = self.zones.as_ref()?.next_loss_seconds?;
+        i32::try_from(seconds.saturating_add(1)).ok().map(f64::from)
+    }
+
     /// Whether a workload (`<name>`, or a zone's) switches between Deployment and StatefulSet:
     /// the old kind is answered too.
     #[must_use]

@@ -6,7 +6,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::check::{self, Out, Violation, Zero, quoted};
-use super::effective::Effective;
+use super::security::Security;
+use super::zones::Zones;
 use super::{MemcachedSpec, Workload};
 
 /// Default proxy pods per zone (or in all without zones): one can restart while the other
@@ -95,10 +96,19 @@ pub(super) fn validate(out: &mut Out, p: &ProxySpec) {
     check::resources(out, "spec.proxy.resources", p.resources.as_ref());
 }
 
-/// The cross-field rules of an enabled proxy: not with SASL, TLS only with the plaintext port,
-/// and pods with stable names unless the cache is one pod without zones.
-pub(super) fn validate_rules(out: &mut Out, name: &str, spec: &MemcachedSpec, e: &Effective<'_>) {
-    if e.proxy.is_none() {
+/// What the proxy's rules read of the effective spec: the security settings, the zones,
+/// whether autoscaling is on and the replicas (`None` under autoscaling).
+pub(super) type Around<'e, 'a> = (&'e Security<'a>, Option<&'e Zones<'a>>, bool, Option<i32>);
+
+/// The cross-field rules of an `enabled` proxy: not with SASL, TLS only with the plaintext
+/// port, and pods with stable names unless the cache is one pod without zones.
+pub(super) fn validate_rules(
+    out: &mut Out,
+    (name, spec): (&str, &MemcachedSpec),
+    (security, zones, autoscaling, replicas): Around<'_, '_>,
+    enabled: bool,
+) {
+    if !enabled {
         return;
     }
     if name.len() > NAME_LENGTH {
@@ -111,23 +121,23 @@ pub(super) fn validate_rules(out: &mut Out, name: &str, spec: &MemcachedSpec, e:
             ),
         ));
     }
-    if e.security.sasl_secret.is_some() {
+    if security.sasl_secret.is_some() {
         out.push(Violation::invalid(
             "spec.proxy.enabled",
             "true",
             SASL_DETAIL,
         ));
     }
-    if e.security.tls.is_some_and(|t| !t.allow_plaintext) {
+    if security.tls.is_some_and(|t| !t.allow_plaintext) {
         out.push(Violation::invalid("spec.proxy.enabled", "true", TLS_DETAIL));
     }
-    for (i, zone) in e.zones.iter().flat_map(|z| &z.names).enumerate() {
+    for (i, zone) in zones.iter().flat_map(|z| &z.names).enumerate() {
         if *zone == "proxy" || zone.starts_with("proxy-") {
             let field = format!("spec.zones.names[{i}]");
             out.push(Violation::invalid(field, quoted(zone), ZONE_DETAIL));
         }
     }
-    let one_pod = e.zones.is_none() && e.autoscaling.is_none() && e.replicas.unwrap_or(1) <= 1;
+    let one_pod = zones.is_none() && !autoscaling && replicas.unwrap_or(1) <= 1;
     if spec.workload.unwrap_or_default() == Workload::Deployment && !one_pod {
         out.push(Violation::invalid(
             "spec.workload",

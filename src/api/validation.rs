@@ -94,7 +94,13 @@ pub fn validate_effective(name: &str, spec: &MemcachedSpec, e: &Effective<'_>) -
     warm_restart::validate_rules(&mut out, spec, &line);
     extstore::validate_rules(&mut out, spec, &e.memcached, &line);
     zones::validate_rules(&mut out, spec);
-    proxy::validate_rules(&mut out, name, spec, e);
+    let around = (
+        &e.security,
+        e.zones.as_ref(),
+        e.autoscaling.is_some(),
+        e.replicas,
+    );
+    proxy::validate_rules(&mut out, (name, spec), around, e.proxy.is_some());
     if let Some(a) = &e.autoscaling {
         autoscaling::validate_rules(&mut out, a, spec);
     }

@@ -50,7 +50,28 @@ pub struct Pods<'a> {
     pub zone: Option<Zone<'a>>,
 }
 
-impl Pods<'_> {
+impl<'a> Pods<'a> {
+    /// The pods of the Memcached `name` with the effective spec `e`, listening on `served`,
+    /// rolled by `rollers`; `reload_agent_image` and `agent_reports` as the fields say. No zone.
+    #[must_use]
+    pub fn new(
+        name: &'a str,
+        e: &'a Effective<'a>,
+        (served, rollers): (&'a [Port], Rollers<'a>),
+        reload_agent_image: &'a str,
+        agent_reports: bool,
+    ) -> Self {
+        Self {
+            name,
+            e,
+            served,
+            rollers,
+            reload_agent_image,
+            agent_reports,
+            zone: None,
+        }
+    }
+
     /// The workload's name: the parent's, or `<name>-<zone>` for a zone's.
     #[must_use]
     pub fn workload_name(&self) -> String {
@@ -83,7 +104,16 @@ pub struct Rollers<'a> {
     pub restart_trigger: Option<&'a str>,
 }
 
-impl Rollers<'_> {
+impl<'a> Rollers<'a> {
+    /// What rolls the pods of `parent`: the Secrets' `secret_hash` and its restart trigger.
+    #[must_use]
+    pub fn of(parent: &'a crate::hook::Parent, secret_hash: Option<&'a str>) -> Self {
+        Self {
+            secret_hash,
+            restart_trigger: parent.metadata.annotations.restart_trigger.as_deref(),
+        }
+    }
+
     /// The pod-template annotations, absent when there is none.
     fn annotations(self) -> Option<BTreeMap<String, String>> {
         let pairs = [
