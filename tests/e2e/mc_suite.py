@@ -1295,11 +1295,53 @@ class Suite:
                    f"the suite's CompositeController is back and the Memcached converges "
                    f"({time.time() - t0:.1f}s in all)", json.dumps(live))
 
+    def s_shared_names(self):
+        """Two Memcacheds of one namespace asking for a child of the same name: `cache` with the
+        zone `a` and `cache-a` both ask for the Deployment `cache-a` (docs/behaviour.md, "Names
+        shared in a namespace"). The first keeps it unchanged; the second never gets it, gets its
+        other children, and nothing of either is deleted."""
+        sc = "shared_names"
+        ns = self.ns("sharednames")
+        zoned = {"apiVersion": f"{GROUP}/v1beta1", "kind": "Memcached", "metadata": {"name": "cache"},
+                 "spec": {"replicas": 1, "zones": {"names": ["a", "b"]}}}
+        self.create(zoned, ns)
+        res, took = self.wait_render(zoned, ns)
+        self.check(sc, res, f"cache with zones a and b converges to its render ({took:.1f}s)",
+                   "" if res else self.matches_render(zoned, ns))
+        dpath = obj_path("apps/v1", "Deployment", ns, "cache-a")
+        before = self.api.get(dpath) or {}
+        first_uid = (self.parent(ns, "cache") or {}).get("metadata", {}).get("uid")
+        other = {"apiVersion": f"{GROUP}/v1beta1", "kind": "Memcached", "metadata": {"name": "cache-a"},
+                 "spec": {"replicas": 2}}
+        self.create(other, ns)
+        spath = obj_path("v1", "Service", ns, "cache-a")
+        res, took = self.wait("cache-a's Service", lambda: self.api.get(spath) is not None, 60)
+        time.sleep(5)  # a few more syncs of both
+        after = self.api.get(dpath) or {}
+        owners = [r.get("uid") for r in after.get("metadata", {}).get("ownerReferences") or []
+                  if r.get("controller")]
+        self.check(sc, res and owners == [first_uid]
+                   and after.get("metadata", {}).get("uid") == before.get("metadata", {}).get("uid")
+                   and after.get("spec", {}).get("replicas") == 1,
+                   f"the Memcached cache-a gets its Service ({took:.1f}s) but not the Deployment cache-a, "
+                   "which stays cache's zone-a workload, unchanged (1 replica, same UID and controller)",
+                   json.dumps({"owners": owners, "first": first_uid,
+                               "replicas": after.get("spec", {}).get("replicas")}))
+        second = self.children(ns, "cache-a")
+        self.check(sc, ("Deployment", "cache-a") not in second and ("Service", "cache-a") in second,
+                   "cache-a's children: its Service, no Deployment", json.dumps(sorted(map(list, second))))
+        res, took = self.wait("cache unchanged", lambda: self.matches_render(zoned, ns) is None, 30)
+        self.check(sc, res, "cache's children are still exactly its render",
+                   "" if res else self.matches_render(zoned, ns))
+        for name in ("cache-a", "cache"):
+            self.api.delete(parent_path(ns, name))
+
     # ---- driver -------------------------------------------------------------------------------------
     ALL = ["samples", "idempotency", "readiness", "workload_switch", "updates", "secret_rotation",
            "invalid_spec", "drift",
            "delete_gc", "hook_down", "hook_500", "hook_timeout", "hook_restart", "two_replicas",
-           "apiserver_restart", "mc_restart", "scale_subresource", "namespace_overlay", "scale"]
+           "apiserver_restart", "mc_restart", "scale_subresource", "shared_names", "namespace_overlay",
+           "scale"]
 
     def run(self):
         wanted = self.args.scenarios.split(",") if self.args.scenarios else self.ALL
