@@ -232,7 +232,7 @@ fn desired(
         let plan = &layout.plan;
         children.push(match kind {
             ChildKind::Deployment | ChildKind::StatefulSet if *kind == plan.kind => {
-                answered_workload(plan, pods, (received, &intent), &mut outcome)
+                answered_workload(plan, pods, &intent, &mut outcome)
             }
             ChildKind::Deployment | ChildKind::StatefulSet => {
                 let Some(old) = kept_old_workload(*kind, plan, received)? else {
@@ -383,11 +383,11 @@ pub(super) fn kept_old_workload(
 fn answered_workload(
     plan: &Plan<'_>,
     pods: Pods<'_>,
-    (received, intent): (&Received<'_>, &Intent),
+    intent: &Intent,
     outcome: &mut Outcome,
 ) -> Child {
     let mut child = workload_child(plan, pods);
-    outcome.behind(template::answer(&mut child, plan.current, received, intent));
+    outcome.behind(template::answer(&mut child, plan.current, intent));
     child
 }
 

@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::children::pod::{RESTART_TRIGGER, Rollers, SECRET_HASH};
-use crate::hook::{Child, ObservedChild, Parent, Received};
+use crate::hook::{Child, ObservedChild, Parent};
 use crate::keep;
 use crate::status::up_to_date;
 use crate::workload::intent::{self, Template};
@@ -47,7 +47,6 @@ impl Intent {
 pub(super) fn answer(
     child: &mut Child,
     current: Option<&ObservedChild>,
-    received: &Received<'_>,
     intent: &Intent,
 ) -> Option<Vec<String>> {
     if let Some(meta) = metadata_mut(child) {
@@ -60,10 +59,11 @@ pub(super) fn answer(
     if decision == Template::Render {
         return None;
     }
-    let (mut kept, exact) = match keep::last_applied_template(current) {
-        Some(applied) => (applied, true),
-        None => (keep::observed_template(received, current)?, false),
-    };
+    // Only the template this hook last answered (Metacontroller's dynamic apply records it) is
+    // kept. Under server-side apply the live template is all there is, and it cannot tell a
+    // hand edit (which Metacontroller must undo) from an earlier rendering: such a workload is
+    // answered with the rendered template, as before this rule.
+    let (mut kept, exact) = (keep::last_applied_template(current)?, true);
     let rendered = template(child)?;
     if decision == Template::KeepIfRollersAgree && !rollers_agree(&kept, rendered) {
         return None;

@@ -73,7 +73,7 @@ fn rolled_out(
     let mut built: Vec<(Child, String)> = z
         .zones
         .iter()
-        .map(|zp| zone_workload(zp, pods, (received, intent), outcome))
+        .map(|zp| zone_workload(zp, pods, intent, outcome))
         .collect();
     let states: Vec<ZoneState> = z
         .zones
@@ -128,7 +128,7 @@ fn rolled_out(
 fn zone_workload(
     zp: &ZonePlan<'_>,
     pods: Pods<'_>,
-    (received, intent): (&Received<'_>, &Intent),
+    intent: &Intent,
     outcome: &mut Outcome,
 ) -> (Child, String) {
     let pods = Pods {
@@ -136,12 +136,7 @@ fn zone_workload(
         ..pods
     };
     let mut child = workload_child(&zp.plan, pods);
-    outcome.behind(template::answer(
-        &mut child,
-        zp.plan.current,
-        received,
-        intent,
-    ));
+    outcome.behind(template::answer(&mut child, zp.plan.current, intent));
     let hash = template_mut(&mut child)
         .map(|t| rollout::template_hash(t))
         .unwrap_or_default();
