@@ -1,6 +1,9 @@
-//! A workload kept as it runs: rebuilt from its own labels and whole spec, exactly as the
-//! request body sends them. The decoded request skips the spec; the body is read for it once
-//! per request ([`Received::sent`]), however many workloads are kept.
+//! A workload kept as it runs: rebuilt from its own labels, the annotations this hook writes on
+//! it and its whole spec, exactly as the request body sends them. The decoded request skips the
+//! spec; the body is read for it once per request ([`Received::sent`]), however many workloads
+//! are kept.
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -21,6 +24,10 @@ struct RebuiltMeta<'a> {
     name: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     labels: Option<&'a RawValue>,
+    /// The hook's own annotations: under server-side apply an answer without them would remove
+    /// them, and a Deployment counts an annotation change as a new generation.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    annotations: BTreeMap<&'static str, &'a str>,
 }
 
 /// `child` rebuilt from its labels (if any) and its spec as the body of `received` sends them;
@@ -32,12 +39,28 @@ pub(super) fn labels_and_spec(
 ) -> Option<Box<RawValue>> {
     let sent = received.sent(child)?;
     let spec = sent.spec.as_deref()?;
+    let mut annotations = BTreeMap::new();
+    if let Some(a) = &child.metadata.annotations {
+        let own = [
+            (
+                "memcached.c5c3.io/running-layouts",
+                a.running_layouts.as_deref(),
+            ),
+            (
+                "memcached.c5c3.io/template-hash",
+                a.template_hash.as_deref(),
+            ),
+            ("memcached.c5c3.io/source", a.source.as_deref()),
+        ];
+        annotations.extend(own.into_iter().filter_map(|(k, v)| Some((k, v?))));
+    }
     let rebuilt = Rebuilt {
         api_version: &child.api_version,
         kind: &child.kind,
         metadata: RebuiltMeta {
             name: &child.metadata.name,
             labels: sent.metadata.labels.as_deref(),
+            annotations,
         },
         spec,
     };

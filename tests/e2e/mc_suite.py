@@ -594,7 +594,8 @@ class Suite:
         self.check("workload_switch", kept,
                    "the Deployment is kept unchanged (generation, spec, labels) while the StatefulSet is not ready",
                    json.dumps({"before": d0 and d0["metadata"].get("generation"),
-                               "after": d1 and d1["metadata"].get("generation")}))
+                               "after": d1 and d1["metadata"].get("generation"),
+                               "spec": spec_changes(d0, d1)}))
         n = self.set_statefulset_ready(ns, name)
         res, took = self.wait("old-deleted", lambda: self.api.get(dpath) is None, 30)
         self.check("workload_switch", res, f"the Deployment is deleted once the StatefulSet is ready ({took:.1f}s)")
@@ -1399,6 +1400,14 @@ class Watcher:
     def stop(self):
         self.stopped = True
         return list(self.values)
+
+
+def spec_changes(before, after):
+    """The first differences between two objects' specs, both ways (for a failure's detail)."""
+    out = []
+    e2e_lib.diff_subset((before or {}).get("spec"), (after or {}).get("spec"), ".spec", out)
+    e2e_lib.diff_subset((after or {}).get("spec"), (before or {}).get("spec"), ".spec(after)", out)
+    return [f"{p}: {json.dumps(a)[:200]} -> {json.dumps(b)[:200]}" for p, a, b in out[:6]]
 
 
 def b64(text):
