@@ -2,6 +2,7 @@
 //! plaintext and TLS listeners when TLS is on (docs/behaviour.md).
 
 use crate::api::effective::Effective;
+use crate::api::security::Tls;
 
 use super::ports::{LOOPBACK_PLAINTEXT, MEMCACHED, MEMCACHED_TLS};
 use super::{AUTH_COPY_FILE, TLS_MOUNT_PATH};
@@ -34,23 +35,7 @@ pub fn memcached(e: &Effective<'_>) -> Vec<String> {
         args.extend(["-Y".to_owned(), AUTH_COPY_FILE.to_owned()]);
     }
     if let Some(tls) = e.security.tls {
-        args.extend([
-            "-Z".to_owned(),
-            "-o".to_owned(),
-            format!("ssl_chain_cert={TLS_MOUNT_PATH}/tls.crt"),
-            "-o".to_owned(),
-            format!("ssl_key={TLS_MOUNT_PATH}/tls.key"),
-            "-o".to_owned(),
-            format!("ssl_min_version={}", tls.min_version.ssl_min_version()),
-        ]);
-        if tls.client_cert {
-            args.extend([
-                "-o".to_owned(),
-                format!("ssl_ca_cert={TLS_MOUNT_PATH}/ca.crt"),
-                "-o".to_owned(),
-                "ssl_verify_mode=2".to_owned(),
-            ]);
-        }
+        args.extend(tls_args(tls));
         // With -Z every listener speaks TLS unless prefixed `notls:`. By default TLS on 11211
         // (the reference operator's clients) and 11212 (this hook's earlier layout), plaintext
         // only on the pod's loopback; with allowPlaintext, plaintext 11211 and TLS 11212.
@@ -77,6 +62,29 @@ pub fn memcached(e: &Effective<'_>) -> Vec<String> {
         args.extend(["-o".to_owned(), x.option()]);
     }
     args.extend(e.memcached.extra_args.iter().cloned());
+    args
+}
+
+/// memcached's TLS flags for `tls`: the certificate and key from the mounted Secret, the
+/// minimum version, and with client certificates the CA and a required verification.
+pub(super) fn tls_args(tls: Tls<'_>) -> Vec<String> {
+    let mut args = vec![
+        "-Z".to_owned(),
+        "-o".to_owned(),
+        format!("ssl_chain_cert={TLS_MOUNT_PATH}/tls.crt"),
+        "-o".to_owned(),
+        format!("ssl_key={TLS_MOUNT_PATH}/tls.key"),
+        "-o".to_owned(),
+        format!("ssl_min_version={}", tls.min_version.ssl_min_version()),
+    ];
+    if tls.client_cert {
+        args.extend([
+            "-o".to_owned(),
+            format!("ssl_ca_cert={TLS_MOUNT_PATH}/ca.crt"),
+            "-o".to_owned(),
+            "ssl_verify_mode=2".to_owned(),
+        ]);
+    }
     args
 }
 

@@ -131,7 +131,8 @@ impl<'a> Rollers<'a> {
     }
 }
 
-fn tcp_probe(initial_delay_seconds: i32, period_seconds: i32) -> Probe {
+/// A TCP probe of the memcached port.
+pub(super) fn tcp_probe(initial_delay_seconds: i32, period_seconds: i32) -> Probe {
     Probe {
         tcp_socket: Some(TCPSocketAction {
             port: IntOrString::String(ports::MEMCACHED.name.to_owned()),

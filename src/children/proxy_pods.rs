@@ -11,7 +11,7 @@ use k8s_openapi::api::apps::v1::{
 };
 use k8s_openapi::api::core::v1::{
     Affinity, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, PodSpec, PodTemplateSpec,
-    Probe, Service, ServicePort, ServiceSpec, TCPSocketAction, Volume, VolumeMount,
+    Service, ServicePort, ServiceSpec, Volume, VolumeMount,
 };
 use k8s_openapi::api::networking::v1::NetworkPolicyPeer;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -97,23 +97,7 @@ pub fn args(e: &Effective<'_>) -> Vec<String> {
         format!("proxy_config=routelib,proxy_arg={CONFIG_DIR}/{ROUTES_KEY}"),
     ];
     if let Some(tls) = e.security.tls {
-        args.extend([
-            "-Z".to_owned(),
-            "-o".to_owned(),
-            format!("ssl_chain_cert={TLS_MOUNT_PATH}/tls.crt"),
-            "-o".to_owned(),
-            format!("ssl_key={TLS_MOUNT_PATH}/tls.key"),
-            "-o".to_owned(),
-            format!("ssl_min_version={}", tls.min_version.ssl_min_version()),
-        ]);
-        if tls.client_cert {
-            args.extend([
-                "-o".to_owned(),
-                format!("ssl_ca_cert={TLS_MOUNT_PATH}/ca.crt"),
-                "-o".to_owned(),
-                "ssl_verify_mode=2".to_owned(),
-            ]);
-        }
+        args.extend(super::args::tls_args(tls));
     }
     args
 }
@@ -126,18 +110,6 @@ pub fn routes_hash(routes: &str) -> String {
         let _ = write!(out, "{b:02x}");
         out
     })
-}
-
-fn tcp_probe(initial_delay_seconds: i32, period_seconds: i32) -> Probe {
-    Probe {
-        tcp_socket: Some(TCPSocketAction {
-            port: IntOrString::String(ports::MEMCACHED.name.to_owned()),
-            host: None,
-        }),
-        initial_delay_seconds: Some(initial_delay_seconds),
-        period_seconds: Some(period_seconds),
-        ..Probe::default()
-    }
 }
 
 /// The volumes of the proxy's pods and the container's mounts: the route configuration, and
@@ -199,8 +171,8 @@ fn container(
             ..ContainerPort::default()
         }]),
         resources: proxy.resources.cloned(),
-        liveness_probe: Some(tcp_probe(10, 10)),
-        readiness_probe: Some(tcp_probe(2, 5)),
+        liveness_probe: Some(super::pod::tcp_probe(10, 10)),
+        readiness_probe: Some(super::pod::tcp_probe(2, 5)),
         security_context: Some(security_context::container(e)),
         volume_mounts: Some(mounts),
         ..Container::default()
