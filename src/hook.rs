@@ -222,7 +222,7 @@ impl<'de> Deserialize<'de> for HookVersion {
 }
 
 /// One `childResources` entry.
-#[derive(Debug, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct ChildResource {
     /// `group/version` or `v1`.
@@ -243,7 +243,7 @@ impl Controller {
 }
 
 /// The parent Memcached.
-#[derive(Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Parent {
     /// `memcached.c5c3.io/v1beta1` or `memcached.c5c3.io/v1alpha1`.
@@ -262,7 +262,7 @@ pub struct Parent {
 }
 
 /// Parent metadata the hook reads.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ParentMeta {
     /// Name of the Memcached (and of every child).
@@ -279,7 +279,7 @@ pub struct ParentMeta {
 }
 
 /// Parent annotations the hook reads.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 pub struct ParentAnnotations {
     /// `memcached.c5c3.io/restart-trigger`, copied to the pod template.
     #[serde(rename = "memcached.c5c3.io/restart-trigger", default)]
@@ -287,7 +287,7 @@ pub struct ParentAnnotations {
 }
 
 /// The parent's current status, reduced to what a sync reads back.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ParentStatus {
     /// `status.observedGeneration`: the generation the hook last answered for (a value that

@@ -75,6 +75,18 @@ pub struct PdbState {
     pub allowed: i64,
 }
 
+/// A child Metacontroller cannot create: an object of its kind and name exists that is not the
+/// Memcached's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Taken {
+    /// The child's kind, e.g. `Deployment`.
+    pub kind: &'static str,
+    /// The child's name.
+    pub name: String,
+    /// Who controls the existing object (`Memcached cache`), if anyone.
+    pub controller: Option<String>,
+}
+
 /// Everything the status depends on, besides the parent's current conditions.
 #[derive(Clone, Debug, Default)]
 pub struct Inputs<'a> {
@@ -128,6 +140,8 @@ pub struct Inputs<'a> {
     /// older one, each part once (empty: every workload runs the current rendering), which
     /// `UpToDate` phrases.
     pub behind: Vec<String>,
+    /// Children whose names other objects hold, in answer order.
+    pub taken: Vec<Taken>,
 }
 
 /// The valid spec of a sync, its workload plan, the related objects Metacontroller sent and the

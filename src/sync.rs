@@ -25,6 +25,7 @@ mod inputs;
 mod invalid;
 mod leaving;
 mod options;
+mod taken;
 mod template;
 mod zones;
 
@@ -85,6 +86,8 @@ struct Outcome {
     /// What a rollout to this hook's rendering would change in the workloads that keep an
     /// older one (`status::up_to_date`), each part once.
     behind: Vec<String>,
+    /// Answered children whose names other objects hold.
+    taken: Vec<status::Taken>,
 }
 
 impl Outcome {
@@ -164,7 +167,8 @@ pub fn sync(
         // A child the cluster would refuse makes the spec invalid: a 200 means children the
         // API server and Metacontroller accept.
         violations = accept::check(&children);
-        built = Some((children, outcome));
+        let taken = taken::taken(&children, req);
+        built = Some((children, Outcome { taken, ..outcome }));
     }
     let (children, outcome) = match built {
         Some(built) if violations.is_empty() => built,

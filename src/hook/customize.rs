@@ -3,12 +3,12 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::{Deserialize, Serialize};
 
-use super::{Hook, Parent, null_as_default, strict};
+use super::{ChildResource, Hook, Parent, null_as_default, strict};
 
 /// The body of a customize call.
 #[derive(Debug, Deserialize)]
 pub struct CustomizeRequest {
-    /// The calling CompositeController: only its customize hook's version is read.
+    /// The calling CompositeController: its customize hook's version and child resources.
     #[serde(default, deserialize_with = "controller")]
     pub controller: CustomizeController,
     /// The parent Memcached.
@@ -24,7 +24,8 @@ fn controller<'de, D: serde::Deserializer<'de>>(
         .map(Option::unwrap_or_default)
 }
 
-/// The CompositeController of a customize call, reduced to the customize hook's version.
+/// The CompositeController of a customize call, reduced to the customize hook's version and the
+/// declared child resources.
 #[derive(Debug, Default, Deserialize)]
 pub struct CustomizeController {
     /// `spec` of the CompositeController.
@@ -34,10 +35,15 @@ pub struct CustomizeController {
 
 /// The part of a CompositeController's spec a customize call reads.
 #[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct CustomizeControllerSpec {
     /// The hooks.
     #[serde(default, deserialize_with = "null_as_default")]
     pub hooks: CustomizeHooks,
+    /// The declared child resources: the kinds whose objects of the children's names are asked
+    /// for while the Memcached is not settled.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub child_resources: Vec<ChildResource>,
 }
 
 /// The hook whose calls `/customize` answers.
@@ -52,9 +58,9 @@ pub struct CustomizeHooks {
 #[derive(Debug, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceRule {
-    /// `v1`.
+    /// `v1`, `apps/v1`, ...
     pub api_version: &'static str,
-    /// `secrets` or `pods`.
+    /// `secrets`, `pods`, or a child's resource.
     pub resource: &'static str,
     /// The parent's namespace.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -71,6 +77,6 @@ pub struct ResourceRule {
 #[derive(Debug, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct CustomizeResponse {
-    /// Related-resource rules; empty when no Secret is referenced.
+    /// Related-resource rules; empty when nothing is to be related.
     pub related_resources: Vec<ResourceRule>,
 }

@@ -1,6 +1,7 @@
 //! Related objects from the customize hook: a Secret's identity and data, a Pod's identity, how
-//! its init containers ended and its reload agent's condition. Nothing else of them is read, and their errors never repeat
-//! what they hold.
+//! its init containers ended and its reload agent's condition, and for an object named like one
+//! of the Memcached's children, its controller. Nothing else of them is read, and their errors
+//! never repeat what they hold.
 
 use std::collections::BTreeMap;
 
@@ -46,19 +47,51 @@ pub struct EndedContainer {
     pub message: Option<String>,
 }
 
-/// A related object's metadata: its name and namespace, nothing else (a Secret's annotations,
-/// which may hold its content, are not looked at).
+/// A related object's metadata: its name, namespace and owners, nothing else (a Secret's
+/// annotations, which may hold its content, are not looked at).
 #[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct RelatedMeta {
     /// Object name.
     pub name: String,
     /// Object namespace.
     #[serde(default)]
     pub namespace: Option<String>,
+    /// Its owners, as far as who controls it.
+    #[serde(default, deserialize_with = "super::null_as_default")]
+    pub owner_references: Vec<RelatedOwner>,
+}
+
+impl RelatedMeta {
+    /// The owner that controls the object, if any.
+    #[must_use]
+    pub fn controller(&self) -> Option<&RelatedOwner> {
+        self.owner_references
+            .iter()
+            .find(|o| o.controller == Some(true))
+    }
+}
+
+/// One owner of a related object: who it is, and whether it is the object's controller.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RelatedOwner {
+    /// e.g. `memcached.c5c3.io/v1beta1`.
+    #[serde(default)]
+    pub api_version: String,
+    /// e.g. `Memcached`.
+    #[serde(default)]
+    pub kind: String,
+    /// The owner's name.
+    #[serde(default)]
+    pub name: String,
+    /// `controller: true` marks the one owner that manages the object.
+    #[serde(default)]
+    pub controller: Option<bool>,
 }
 
 /// What a related object of the wrong shape is told, whatever is wrong with it.
-pub const RELATED_ERROR: &str = "a related object must be a Secret or a Pod: an object with apiVersion, kind, metadata.name, and data of base64 strings (each key once) or a Pod's status (its content is not shown)";
+pub const RELATED_ERROR: &str = "a related object must be an object with apiVersion, kind, metadata.name, and for a Secret data of base64 strings (each key once), for a Pod its status (its content is not shown)";
 
 /// The part of a related Pod's status that is read: each init container's state and its
 /// conditions' type, status and message.
@@ -73,8 +106,9 @@ struct PodStatus {
 
 #[derive(Deserialize)]
 struct PodCondition {
-    #[serde(rename = "type")]
+    #[serde(rename = "type", default)]
     type_: String,
+    #[serde(default)]
     status: String,
     #[serde(default)]
     message: Option<String>,

@@ -3,8 +3,8 @@
 
 use super::{
     AVAILABLE, CHILD_RESOURCES_MISSING, DEGRADED, DISRUPTION_BUDGET_BLOCKING, Inputs, PROGRESSING,
-    PdbState, READY, SECRET_RELOAD, Switching, WARM_RESTART, WORKLOAD_MIGRATION, ZONE_DISRUPTION,
-    ZONE_SWITCH, ZoneSwitch,
+    PdbState, READY, SECRET_RELOAD, Switching, Taken, WARM_RESTART, WORKLOAD_MIGRATION,
+    ZONE_DISRUPTION, ZONE_SWITCH, ZoneSwitch,
 };
 use crate::api::ZoneStatus;
 use crate::children::ChildKind;
@@ -148,11 +148,37 @@ fn switching(m: Switching<'_>, c: Counts<'_>) -> (&'static str, String) {
     (reason, message)
 }
 
+/// Reason of `Ready` False and `Degraded` True while a child's name is taken.
+pub const CHILD_NAME_TAKEN: &str = "ChildNameTaken";
+
+/// What `Ready` and `Degraded` say of children whose names other objects hold.
+fn taken_message(taken: &[Taken]) -> String {
+    let named: Vec<String> = taken
+        .iter()
+        .map(|t| match &t.controller {
+            Some(controller) => format!("{} {} (controlled by {controller})", t.kind, t.name),
+            None => format!("{} {} (controlled by no one)", t.kind, t.name),
+        })
+        .collect();
+    format!(
+        "Cannot create {}: an object of that name already exists and is not this Memcached's. \
+         Delete or rename that object, or give this Memcached another name",
+        named.join(", ")
+    )
+}
+
 fn degraded(c: Counts<'_>, inputs: &Inputs<'_>) -> Computed {
     let (ready, desired) = (c.serving, c.desired);
     if let Some(message) = &inputs.invalid_spec {
         let message = format!("Invalid spec, children left as they are: {message}");
         condition(DEGRADED, true, "InvalidSpec", message)
+    } else if !inputs.taken.is_empty() {
+        condition(
+            DEGRADED,
+            true,
+            CHILD_NAME_TAKEN,
+            taken_message(&inputs.taken),
+        )
     } else if !inputs.missing_secrets.is_empty() {
         let names = inputs.missing_secrets.join(", ");
         let message = format!("Referenced Secrets not found: {names}");
@@ -264,7 +290,12 @@ fn up_to_date(behind: &[String]) -> Computed {
 /// Every condition the sync computes, before the merge into the parent's current conditions.
 pub(super) fn computed(inputs: &Inputs<'_>) -> Vec<Computed> {
     let c = Counts::of(inputs);
-    let mut out = vec![available(c), progressing(c), degraded(c, inputs), ready(c)];
+    let ready = if inputs.taken.is_empty() {
+        ready(c)
+    } else {
+        condition(READY, false, CHILD_NAME_TAKEN, taken_message(&inputs.taken))
+    };
+    let mut out = vec![available(c), progressing(c), degraded(c, inputs), ready];
     let zones = inputs
         .zone_budgets
         .as_ref()

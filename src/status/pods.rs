@@ -45,6 +45,7 @@ pub(super) fn test_pod(name: &str, ns: &str) -> RelatedObject {
         metadata: crate::hook::RelatedMeta {
             name: name.into(),
             namespace: Some(ns.into()),
+            ..Default::default()
         },
         data: None,
         init_containers: Vec::new(),

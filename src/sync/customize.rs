@@ -2,18 +2,26 @@
 
 use k8s_openapi::Resource as _;
 use k8s_openapi::api::core::v1::{Pod, Secret};
+use k8s_openapi::jiff::Timestamp;
 
-use super::{Options, SyncError, check_parent};
+use super::{Options, SyncError, check_parent, taken};
 use crate::api::effective::Effective;
 use crate::api::{Workload, apiserver};
 use crate::children::labels;
-use crate::hook::{CustomizeRequest, CustomizeResponse, ResourceRule};
+use crate::hook::{
+    Controller, ControllerSpec, CustomizeRequest, CustomizeResponse, Observed, Parent, Received,
+    ResourceRule, SyncHooks, SyncRequest,
+};
+use crate::status::READY;
 
 /// The related objects Metacontroller should send with each sync, in the parent's namespace:
 /// the Secrets of the enabled SASL and TLS blocks, and, with [`Options::relate_pods`], the
 /// Memcached's pods when they have something to tell: with `warmRestart` on a StatefulSet, how
 /// each pod last started (its warm-restart guard); with Secrets reloaded in place, whether each
-/// pod's reload agent applied them (its condition on the Pod).
+/// pod's reload agent applied them (its condition on the Pod). While the Memcached is not
+/// settled (new, changed, or not Ready), the objects named like the children it is answered
+/// with, of each declared kind, so that the sync can tell a child whose name another object
+/// holds (`taken`).
 ///
 /// # Errors
 /// [`SyncError::WrongParent`] for a parent of another kind or group.
@@ -48,5 +56,43 @@ pub fn customize(
             label_selector: Some(labels::selector(&req.parent.metadata.name)),
         });
     }
+    if !settled(&req.parent) {
+        related_resources.extend(child_rules(req, options));
+    }
     Ok(CustomizeResponse { related_resources })
+}
+
+/// Whether the Memcached's status is of its current generation and says Ready: then each of its
+/// children exists, and none of its names needs looking up.
+fn settled(parent: &Parent) -> bool {
+    let status = &parent.status;
+    let current = status.observed_generation.is_some()
+        && status.observed_generation == parent.metadata.generation;
+    current
+        && status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == READY && c.status == "True")
+}
+
+/// Rules naming the children a first sync of `req`'s parent answers, of the kinds the
+/// CompositeController declares (none when the spec is invalid: it creates nothing).
+fn child_rules(req: &CustomizeRequest, options: &Options) -> Vec<ResourceRule> {
+    let request = SyncRequest {
+        controller: Controller {
+            spec: ControllerSpec {
+                child_resources: req.controller.spec.child_resources.clone(),
+                hooks: SyncHooks::default(),
+            },
+        },
+        parent: req.parent.clone(),
+        children: Observed::default(),
+        related: Observed::default(),
+        finalizing: false,
+    };
+    // Names depend on neither time nor observed state.
+    match super::sync(&Received::built(request), Timestamp::UNIX_EPOCH, options) {
+        Ok(answer) => taken::rules(&answer.children, req.parent.metadata.namespace.as_deref()),
+        Err(_) => Vec::new(),
+    }
 }

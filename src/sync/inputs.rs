@@ -25,19 +25,7 @@ pub(super) fn inputs<'a>(
     let kept = outcome.invalid_spec.is_some();
     let creating = !kept && layout.creating(parent.status.conditions.is_empty());
     let switching = layout.switch_state();
-    let spec_replicas = match &layout.zones {
-        // The desired count is the count per zone times the zones.
-        Some(z) => Some(
-            z.replicas
-                .saturating_mul(i32::try_from(z.zones.len()).unwrap_or(0)),
-        ),
-        None if kept => plan
-            .current
-            .map(|d| d.spec.replicas.or(d.status.replicas).unwrap_or(1)),
-        // The new workload starts at the size the HPA chose for the old one.
-        None if plan.switching_from().is_some() && e.autoscaling.is_some() => plan.replicas,
-        None => parent.spec.replicas,
-    };
+    let spec_replicas = spec_replicas(req, e, layout, kept);
     let client_port = ports::for_clients(e);
     let zones = layout.zones.as_ref().map(|z| {
         let at = (name, namespace, client_port);
@@ -83,5 +71,29 @@ pub(super) fn inputs<'a>(
         zone_replicas,
         zone_budgets: outcome.zones.budgets,
         behind: outcome.behind,
+        taken: outcome.taken,
+    }
+}
+
+/// The desired count of pods, over every zone; for kept children (`kept`), the observed one.
+fn spec_replicas(
+    req: &SyncRequest,
+    e: &Effective<'_>,
+    layout: &Layout<'_>,
+    kept: bool,
+) -> Option<i32> {
+    let plan = &layout.plan;
+    match &layout.zones {
+        // The desired count is the count per zone times the zones.
+        Some(z) => Some(
+            z.replicas
+                .saturating_mul(i32::try_from(z.zones.len()).unwrap_or(0)),
+        ),
+        None if kept => plan
+            .current
+            .map(|d| d.spec.replicas.or(d.status.replicas).unwrap_or(1)),
+        // The new workload starts at the size the HPA chose for the old one.
+        None if plan.switching_from().is_some() && e.autoscaling.is_some() => plan.replicas,
+        None => req.parent.spec.replicas,
     }
 }

@@ -1300,7 +1300,7 @@ class Suite:
         """Two Memcacheds of one namespace asking for a child of the same name: `cache` with the
         zone `a` and `cache-a` both ask for the Deployment `cache-a` (docs/behaviour.md, "Names
         shared in a namespace"). The first keeps it unchanged; the second never gets it, gets its
-        other children, and nothing of either is deleted."""
+        other children, says so in `Ready` (ChildNameTaken), and nothing of either is deleted."""
         sc = "shared_names"
         ns = self.ns("sharednames")
         zoned = {"apiVersion": f"{GROUP}/v1beta1", "kind": "Memcached", "metadata": {"name": "cache"},
@@ -1331,6 +1331,15 @@ class Suite:
         second = self.children(ns, "cache-a")
         self.check(sc, ("Deployment", "cache-a") not in second and ("Service", "cache-a") in second,
                    "cache-a's children: its Service, no Deployment", json.dumps(sorted(map(list, second))))
+        def taken():
+            c = self.condition(ns, "cache-a", "Ready") or {}
+            return c if c.get("reason") == "ChildNameTaken" else None
+        res, took = self.wait("cache-a's Ready names the taken Deployment", taken, 60)
+        message = (res or {}).get("message", "")
+        self.check(sc, bool(res) and res.get("status") == "False"
+                   and "Deployment cache-a (controlled by Memcached cache)" in message,
+                   f"cache-a's Ready is False/ChildNameTaken naming Deployment cache-a and its controller "
+                   f"({took:.1f}s)", json.dumps(self.condition(ns, "cache-a", "Ready")))
         res, took = self.wait("cache unchanged", lambda: self.matches_render(zoned, ns) is None, 30)
         self.check(sc, res, "cache's children are still exactly its render",
                    "" if res else self.matches_render(zoned, ns))

@@ -37,6 +37,7 @@ mod security;
 mod service;
 mod service_monitor;
 mod status_matrix;
+mod taken_names;
 mod upgrade;
 mod upgrade_fixtures;
 mod upgrade_programs;
