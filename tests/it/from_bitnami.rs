@@ -293,6 +293,17 @@ fn persistence_presets_and_common_metadata_are_carried_or_named() {
     let (ok, out, err) = convert("persistence:\n  enabled: true\n", "6.3.1", &[]);
     assert!(ok, "{err}");
     assert_eq!(left_out(&out), ["persistence.enabled"]);
+    // The chart library's presets: xlarge asks more than large, every limit 1024Mi of disk.
+    let (ok, out, err) = convert("resourcesPreset: xlarge\n", "7.4.1", &[]);
+    assert!(ok, "{err}");
+    let resources = &memcached(&out)["spec"]["resources"];
+    assert_eq!(
+        resources,
+        &serde_json::json!({
+            "requests": {"cpu": "1500m", "memory": "4096Mi", "ephemeral-storage": "50Mi"},
+            "limits": {"cpu": "3", "memory": "6144Mi", "ephemeral-storage": "1024Mi"}
+        })
+    );
     let (ok, _, err) = convert("resourcesPreset: huge\n", "7.4.1", &[]);
     assert!(!ok);
     assert!(err.contains("resourcesPreset: \"huge\""), "{err}");

@@ -105,13 +105,13 @@ pub fn preset(name: &str) -> Option<Value> {
         "small" => ("500m", "512Mi", "750m", "768Mi"),
         "medium" => ("500m", "1024Mi", "750m", "1536Mi"),
         "large" => ("1", "2048Mi", "1500m", "3072Mi"),
-        "xlarge" => ("1", "3072Mi", "3", "6144Mi"),
-        "2xlarge" => ("1", "3072Mi", "6", "12288Mi"),
+        "xlarge" => ("1500m", "4096Mi", "3", "6144Mi"),
+        "2xlarge" => ("1500m", "4096Mi", "6", "12288Mi"),
         _ => return None,
     };
     Some(json!({
         "requests": {"cpu": cpu, "memory": memory, "ephemeral-storage": "50Mi"},
-        "limits": {"cpu": cpu_limit, "memory": memory_limit, "ephemeral-storage": "2Gi"},
+        "limits": {"cpu": cpu_limit, "memory": memory_limit, "ephemeral-storage": "1024Mi"},
     }))
 }
 
