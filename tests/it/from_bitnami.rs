@@ -268,26 +268,16 @@ fn persistence_presets_and_common_metadata_are_carried_or_named() {
     assert_eq!(spec["resources"]["requests"]["cpu"], "500m");
     assert_eq!(spec["resources"]["limits"]["memory"], "768Mi");
     assert_eq!(spec["podLabels"], serde_json::json!({"cost-center": "web"}));
+    // Every object and pod of the release carried them: so does every child of the Memcached.
     assert_eq!(
-        spec["service"]["labels"],
-        serde_json::json!({"cost-center": "shop"})
+        spec["childMetadata"],
+        serde_json::json!({"labels": {"cost-center": "shop"}, "annotations": {"owner": "team-shop"}})
     );
     assert_eq!(
         spec["podAnnotations"],
         serde_json::json!({"owner": "team-shop"})
     );
-    assert_eq!(
-        spec["service"]["annotations"],
-        serde_json::json!({"owner": "team-shop"})
-    );
-    assert_eq!(
-        left_out(&out),
-        [
-            "commonAnnotations",
-            "commonLabels",
-            "commonLabels.app.kubernetes.io/name"
-        ]
-    );
+    assert_eq!(left_out(&out), ["commonLabels.app.kubernetes.io/name"]);
     renders(&out);
     // Without a StatefulSet the chart kept no memory file: named, not mapped.
     let (ok, out, err) = convert("persistence:\n  enabled: true\n", "6.3.1", &[]);

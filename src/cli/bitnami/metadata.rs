@@ -1,5 +1,5 @@
 //! `commonLabels` and `commonAnnotations`, and `persistence`: values of the whole release that
-//! land on the Memcached's pods, Service and warm restart.
+//! land on every child of the Memcached, its pods and its warm restart.
 
 use serde_json::{Map, Value, json};
 
@@ -14,19 +14,22 @@ const OWN_LABELS: &[&str] = &[
     "controller-uid",
 ];
 
-/// The prefix of the annotations the hook writes on its pods.
-const OWN_ANNOTATIONS: &str = "memcached.c5c3.io/";
+/// The prefixes of the annotations the hook and Metacontroller write on the children.
+const OWN_ANNOTATIONS: &[&str] = &["memcached.c5c3.io/", "metacontroller.k8s.io/"];
 
 impl Conversion {
-    /// `commonLabels` onto the pods' and the Service's labels, `commonAnnotations` onto their
-    /// annotations (a key both set keeps the more specific value); the other children keep
-    /// only the hook's, which is named.
+    /// `commonLabels` onto every child's labels (`childMetadata`) and the pods', as the chart
+    /// put them on every object and pod; `commonAnnotations` onto every child's annotations and
+    /// the pods'. A key also set more specifically (`podLabels`, ...) keeps that value.
     pub(super) fn common_metadata(&mut self) {
         for (common, targets) in [
-            ("commonLabels", [&["podLabels"][..], &["service", "labels"]]),
+            (
+                "commonLabels",
+                [&["childMetadata", "labels"][..], &["podLabels"]],
+            ),
             (
                 "commonAnnotations",
-                [&["podAnnotations"][..], &["service", "annotations"]],
+                [&["childMetadata", "annotations"][..], &["podAnnotations"]],
             ),
         ] {
             let Some(Value::Object(map)) = self.take_object(common) else {
@@ -37,7 +40,7 @@ impl Conversion {
                 let owned = if common == "commonLabels" {
                     OWN_LABELS.contains(&key.as_str())
                 } else {
-                    key.starts_with(OWN_ANNOTATIONS)
+                    OWN_ANNOTATIONS.iter().any(|p| key.starts_with(p))
                 };
                 if owned {
                     self.notes.push((
@@ -53,19 +56,11 @@ impl Conversion {
             }
             for target in targets {
                 let mut merged = kept.clone();
-                let path: Vec<&str> = target.iter().map(|s| &**s).collect();
-                if let Some(Value::Object(specific)) = self.get(&path) {
+                if let Some(Value::Object(specific)) = self.get(target) {
                     merged.extend(specific.clone());
                 }
-                self.set(&path, Value::Object(merged));
+                self.set(target, Value::Object(merged));
             }
-            self.notes.push((
-                common.to_owned(),
-                "carried to the pods and the Service only; the Memcached's other children \
-                 (workload, budget, autoscaler, NetworkPolicy, ServiceMonitor) carry the hook's \
-                 labels"
-                    .into(),
-            ));
         }
     }
 
