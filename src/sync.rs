@@ -291,15 +291,12 @@ fn optional_child(
         }
         ChildKind::NetworkPolicy => {
             let sources = e.security.network_policy?;
-            // The proxy's pods reach the cache's pods whatever sources the policy names.
-            let with_proxy;
-            let sources = if e.proxy.is_some() && !sources.is_empty() {
-                with_proxy = [sources, &[proxy_pods::peer(name)]].concat();
-                &with_proxy[..]
-            } else {
-                sources
+            let proxy = e.proxy.map(|p| (proxy_pods::peer(name), p.direct_clients));
+            let admitted = network_policy::Admitted {
+                sources,
+                proxy: proxy.as_ref().map(|(peer, direct)| (peer, *direct)),
             };
-            let policy = network_policy::build(name, served, sources);
+            let policy = network_policy::build(name, served, admitted);
             Child::NetworkPolicy(Box::new(policy))
         }
         // Listed in `kinds` when the server list or the proxy asks for it.
@@ -491,5 +488,13 @@ fn proxy_children(
         name,
         e.zones.is_some(),
     ))));
+    if let Some(sources) = e.security.network_policy
+        && kinds.contains(&ChildKind::NetworkPolicy)
+    {
+        let pods = proxy_pods::peer(name).pod_selector.unwrap_or_default();
+        let policy_name = proxy_pods::workload_name(name, None);
+        let policy = network_policy::for_proxy(policy_name, pods, &ports::MEMCACHED, sources);
+        out.push(Child::NetworkPolicy(Box::new(policy)));
+    }
     out
 }

@@ -45,6 +45,14 @@ pub struct ProxySpec {
     /// Compute resources of the proxy container, copied verbatim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<ResourceRequirements>,
+
+    /// With `security.networkPolicy`: whether the cache's pods still admit the allowed sources
+    /// on memcached's ports (true), or only the proxy's pods (false), so that every client goes
+    /// through the proxy. The metrics port admits the allowed sources either way, and the
+    /// proxy's own NetworkPolicy admits them on the proxy's port.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = true))]
+    pub direct_clients: Option<bool>,
 }
 
 /// `spec.proxy` with every default applied (present only when enabled).
@@ -54,6 +62,8 @@ pub struct Proxy<'a> {
     pub replicas: i32,
     /// The proxy container's resources.
     pub resources: Option<&'a ResourceRequirements>,
+    /// The cache's pods admit the allowed sources beside the proxy (`directClients`).
+    pub direct_clients: bool,
 }
 
 impl<'a> Proxy<'a> {
@@ -64,6 +74,7 @@ impl<'a> Proxy<'a> {
         Some(Self {
             replicas: spec.replicas.unwrap_or(DEFAULT_REPLICAS),
             resources: spec.resources.as_ref(),
+            direct_clients: spec.direct_clients != Some(false),
         })
     }
 }
@@ -87,6 +98,11 @@ pub const WORKLOAD_DETAIL: &str = "spec.proxy.enabled needs spec.workload: State
 const ZONE_DETAIL: &str = "a zone named proxy or proxy-... cannot be used with \
     spec.proxy.enabled: the zone's workload <name>-<zone> would take the name of a proxy \
     Deployment <name>-proxy-<zone>";
+
+/// Why keeping clients away from the cache's pods needs a NetworkPolicy.
+const DIRECT_DETAIL: &str = "spec.proxy.directClients: false needs \
+    spec.security.networkPolicy.enabled: true: without a NetworkPolicy the cache's pods admit \
+    every client";
 
 /// The field rules of `spec.proxy`.
 pub(super) fn validate(out: &mut Out, p: &ProxySpec) {
@@ -136,6 +152,14 @@ pub(super) fn validate_rules(
             let field = format!("spec.zones.names[{i}]");
             out.push(Violation::invalid(field, quoted(zone), ZONE_DETAIL));
         }
+    }
+    let direct = spec.proxy.as_ref().and_then(|p| p.direct_clients);
+    if direct == Some(false) && security.network_policy.is_none() {
+        out.push(Violation::invalid(
+            "spec.proxy.directClients",
+            "false",
+            DIRECT_DETAIL,
+        ));
     }
     let one_pod = zones.is_none() && !autoscaling && replicas.unwrap_or(1) <= 1;
     if spec.workload.unwrap_or_default() == Workload::Deployment && !one_pod {
