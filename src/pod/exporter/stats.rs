@@ -1,6 +1,7 @@
 //! memcached's `stats` under the names of the Prometheus memcached exporter (`memcached_up`,
 //! `memcached_commands_total{command,status}`, ...), so that dashboards and alerts written for
-//! the exporter read them unchanged, extstore's among them when memcached runs with flash. Only
+//! the exporter read them unchanged, extstore's among them when memcached runs with flash, and
+//! the proxy's (`memcached_proxy_*`) when memcached runs as its proxy. Only
 //! the server-wide series: the exporter's per-slab series
 //! (`memcached_slab_*`, which need `stats items`/`stats slabs`) are not produced.
 
@@ -277,6 +278,72 @@ const EXTSTORE: &[(&str, &str, Kind, &str)] = &[
     ),
 ];
 
+/// memcached's proxy (`-o proxy_config`): the fields its `stats` lists only when the proxy runs,
+/// under the exporter's names and types (it types `proxy_backend_failed` a gauge; memcached
+/// counts it up).
+const PROXY: &[(&str, &str, Kind, &str)] = &[
+    (
+        "proxy_conn_requests",
+        "memcached_proxy_conn_requests",
+        Kind::Counter,
+        "Requests from clients",
+    ),
+    (
+        "proxy_conn_errors",
+        "memcached_proxy_conn_errors",
+        Kind::Counter,
+        "Requests from clients answered with an error",
+    ),
+    (
+        "proxy_conn_oom",
+        "memcached_proxy_conn_oom",
+        Kind::Counter,
+        "Requests refused for lack of buffer memory",
+    ),
+    (
+        "proxy_req_active",
+        "memcached_proxy_req_active",
+        Kind::Gauge,
+        "Requests in flight",
+    ),
+    (
+        "proxy_config_reloads",
+        "memcached_proxy_config_reloads",
+        Kind::Counter,
+        "Route configurations loaded, the first included",
+    ),
+    (
+        "proxy_config_reload_fails",
+        "memcached_proxy_config_reload_fails",
+        Kind::Counter,
+        "Route configurations that failed to load (the previous one stays in force)",
+    ),
+    (
+        "proxy_backend_total",
+        "memcached_proxy_backend_total",
+        Kind::Gauge,
+        "Backends the route configuration names",
+    ),
+    (
+        "proxy_backend_marked_bad",
+        "memcached_proxy_backend_marked_bad",
+        Kind::Counter,
+        "Times a backend was marked bad after repeated failures",
+    ),
+    (
+        "proxy_backend_failed",
+        "memcached_proxy_backend_failed",
+        Kind::Gauge,
+        "Failed connections or requests to backends, since the start",
+    ),
+    (
+        "proxy_request_failed_depth",
+        "memcached_proxy_request_failed_depth",
+        Kind::Counter,
+        "Requests refused because a backend's queue was full",
+    ),
+];
+
 /// Commands with `<command>_hits` and `<command>_misses` fields.
 const HIT_MISS: [&str; 6] = ["get", "delete", "incr", "decr", "cas", "touch"];
 
@@ -305,7 +372,10 @@ fn register_general(registry: &mut Registry, stats: &Stats) {
     // memcached lists extstore's fields only when it runs with flash.
     let with_flash = stats.general.contains_key("extstore_limit_maxbytes");
     let extstore: &[_] = if with_flash { EXTSTORE } else { &[] };
-    for &(key, name, kind, help) in GENERAL.iter().chain(extstore) {
+    // ... and the proxy's when it runs as memcached's proxy.
+    let proxying = stats.general.contains_key("proxy_backend_total");
+    let proxy: &[_] = if proxying { PROXY } else { &[] };
+    for &(key, name, kind, help) in GENERAL.iter().chain(extstore).chain(proxy) {
         let Some(v) = number(&stats.general, key) else {
             continue;
         };
@@ -395,6 +465,40 @@ mod tests {
         for line in lines {
             assert!(text.contains(line), "missing {line:?} in\n{text}");
         }
+    }
+
+    #[test]
+    fn the_proxys_series_when_it_runs_as_the_proxy() {
+        // Fields as memcached 1.6.45 lists them with `-o proxy_config`.
+        let proxy = [
+            ("proxy_conn_requests", "12"),
+            ("proxy_conn_errors", "1"),
+            ("proxy_req_active", "0"),
+            ("proxy_config_reloads", "2"),
+            ("proxy_config_reload_fails", "0"),
+            ("proxy_backend_total", "6"),
+            ("proxy_backend_marked_bad", "3"),
+            ("proxy_backend_failed", "9"),
+            ("proxy_request_failed_depth", "0"),
+        ];
+        let text = exposition(Some(&stats(&proxy, &[])));
+        assert_lines(
+            &text,
+            &[
+                "memcached_proxy_conn_requests_total 12.0\n",
+                "memcached_proxy_conn_errors_total 1.0\n",
+                "memcached_proxy_req_active 0.0\n",
+                "memcached_proxy_config_reloads_total 2.0\n",
+                "memcached_proxy_config_reload_fails_total 0.0\n",
+                "memcached_proxy_backend_total 6.0\n",
+                "memcached_proxy_backend_marked_bad_total 3.0\n",
+                "memcached_proxy_backend_failed 9.0\n",
+                "memcached_proxy_request_failed_depth_total 0.0\n",
+            ],
+        );
+        // A cache pod lists none of them: no proxy series.
+        let text = exposition(Some(&stats(&[("curr_connections", "1")], &[])));
+        assert!(!text.contains("memcached_proxy"), "{text}");
     }
 
     #[test]
