@@ -95,14 +95,56 @@ pub const WORKLOAD_DETAIL: &str = "spec.proxy.enabled needs spec.workload: State
     names (only one pod without zones can be reached by the Service's name)";
 
 /// Why a zone cannot be named `proxy` or `proxy-...` beside the proxy.
-const ZONE_DETAIL: &str = "a zone named proxy or proxy-... cannot be used with \
+pub const ZONE_DETAIL: &str = "a zone named proxy or proxy-... cannot be used with \
     spec.proxy.enabled: the zone's workload <name>-<zone> would take the name of a proxy \
     Deployment <name>-proxy-<zone>";
 
 /// Why keeping clients away from the cache's pods needs a NetworkPolicy.
-const DIRECT_DETAIL: &str = "spec.proxy.directClients: false needs \
+pub const DIRECT_DETAIL: &str = "spec.proxy.directClients: false needs \
     spec.security.networkPolicy.enabled: true: without a NetworkPolicy the cache's pods admit \
     every client";
+/// The CEL rule (on the spec) of [`DIRECT_DETAIL`].
+pub const DIRECT_RULE: &str = "!has(self.proxy) || !has(self.proxy.enabled) || \
+    !self.proxy.enabled || !has(self.proxy.directClients) || self.proxy.directClients || \
+    (has(self.security) && has(self.security.networkPolicy) && \
+    has(self.security.networkPolicy.enabled) && self.security.networkPolicy.enabled)";
+/// The CEL rule (on the spec) of [`SASL_DETAIL`].
+pub const SASL_RULE: &str = "!has(self.proxy) || !has(self.proxy.enabled) || !self.proxy.enabled \
+    || !has(self.security) || !has(self.security.sasl) || !has(self.security.sasl.enabled) || \
+    !self.security.sasl.enabled";
+/// The CEL rule (on the spec) of [`TLS_DETAIL`].
+pub const TLS_RULE: &str = "!has(self.proxy) || !has(self.proxy.enabled) || !self.proxy.enabled \
+    || !has(self.security) || !has(self.security.tls) || !has(self.security.tls.enabled) || \
+    !self.security.tls.enabled || (has(self.security.tls.allowPlaintext) && \
+    self.security.tls.allowPlaintext)";
+/// The CEL rule (on the spec) of [`WORKLOAD_DETAIL`]: a StatefulSet, or one pod without zones
+/// and without autoscaling.
+pub const WORKLOAD_RULE: &str = "!has(self.proxy) || !has(self.proxy.enabled) || \
+    !self.proxy.enabled || (has(self.workload) && self.workload == 'StatefulSet') || \
+    ((!has(self.zones) || !has(self.zones.names) || size(self.zones.names) == 0) && \
+    (!has(self.autoscaling) || !has(self.autoscaling.enabled) || !self.autoscaling.enabled) && \
+    (!has(self.replicas) || self.replicas <= 1))";
+/// The CEL rule (on the spec) of [`ZONE_DETAIL`].
+pub const ZONE_RULE: &str = "!has(self.proxy) || !has(self.proxy.enabled) || !self.proxy.enabled \
+    || !has(self.zones) || !has(self.zones.names) || self.zones.names.all(z, z != 'proxy' && \
+    !z.startsWith('proxy-'))";
+/// The CEL rule (on the whole object: only there can a rule read `metadata.name`) of the name's
+/// length with the proxy, [`NAME_LENGTH`].
+#[must_use]
+pub fn name_rule() -> String {
+    format!(
+        "!has(self.spec) || !has(self.spec.proxy) || !has(self.spec.proxy.enabled) || \
+         !self.spec.proxy.enabled || size(self.metadata.name) <= {NAME_LENGTH}"
+    )
+}
+/// Why the name is too long with the proxy (the detail the hook and [`name_rule`] give).
+#[must_use]
+pub fn name_detail() -> String {
+    format!(
+        "must be at most {NAME_LENGTH} characters with spec.proxy.enabled: the proxy's Service \
+         <name>-proxy is a DNS-1035 label of at most 63"
+    )
+}
 
 /// The field rules of `spec.proxy`.
 pub(super) fn validate(out: &mut Out, p: &ProxySpec) {
@@ -131,10 +173,7 @@ pub(super) fn validate_rules(
         out.push(Violation::invalid(
             "metadata.name",
             quoted(name),
-            format!(
-                "must be at most {NAME_LENGTH} characters with spec.proxy.enabled: the proxy's \
-                 Service <name>-proxy is a DNS-1035 label of at most 63"
-            ),
+            name_detail(),
         ));
     }
     if security.sasl_secret.is_some() {

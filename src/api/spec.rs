@@ -27,7 +27,7 @@ use super::high_availability::HighAvailabilitySpec;
 use super::memcached::{self, MemcachedConfig};
 use super::monitoring::MonitoringSpec;
 use super::pod;
-use super::proxy::ProxySpec;
+use super::proxy::{self, ProxySpec};
 use super::quantity::Quantity;
 use super::security::SecuritySpec;
 use super::service::ServiceSpec;
@@ -119,6 +119,36 @@ const MIB: u32 = 1 << 20;
         "rule": memory_limit_rule(),
         "message": MEMORY_LIMIT_MESSAGE,
         "fieldPath": ".resources.limits",
+        "reason": "FieldValueInvalid"
+    },
+    {
+        "rule": proxy::SASL_RULE,
+        "message": proxy::SASL_DETAIL,
+        "fieldPath": ".proxy.enabled",
+        "reason": "FieldValueForbidden"
+    },
+    {
+        "rule": proxy::TLS_RULE,
+        "message": proxy::TLS_DETAIL,
+        "fieldPath": ".proxy.enabled",
+        "reason": "FieldValueForbidden"
+    },
+    {
+        "rule": proxy::WORKLOAD_RULE,
+        "message": proxy::WORKLOAD_DETAIL,
+        "fieldPath": ".workload",
+        "reason": "FieldValueForbidden"
+    },
+    {
+        "rule": proxy::ZONE_RULE,
+        "message": proxy::ZONE_DETAIL,
+        "fieldPath": ".zones.names",
+        "reason": "FieldValueInvalid"
+    },
+    {
+        "rule": proxy::DIRECT_RULE,
+        "message": proxy::DIRECT_DETAIL,
+        "fieldPath": ".proxy.directClients",
         "reason": "FieldValueInvalid"
     }
 ]))]

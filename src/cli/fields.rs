@@ -336,6 +336,8 @@ impl Checker {
     }
 
     /// The fields of an object: those of `properties`, or any under `additionalProperties`.
+    /// `also`: fields the caller checks itself (`apiVersion`, `kind`, `metadata`), known and
+    /// not walked here.
     fn object(&mut self, map: &Map<String, Value>, schema: &Value, path: &str, also: &[&str]) {
         if schema["x-kubernetes-preserve-unknown-fields"] == true {
             return;
@@ -362,7 +364,7 @@ impl Checker {
                 .into_iter()
                 .flat_map(|p| p.keys().map(String::as_str)),
         );
-        for (key, value) in map {
+        for (key, value) in map.iter().filter(|(k, _)| !also.contains(&k.as_str())) {
             let field = join(path, key);
             if let Some(inner) = properties.and_then(|p| p.get(key)) {
                 self.value(value, inner, &field);

@@ -19,12 +19,13 @@ def free_port():
         return s.getsockname()[1]
 
 
-def start(memcached, args, user=(), bound=None):
+def start(memcached, args, user=(), bound=None, port=None):
     """memcached on 127.0.0.1 (TCP only): (process, port), or (process, None) if it exited first.
 
     `bound`: seconds after which timeout(1) ends it (None: no bound, for a caller that must send
-    it a signal other than SIGTERM and stops it itself)."""
-    port = free_port()
+    it a signal other than SIGTERM and stops it itself). `port`: the port to listen on (a
+    restarted server keeping its address); default a free one."""
+    port = port or free_port()
     prefix = ["timeout", str(bound)] if bound else []
     p = subprocess.Popen([*prefix, memcached, *user, "-p", str(port), "-U", "0", "-l", "127.0.0.1", *args],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

@@ -595,6 +595,17 @@ def check_sample_rules(name, cr):
                        for m in metrics)
         if cpu_util:
             check("cpu" in requests, f"{where}: CPU utilisation autoscaling needs resources.requests.cpu")
+    if (spec.get("proxy") or {}).get("enabled"):
+        check(len(meta.get("name", "")) <= 57, f"{where}: metadata.name over 57 characters with the proxy")
+        check(not (security.get("sasl") or {}).get("enabled"), f"{where}: the proxy with SASL")
+        tls = security.get("tls") or {}
+        check(not tls.get("enabled") or tls.get("allowPlaintext"), f"{where}: the proxy with TLS needs allowPlaintext")
+        zones = (spec.get("zones") or {}).get("names") or []
+        one_pod = not zones and not auto.get("enabled") and spec.get("replicas", 1) <= 1
+        check(spec.get("workload", "Deployment") == "StatefulSet" or one_pod,
+              f"{where}: the proxy needs workload StatefulSet unless the cache is one pod without zones")
+        check(not any(z == "proxy" or z.startswith("proxy-") for z in zones),
+              f"{where}: a zone named proxy or proxy-... with the proxy")
     return spec
 
 

@@ -108,7 +108,8 @@ def closed(schema):
     props = schema.setdefault("properties", {})
     props.setdefault("apiVersion", {"type": "string"})
     props.setdefault("kind", {"type": "string"})
-    props.setdefault("metadata", {"type": "object"})
+    # metadata is ObjectMeta whatever the schema declares of it (a CRD may only restrict its name).
+    props["metadata"] = {"type": "object"}
     return schema
 
 

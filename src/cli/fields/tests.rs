@@ -154,3 +154,17 @@ fn lengths_item_counts_and_required_fields_are_checked() {
         ]
     );
 }
+
+#[test]
+fn metadata_is_checked_as_object_meta_whatever_the_schema_declares_of_it() {
+    let full = json!({"apiVersion": "memcached.c5c3.io/v1beta1", "kind": "Memcached",
+        "metadata": {"name": "c", "namespace": "shop", "labels": {"a": "b"}, "uid": "u"},
+        "spec": {}});
+    assert!(problems(&full, UnknownFields::Refuse).is_empty());
+    let number = json!({"apiVersion": "memcached.c5c3.io/v1beta1", "kind": "Memcached",
+        "metadata": {"name": 1}, "spec": {}});
+    assert_eq!(
+        problems(&number, UnknownFields::Refuse),
+        ["metadata.name: Invalid value: 1: must be of type string"]
+    );
+}
