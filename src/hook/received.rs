@@ -32,8 +32,8 @@ pub struct Received<'a> {
     stop: Option<Arc<AtomicBool>>,
 }
 
-/// An observed child as the body sends it: its identity, and its labels and whole spec
-/// unread.
+/// An observed child as the body sends it: its identity, and its labels, managed fields and
+/// whole spec unread.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Sent {
@@ -56,6 +56,9 @@ pub struct SentMeta {
     /// Its labels, as sent.
     #[serde(default)]
     pub labels: Option<Box<RawValue>>,
+    /// Its `managedFields`, as sent (server-side apply's record of who applied what).
+    #[serde(default, rename = "managedFields")]
+    pub managed_fields: Option<Box<RawValue>>,
 }
 
 impl Sent {
