@@ -28,8 +28,10 @@
 //!
 //! The first source reads the decoded request only. The other two read the body as received a
 //! second time ([`Received::body`], [`Received::sent`]), in time linear in its size however
-//! many children are kept; they run only on these rare paths, never on an ordinary sync. Once
-//! the request's answer is no longer awaited ([`Received::stopped`]) nothing more is kept.
+//! many children are kept; they run only on these rare paths, and under server-side apply for
+//! the pod template a workload keeps ([`server_side_applied_template`], once per request),
+//! never on an ordinary sync under dynamic apply. Once the request's answer is no longer awaited
+//! ([`Received::stopped`]) nothing more is kept.
 
 mod last_applied;
 mod managed;

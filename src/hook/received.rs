@@ -1,10 +1,10 @@
 //! A sync request as the hook received it: decoded narrowly, together with the body it was
 //! decoded from.
 //!
-//! The decoded request skips what the hook does not read (managed fields, whole specs). Two
-//! rare paths need exactly that, and read the body a second time (`src/keep/`): the
-//! children an invalid spec keeps under server-side apply, and the leaving workloads of a
-//! switch. Keeping the body beside the request it was decoded from means the two cannot
+//! The decoded request skips what the hook does not read (managed fields, whole specs). Three
+//! paths need exactly that, and read the body a second time (`src/keep/`): the children an
+//! invalid spec keeps under server-side apply, the leaving workloads of a switch, and under
+//! server-side apply the pod template a workload keeps (what Metacontroller applied). Keeping the body beside the request it was decoded from means the two cannot
 //! disagree. The observed children as sent ([`Sent`]) are read from the body at most once per
 //! request, on the first call that needs them, however many children are kept from them.
 //!
