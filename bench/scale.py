@@ -50,6 +50,10 @@ status.zonesReady Z/Z and readyReplicas R x Z. Two phases change:
   none going) is a violation. Fails on a violation, when a pod on a node not drained is gone,
   when the second zone's half is not emptied, or when the fleet does not re-converge.
 
+`upgrade` (after `run --own-image`, the hook restarted with its own image at a new tag) waits
+three resync periods and fails when a Deployment or StatefulSet was written (anything but its
+status), changed its generation or pod template, or a parent does not say UpToDate False.
+
 The same numbers go to --summary as JSON; `compare` prints the summaries of several systems side
 by side (measures of one run of each, on the same fleet), with the ratio of each to the first.
 
@@ -134,7 +138,12 @@ class Api:
             return resp.read().decode()
 
 
-def memcached(ns, i, replicas, zones=None):
+# The Secret the fleet's SASL reads with --own-image (every pod then runs the reload agent, the
+# hook's own image).
+SASL_SECRET = "scale-sasl"
+
+
+def memcached(ns, i, replicas, zones=None, own_image=False):
     name = f"cache-{i:04d}"
     if zones:
         # A full copy per zone (replicas per zone), a budget per zone; the zone is required.
@@ -147,6 +156,9 @@ def memcached(ns, i, replicas, zones=None):
                 "maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
                 "whenUnsatisfiable": "ScheduleAnyway",
                 "labelSelector": {"matchLabels": {"app.kubernetes.io/instance": name}}}]}}
+    if own_image:
+        spec["security"] = {"secretRotation": "Reload", "sasl": {
+            "enabled": True, "credentialsSecretRef": {"name": SASL_SECRET}}}
     return {
         "apiVersion": "memcached.c5c3.io/v1beta1", "kind": "Memcached",
         "metadata": {"name": name, "namespace": ns}, "spec": spec,
@@ -309,9 +321,15 @@ def wait_ready(api, args, deadline, tracker=None):
 # --- phases ----------------------------------------------------------------------------------
 
 def create(api, args):
+    if args.own_image:
+        secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": SASL_SECRET},
+                  "data": {"password-file": "dXNlcjpvbmUK"}}
+        code, body = api.call("POST", f"/api/v1/namespaces/{args.ns}/secrets", secret)
+        if code != 201:
+            sys.exit(f"creating Secret {SASL_SECRET}: {code} {str(body)[:300]}")
     for i in range(args.n):
         code, body = api.call("POST", f"{GROUP}/namespaces/{args.ns}/memcacheds",
-                              memcached(args.ns, i, args.replicas, args.zones))
+                              memcached(args.ns, i, args.replicas, args.zones, args.own_image))
         if code != 201:
             sys.exit(f"creating Memcached {i}: {code} {str(body)[:300]}")
 
@@ -709,6 +727,45 @@ def run(args):
         sys.exit(f"not re-converged within {args.timeout} s")
 
 
+def workloads(api, ns):
+    """Every Deployment and StatefulSet of `ns`: name -> (generation, pod template)."""
+    out = {}
+    for kind in ("deployments", "statefulsets"):
+        for o in api.items(f"/apis/apps/v1/namespaces/{ns}/{kind}"):
+            out[f"{kind}/{o['metadata']['name']}"] = (o["metadata"].get("generation"),
+                                                     o["spec"]["template"])
+    return out
+
+
+def upgrade(args):
+    """The hook was just restarted with its own image at a new tag: over three resync periods no
+    workload may be written (a write of a Deployment or StatefulSet other than its status), none
+    may change its generation or pod template, and every parent says UpToDate False."""
+    api = Api()
+    workdir = os.environ.get("SCALE_WORKDIR", "/tmp")
+    before = workloads(api, args.ns)
+    start = Snapshot(api, args, workdir, "upgrade-start")
+    time.sleep(3 * args.period)
+    end = Snapshot(api, args, workdir, "upgraded")
+    after = workloads(api, args.ns)
+    a, b = counts(start.metrics_file, succeeded_only=True), counts(end.metrics_file, succeeded_only=True)
+    writes = sum(v - a.get(k, 0) for k, v in b.items()
+                 if k[0] in WRITE_VERBS and k[1] in ("deployments", "statefulsets"))
+    moved = sorted(k for k in before if after.get(k) != before[k])
+    parents = api.items(f"{GROUP}/namespaces/{args.ns}/memcacheds")
+    behind = sum(1 for p in parents for c in (p.get("status") or {}).get("conditions") or []
+                 if c["type"] == "UpToDate" and c["status"] == "False")
+    r = report(f"hook restarted with its own image at a new tag, {3 * args.period} s (three "
+               f"resync periods): {int(writes)} workload writes (goal 0), {len(moved)} of "
+               f"{len(before)} workloads with another generation or pod template, UpToDate False "
+               f"on {behind}/{len(parents)} parents", args.n, start, end)
+    summary = json.load(open(args.summary)) if os.path.exists(args.summary) else {}
+    summary["upgrade"] = dict(r, workload_writes=writes, moved=len(moved), behind=behind)
+    json.dump(summary, open(args.summary, "w"), indent=1)
+    if writes or moved or behind < len(parents):
+        sys.exit(f"the upgrade wrote workloads or left parents unaware: {moved[:5]}")
+
+
 def controller(phase):
     """(CPU seconds, peak RSS MiB) of the controller processes together."""
     cpu = sum(c for name, (c, _) in phase["procs"].items() if name in CONTROLLERS)
@@ -795,6 +852,16 @@ def main():
     r.add_argument("--summary", required=True, help="file the summary JSON is written to")
     r.add_argument("--pids", required=True,
                    type=lambda s: {k: int(v) for k, v in (x.split("=") for x in s.split(","))})
+    r.add_argument("--own-image", action="store_true",
+                   help="every Memcached runs the hook's own image (SASL with the reload agent)")
+    u = sub.add_parser("upgrade")
+    u.add_argument("--ns", required=True)
+    u.add_argument("--n", type=int, required=True)
+    u.add_argument("--period", type=int, required=True, help="the resync period, seconds")
+    for flag in ("--syncs-metrics", "--syncs-metric", "--client-metrics", "--summary"):
+        u.add_argument(flag, required=True)
+    u.add_argument("--pids", required=True,
+                   type=lambda s: {k: int(v) for k, v in (x.split("=") for x in s.split(","))})
     c = sub.add_parser("compare")
     c.add_argument("summaries", nargs="+")
     s = sub.add_parser("customize-stub")
@@ -802,6 +869,8 @@ def main():
     args = p.parse_args()
     if args.cmd == "run":
         run(args)
+    elif args.cmd == "upgrade":
+        upgrade(args)
     elif args.cmd == "compare":
         compare([json.load(open(f)) for f in args.summaries])
     else:

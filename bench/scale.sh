@@ -34,6 +34,11 @@
 #              (each parent then has two pods to evict and its budget refuses the second, 429)
 #   VARIANT    Metacontroller's flags: install [default: metacontroller/components/tuning], stock
 #              (its own defaults), or NAME:FLAG,FLAG,... (the install's flags plus these)
+#   UPGRADE    1 (hook only): every Memcached runs the hook's own image (SASL with the reload
+#              agent) and the CompositeController resyncs every RESYNC [20] seconds; after the run
+#              the hook restarts with its own image at a new tag, and bench/scale.py upgrade
+#              counts the workload writes of three resync periods (goal 0) and the syncs per
+#              parent [0]. With DRAIN_ZONE=none and a short STEADY it measures just that.
 #   WATCH_PODS 1: answer Metacontroller's customize calls from a stub that asks for related Pods
 #              (Metacontroller then caches every Pod in the cluster; no Pod reaches the hook) [0]
 #   BENCH_TIMEOUT  bound of each wait for convergence, seconds [1800]
@@ -64,10 +69,17 @@ DRAIN_ZONE=${DRAIN_ZONE:-zone-a}
 VARIANT=${VARIANT:-install}
 WATCH_PODS=${WATCH_PODS:-0}
 TIMEOUT=${BENCH_TIMEOUT:-1800}
-for v in N REPLICAS NODES ZONES STEADY TIMEOUT; do
+UPGRADE=${UPGRADE:-0}
+RESYNC=${RESYNC:-20}
+for v in N REPLICAS NODES ZONES STEADY TIMEOUT RESYNC; do
     [[ "${!v}" =~ ^[0-9]+$ ]] || { echo "$v must be a whole number, not ${!v}" >&2; exit 2; }
 done
 [[ "$ZONED" == 0 || "$ZONED" == 1 ]] || { echo "ZONED must be 0 or 1, not $ZONED" >&2; exit 2; }
+[[ "$UPGRADE" == 0 || "$UPGRADE" == 1 ]] || { echo "UPGRADE must be 0 or 1, not $UPGRADE" >&2; exit 2; }
+if [[ "$UPGRADE" == 1 && "${SYSTEMS:-hook}" != hook ]]; then
+    echo "UPGRADE=1 needs SYSTEMS=hook (it restarts the hook)" >&2
+    exit 2
+fi
 if [[ "$ZONED" == 1 ]] && { ((ZONES < 2 || ZONES > 9)) || [[ "${SYSTEMS:-hook}" != hook ]]; }; then
     echo "ZONED=1 needs 2-9 ZONES and SYSTEMS=hook (the reference operator has no zones)" >&2
     exit 2
@@ -150,6 +162,13 @@ if [[ "$SYSTEM" == hook ]]; then
     # The CompositeController of metacontroller/, calling the local hook (or the stub for customize).
     kc kustomize "$ROOT/metacontroller" | local_hook_cc "http://127.0.0.1:$port" "$customize_url" >"$WORK/cc.yaml" \
         || exit 1
+    if [[ "$UPGRADE" == 1 ]]; then
+        # The CompositeController's spec (kustomize sorts keys: the first `spec:` after its kind).
+        awk -v period="$RESYNC" '{ print } /^kind: CompositeController$/ { cc = 1 }
+            cc && /^spec:$/ { print "  resyncPeriodSeconds: " period; cc = 0 }' "$WORK/cc.yaml" >"$WORK/cc-resync.yaml"
+        grep -q "^  resyncPeriodSeconds: $RESYNC\$" "$WORK/cc-resync.yaml" || { echo "no resync period set" >&2; exit 1; }
+        mv "$WORK/cc-resync.yaml" "$WORK/cc.yaml"
+    fi
     kc apply -f "$WORK/cc.yaml" >/dev/null
     flags=$(tr '\0' ' ' <"/proc/$(pid_of metacontroller)/cmdline" | { grep -o -- '--\(client-go-qps\|client-go-burst\|workers\)=[^ ]*' || echo '(Metacontroller defaults)'; } | tr '\n' ' ')
     echo "hook $("$HOOK_BIN" --version 2>/dev/null || echo "$HOOK_BIN"), Metacontroller $VARIANT: $flags; pods watched by Metacontroller: $([[ $WATCH_PODS == 1 ]] && echo yes || echo no)"
@@ -195,6 +214,25 @@ if [[ "$ZONED" == 1 ]]; then
     zoned=(--zones "${names%,}")
     [[ "$ROLLOUT_IMAGE" == none ]] || zoned+=(--rollout-image "$ROLLOUT_IMAGE")
 fi
+upgrade=()
+[[ "$UPGRADE" == 1 ]] && upgrade=(--own-image)
 python3 "$ROOT/bench/scale.py" run --system "$SYSTEM" --ns "$ns" --n "$N" --replicas "$REPLICAS" --steady "$STEADY" \
-    --zone "$DRAIN_ZONE" --timeout "$TIMEOUT" --bound "${STATUS_BOUND:-30}" "${zoned[@]}" \
+    --zone "$DRAIN_ZONE" --timeout "$TIMEOUT" --bound "${STATUS_BOUND:-30}" "${zoned[@]}" "${upgrade[@]}" \
     "${measure[@]}" --pids "$proc_list" --summary "${SCALE_SUMMARY:-$WORK/summary.json}"
+if [[ "$UPGRADE" == 1 ]]; then
+    # The same binary, its own image at a new tag: what a release changes for every pod it renders.
+    own=$("$HOOK_BIN" render /dev/stdin <<<'{"apiVersion":"memcached.c5c3.io/v1beta1","kind":"Memcached","metadata":{"name":"x","namespace":"x"},"spec":{"security":{"sasl":{"enabled":true,"credentialsSecretRef":{"name":"s"}}}}}' \
+        | grep -o 'image: [^ ]*memcached-hook:[^ ]*' | head -n 1 | cut -d' ' -f2)
+    [[ -n "$own" ]] || { echo "the hook renders no image of its own" >&2; exit 1; }
+    kill "$hook_pid"
+    wait "$hook_pid" 2>/dev/null || true
+    RUST_LOG=warn "$HOOK_BIN" serve --addr "127.0.0.1:$port" --reload-agent-image "$own-next" >>"$WORK/hook.log" 2>&1 &
+    hook_pid=$!
+    pids+=("$hook_pid")
+    for _ in $(seq 1 100); do curl -sf --max-time 2 "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.2; done
+    echo
+    echo "hook restarted with --reload-agent-image $own-next"
+    proc_list="metacontroller=$(pid_of metacontroller),hook=$hook_pid,${proc_list#*,hook=*,}"
+    python3 "$ROOT/bench/scale.py" upgrade --ns "$ns" --n "$N" --period "$RESYNC" \
+        "${measure[@]}" --pids "$proc_list" --summary "${SCALE_SUMMARY:-$WORK/summary.json}"
+fi

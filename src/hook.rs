@@ -270,6 +270,9 @@ pub struct ParentMeta {
     /// Namespace of the Memcached.
     #[serde(default)]
     pub namespace: Option<String>,
+    /// `metadata.uid`: the controller reference Metacontroller gives each child names it.
+    #[serde(default)]
+    pub uid: Option<String>,
     /// `metadata.generation`.
     #[serde(default)]
     pub generation: Option<i64>,

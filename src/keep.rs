@@ -10,6 +10,10 @@
 //! - a zone rollout holds a later zone's workload at the pod template it runs
 //!   ([`observed_template`]) while an earlier zone rolls out.
 //!
+//! Apart from those, a workload whose owner's intent is unchanged keeps the pod template this
+//! hook last answered for it, read from the same first two sources
+//! ([`last_applied_template`], [`server_side_applied_template`]).
+//!
 //! A kept child is answered so that Metacontroller's apply of it changes nothing. It is read
 //! from the first of these sources that serves every child asked for, all of them from the
 //! same source:
@@ -24,12 +28,16 @@
 //!
 //! The first source reads the decoded request only. The other two read the body as received a
 //! second time ([`Received::body`], [`Received::sent`]), in time linear in its size however
-//! many children are kept; they run only on these rare paths, never on an ordinary sync. Once
-//! the request's answer is no longer awaited ([`Received::stopped`]) nothing more is kept.
+//! many children are kept; they run only on these rare paths, and under server-side apply for
+//! the pod template a workload keeps ([`server_side_applied_template`], once per request),
+//! never on an ordinary sync under dynamic apply. Once the request's answer is no longer awaited
+//! ([`Received::stopped`]) nothing more is kept.
 
 mod last_applied;
 mod managed;
 mod observed;
+
+use k8s_openapi::api::core::v1::PodTemplateSpec;
 
 use crate::hook::{Child, ObservedChild, Received};
 
@@ -102,22 +110,39 @@ pub fn observed(received: &Received<'_>, asked: Asked<'_>) -> Option<Vec<Child>>
 pub fn observed_template(
     received: &Received<'_>,
     child: &ObservedChild,
-) -> Option<k8s_openapi::api::core::v1::PodTemplateSpec> {
+) -> Option<PodTemplateSpec> {
     last_applied_template(child).or_else(|| observed::template(received, child))
+}
+
+/// The pod template Metacontroller last applied to the observed workload `child` with
+/// server-side apply: its field set of the template ([`managed`]) with the live values. A field
+/// another manager took over since is not in it. The body is read for it once per request
+/// ([`Received::sent`]). `None` without a body, a parent UID, or such a record.
+#[must_use]
+pub fn server_side_applied_template(
+    received: &Received<'_>,
+    child: &ObservedChild,
+) -> Option<PodTemplateSpec> {
+    let uid = received.request().parent.metadata.uid.as_deref()?;
+    let sent = received.sent(child)?;
+    let (fields, spec) = (
+        sent.metadata.managed_fields.as_deref()?,
+        sent.spec.as_deref()?,
+    );
+    let text = managed::applied_template(fields, spec, uid)?;
+    serde_json::from_str(&text).ok()
 }
 
 /// The pod template in the last-applied annotation of `child`, if it has one.
 #[must_use]
-pub fn last_applied_template(
-    child: &ObservedChild,
-) -> Option<k8s_openapi::api::core::v1::PodTemplateSpec> {
+pub fn last_applied_template(child: &ObservedChild) -> Option<PodTemplateSpec> {
     #[derive(serde::Deserialize)]
     struct Applied {
         spec: Option<Spec>,
     }
     #[derive(serde::Deserialize)]
     struct Spec {
-        template: Option<k8s_openapi::api::core::v1::PodTemplateSpec>,
+        template: Option<PodTemplateSpec>,
     }
     let applied: Applied = serde_json::from_str(&child.last_applied()?).ok()?;
     applied.spec?.template

@@ -236,7 +236,7 @@ fn desired(
         let plan = &layout.plan;
         children.push(match kind {
             ChildKind::Deployment | ChildKind::StatefulSet if *kind == plan.kind => {
-                answered_workload(plan, pods, &intent, &mut outcome)
+                answered_workload(plan, (received, pods), &intent, &mut outcome)
             }
             ChildKind::Deployment | ChildKind::StatefulSet => {
                 let Some(old) = kept_old_workload(*kind, plan, received)? else {
@@ -383,12 +383,13 @@ pub(super) fn kept_old_workload(
 /// it ([`template::answer`]).
 fn answered_workload(
     plan: &Plan<'_>,
-    pods: Pods<'_>,
+    (received, pods): (&Received<'_>, Pods<'_>),
     intent: &Intent,
     outcome: &mut Outcome,
 ) -> Child {
     let mut child = workload_child(plan, pods);
-    outcome.behind(template::answer(&mut child, plan.current, intent));
+    let observed = (received, plan.current);
+    outcome.behind(template::answer(&mut child, observed, intent));
     child
 }
 

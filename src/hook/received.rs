@@ -1,10 +1,10 @@
 //! A sync request as the hook received it: decoded narrowly, together with the body it was
 //! decoded from.
 //!
-//! The decoded request skips what the hook does not read (managed fields, whole specs). Two
-//! rare paths need exactly that, and read the body a second time (`src/keep/`): the
-//! children an invalid spec keeps under server-side apply, and the leaving workloads of a
-//! switch. Keeping the body beside the request it was decoded from means the two cannot
+//! The decoded request skips what the hook does not read (managed fields, whole specs). Three
+//! paths need exactly that, and read the body a second time (`src/keep/`): the children an
+//! invalid spec keeps under server-side apply, the leaving workloads of a switch, and under
+//! server-side apply the pod template a workload keeps (what Metacontroller applied). Keeping the body beside the request it was decoded from means the two cannot
 //! disagree. The observed children as sent ([`Sent`]) are read from the body at most once per
 //! request, on the first call that needs them, however many children are kept from them.
 //!
@@ -32,8 +32,8 @@ pub struct Received<'a> {
     stop: Option<Arc<AtomicBool>>,
 }
 
-/// An observed child as the body sends it: its identity, and its labels and whole spec
-/// unread.
+/// An observed child as the body sends it: its identity, and its labels, managed fields and
+/// whole spec unread.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Sent {
@@ -56,6 +56,9 @@ pub struct SentMeta {
     /// Its labels, as sent.
     #[serde(default)]
     pub labels: Option<Box<RawValue>>,
+    /// Its `managedFields`, as sent (server-side apply's record of who applied what).
+    #[serde(default, rename = "managedFields")]
+    pub managed_fields: Option<Box<RawValue>>,
 }
 
 impl Sent {

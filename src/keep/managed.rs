@@ -9,8 +9,9 @@
 //! filled with the child's live values, is exactly what Metacontroller applied last (fields another
 //! manager took over since are not in it), so applying it again changes nothing.
 //!
-//! Only read for an invalid spec whose observed children have no last-applied annotation: the
-//! request body is read a second time, each child lazily from its bytes ([`node`]): only the
+//! Read for an invalid spec whose observed children have no last-applied annotation, and for
+//! the pod template of a workload that keeps it ([`applied_template`]): the request body is
+//! read a second time, each child lazily from its bytes ([`node`]): only the
 //! levels the field set names are parsed, and its list keys are indexed once ([`fields`]), so
 //! the work is linear in the size of the request and what is stored is about the size of the
 //! answer.
@@ -69,7 +70,49 @@ fn applied(child: &RawValue, parent_uid: &str) -> Option<String> {
     let object = Node::object(child)?;
     let meta_raw = *object.get("metadata")?;
     let meta = Node::object(meta_raw)?;
-    let Node::Array(entries) = Node::parse(meta.get("managedFields")?)? else {
+    let fields = controller_fields(meta.get("managedFields")?, parent_uid)?;
+    let set = Node::object(fields)?;
+    // The identity is never in a field set; Metacontroller needs it.
+    let identity = ["name", "namespace"]
+        .into_iter()
+        .filter_map(|key| Some((key, Member::Raw(meta.get(key)?))))
+        .collect();
+    let extras = vec![
+        ("apiVersion", Member::Raw(object.get("apiVersion")?)),
+        ("kind", Member::Raw(object.get("kind")?)),
+        (
+            "metadata",
+            Member::Object(meta_raw, set.get("f:metadata").copied(), identity),
+        ),
+    ];
+    let mut out = String::with_capacity(child.get().len().min(64 * 1024));
+    fields::write(&mut out, &Member::Object(child, Some(fields), extras), 0)?;
+    Some(out)
+}
+
+/// The pod template the controller applied last to a workload whose `metadata.managedFields`
+/// and `spec` are `managed_fields` and `spec`, as JSON: `spec.template` reduced to the
+/// controller's field set, with the live values. `None` when no single entry of operation
+/// `Apply` owns the controller reference to the parent of `parent_uid`, when that entry names
+/// no template, or when the template is beyond what is read ([`fields::MAX_DEPTH`]).
+pub(super) fn applied_template(
+    managed_fields: &RawValue,
+    spec: &RawValue,
+    parent_uid: &str,
+) -> Option<String> {
+    let fields = controller_fields(managed_fields, parent_uid)?;
+    let set = Node::object(Node::object(fields)?.get("f:spec")?)?;
+    let template_set = *set.get("f:template")?;
+    let template = *Node::object(spec)?.get("template")?;
+    let mut out = String::with_capacity(template.get().len().min(64 * 1024));
+    fields::write(&mut out, &Member::Projected(template, template_set), 0)?;
+    Some(out)
+}
+
+/// The field set of the one `Apply` entry of `managed_fields` that owns the controller
+/// reference to the parent of `parent_uid`; `None` when there is none, or more than one.
+fn controller_fields<'a>(managed_fields: &'a RawValue, parent_uid: &str) -> Option<&'a RawValue> {
+    let Node::Array(entries) = Node::parse(managed_fields)? else {
         return None;
     };
     let mut owners = entries.into_iter().filter_map(|e| {
@@ -90,23 +133,7 @@ fn applied(child: &RawValue, parent_uid: &str) -> Option<String> {
     if owners.next().is_some() {
         return None; // two managers claim the controller reference: not ours to guess
     }
-    let set = Node::object(fields)?;
-    // The identity is never in a field set; Metacontroller needs it.
-    let identity = ["name", "namespace"]
-        .into_iter()
-        .filter_map(|key| Some((key, Member::Raw(meta.get(key)?))))
-        .collect();
-    let extras = vec![
-        ("apiVersion", Member::Raw(object.get("apiVersion")?)),
-        ("kind", Member::Raw(object.get("kind")?)),
-        (
-            "metadata",
-            Member::Object(meta_raw, set.get("f:metadata").copied(), identity),
-        ),
-    ];
-    let mut out = String::with_capacity(child.get().len().min(64 * 1024));
-    fields::write(&mut out, &Member::Object(child, Some(fields), extras), 0)?;
-    Some(out)
+    Some(fields)
 }
 
 /// Whether a field set owns `metadata.ownerReferences[uid=parent_uid]`.

@@ -7,10 +7,11 @@ use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::children::pod::{RESTART_TRIGGER, Rollers, SECRET_HASH};
-use crate::hook::{Child, ObservedChild, Parent};
+use crate::hook::{Child, ObservedChild, Parent, Received};
 use crate::keep;
 use crate::status::up_to_date;
 use crate::workload::intent::{self, Template};
+use crate::workload::rollout;
 
 use super::Options;
 
@@ -40,35 +41,49 @@ impl Intent {
 }
 
 /// Answers the built workload `child` (observed as `current`) with the pod template it runs
-/// when its owner's intent is unchanged, and records the intent's digest on it
-/// ([`intent::ANNOTATION`]). Returns what a rollout to the rendered template would change for
-/// a workload that keeps its template (empty when nothing), `None` for one answered with the
+/// when its owner's intent is unchanged, and records on it the intent's digest
+/// ([`intent::ANNOTATION`]) and the hash of the template answered ([`rollout::ANNOTATION`]),
+/// kept or rendered alike. Returns what a rollout to the rendered template would change for a
+/// workload that keeps its template (empty when nothing), `None` for one answered with the
 /// rendered template.
 pub(super) fn answer(
     child: &mut Child,
+    (received, current): (&Received<'_>, Option<&ObservedChild>),
+    intent: &Intent,
+) -> Option<Vec<String>> {
+    let differences = keep_template(child, received, current, intent);
+    let hash = template(child).map(rollout::template_hash);
+    if let (Some(meta), Some(hash)) = (metadata_mut(child), hash) {
+        let annotations = meta.annotations.get_or_insert_with(BTreeMap::new);
+        annotations.insert(intent::ANNOTATION.to_owned(), intent.digest.clone());
+        annotations.insert(rollout::ANNOTATION.to_owned(), hash);
+    }
+    differences
+}
+
+/// Replaces the rendered template of `child` with the one this hook last answered for
+/// `current` ([`answered`]) when the owner's intent keeps it; see [`answer`].
+fn keep_template(
+    child: &mut Child,
+    received: &Received<'_>,
     current: Option<&ObservedChild>,
     intent: &Intent,
 ) -> Option<Vec<String>> {
-    if let Some(meta) = metadata_mut(child) {
-        meta.annotations
-            .get_or_insert_with(BTreeMap::new)
-            .insert(intent::ANNOTATION.to_owned(), intent.digest.clone());
-    }
     let decision = intent::decide(current, &intent.digest, intent.parent);
     let current = current?;
     if decision == Template::Render {
         return None;
     }
-    // Only the template this hook last answered (Metacontroller's dynamic apply records it) is
-    // kept. Under server-side apply the live template is all there is, and it cannot tell a
-    // hand edit (which Metacontroller must undo) from an earlier rendering: such a workload is
-    // answered with the rendered template, as before this rule.
-    let (mut kept, exact) = (keep::last_applied_template(current)?, true);
+    // Only the template this hook last answered is kept: the live template alone cannot tell a
+    // hand edit (which Metacontroller must undo) from an earlier rendering, and carries the API
+    // server's defaults. A workload whose answered template cannot be proven gets the rendered
+    // one.
+    let mut kept = answered(received, current)?;
     let rendered = template(child)?;
     if decision == Template::KeepIfRollersAgree && !rollers_agree(&kept, rendered) {
         return None;
     }
-    let differences = up_to_date::differences(&kept, rendered, exact);
+    let differences = up_to_date::differences(&kept, rendered, true);
     let selected = selector_labels(child);
     kept.metadata
         .get_or_insert_with(ObjectMeta::default)
@@ -77,6 +92,25 @@ pub(super) fn answer(
         .extend(selected);
     *template_mut(child)? = kept;
     Some(differences)
+}
+
+/// The pod template this hook last answered for the observed workload `current`, when that can
+/// be proven: its last-applied annotation (dynamic apply), else the template Metacontroller
+/// applied with server-side apply when its hash is the one the workload records
+/// ([`rollout::ANNOTATION`], the hash of the template answered). A field another manager took
+/// over, or a value changed since, changes the hash: such a template is no answer of this
+/// hook's.
+pub(super) fn answered(
+    received: &Received<'_>,
+    current: &ObservedChild,
+) -> Option<PodTemplateSpec> {
+    if let Some(applied) = keep::last_applied_template(current) {
+        return Some(applied);
+    }
+    let annotations = current.metadata.annotations.as_ref();
+    let recorded = annotations.and_then(|a| a.template_hash.as_deref())?;
+    let applied = keep::server_side_applied_template(received, current)?;
+    (rollout::template_hash(&applied) == recorded).then_some(applied)
 }
 
 /// Whether the kept template records the same observed inputs (the secret hash, the restart

@@ -73,7 +73,7 @@ fn rolled_out(
     let mut built: Vec<(Child, String)> = z
         .zones
         .iter()
-        .map(|zp| zone_workload(zp, pods, intent, outcome))
+        .map(|zp| zone_workload(zp, (received, pods), intent, outcome))
         .collect();
     let states: Vec<ZoneState> = z
         .zones
@@ -89,11 +89,11 @@ fn rolled_out(
     for ((zp, (child, hash)), given) in z.zones.iter().zip(&mut built).zip(given) {
         let recorded = match zp.plan.current {
             Some(current) if !given => {
-                let mut held = keep::observed_template(received, current).ok_or_else(|| {
-                    SyncError::CannotHoldZone {
-                        kind: zp.plan.kind.kind(),
-                        name: current.metadata.name.clone(),
-                    }
+                let held = template::answered(received, current)
+                    .or_else(|| keep::observed_template(received, current));
+                let mut held = held.ok_or_else(|| SyncError::CannotHoldZone {
+                    kind: zp.plan.kind.kind(),
+                    name: current.metadata.name.clone(),
                 })?;
                 let recorded =
                     observed_hash(current).unwrap_or_else(|| rollout::template_hash(&held));
@@ -127,7 +127,7 @@ fn rolled_out(
 /// ([`template::answer`]), and the hash of that template.
 fn zone_workload(
     zp: &ZonePlan<'_>,
-    pods: Pods<'_>,
+    (received, pods): (&Received<'_>, Pods<'_>),
     intent: &Intent,
     outcome: &mut Outcome,
 ) -> (Child, String) {
@@ -136,7 +136,8 @@ fn zone_workload(
         ..pods
     };
     let mut child = workload_child(&zp.plan, pods);
-    outcome.behind(template::answer(&mut child, zp.plan.current, intent));
+    let observed = (received, zp.plan.current);
+    outcome.behind(template::answer(&mut child, observed, intent));
     let hash = template_mut(&mut child)
         .map(|t| rollout::template_hash(t))
         .unwrap_or_default();

@@ -1346,12 +1346,142 @@ class Suite:
         for name in ("cache-a", "cache"):
             self.api.delete(parent_path(ns, name))
 
+    def s_upgrade(self):
+        """A hook release restarts no cache (docs/behaviour.md, "Pod templates across hook
+        releases"): a TLS cache with the reload agent, a SASL cache with the exporter, a
+        warm-restart StatefulSet and a zoned cache settle; the hook restarts with its own image
+        at a new tag; three syncs of each later no workload's generation or pod template moved,
+        and UpToDate is False naming the image change. A requested rollout then rolls one cache
+        onto the new tag, and its UpToDate turns True."""
+        sc = "upgrade"
+        ns = self.ns("upgrade")
+        secrets = {"cache-tls-cert": {"tls.crt": b64("cert"), "tls.key": b64("key"), "ca.crt": b64("ca")},
+                   "upgrade-sasl": {"password-file": b64("user:one\n")}}
+        for secret, data in secrets.items():
+            self.api.apply(f"/api/v1/namespaces/{ns}/secrets/{secret}",
+                           {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": secret}, "data": data})
+        sasl = {"enabled": True, "credentialsSecretRef": {"name": "upgrade-sasl"}}
+
+        def sample(name):
+            with open(os.path.join(self.root, "config/samples", name)) as fh:
+                return yaml.safe_load(fh)
+        tls, monitored, warm, zoned = (sample(f) for f in ("tls.yaml", "monitoring.yaml",
+                                                            "warm-restart.yaml", "zones.yaml"))
+        monitored["spec"]["security"] = {"sasl": sasl, "secretRotation": "Reload"}
+        zoned["spec"]["security"] = {"sasl": sasl}
+        crs = [tls, monitored, warm, zoned]
+        for cr in crs:
+            self.create(cr, ns)
+        # (`render` sees no Secret: the pod templates record the Secrets' hashes, the render not)
+        for cr in crs:
+            name = cr["metadata"]["name"]
+            want = {(c["kind"], c["metadata"]["name"]) for c in self.render(cr, ns)}
+            res, took = self.wait("created", lambda: self.converged(ns, name)
+                                  and want == set(self.children(ns, name)), 90)
+            self.check(sc, res, f"{name} has every child its render has ({took:.1f}s)",
+                       json.dumps(sorted(map(list, self.children(ns, name)))))
+
+        def workloads():
+            out = {}
+            for cr in crs:
+                for (kind, child), o in self.children(ns, cr["metadata"]["name"]).items():
+                    if kind in ("Deployment", "StatefulSet"):
+                        out[(cr["metadata"]["name"], kind, child)] = o
+            return out
+        for (_cache, kind, child), _o in workloads().items():
+            if kind == "Deployment":
+                self.set_deployment_status(ns, child, ready=_o["spec"].get("replicas", 1))
+            else:
+                self.set_statefulset_ready(ns, child)
+
+        def synced_thrice():
+            """Three syncs of every cache (a label another controller sets moves each parent
+            once; Metacontroller syncs it), each answered 200."""
+            names = {f"{ns}/{cr['metadata']['name']}" for cr in crs}
+            for i in range(3):
+                t0 = time.time()
+                for cr in crs:
+                    self.api.merge(parent_path(ns, cr["metadata"]["name"]),
+                                   {"metadata": {"labels": {"e2e.touch": f"{int(t0)}-{i}"}}})
+                got, _ = self.wait("sync", lambda: names <= {e["parent"] for e in self.relay.since(t0)
+                                                             if e["code"] == 200}, 60)
+                if not got:
+                    return False
+                time.sleep(1)
+            return all(self.converged(ns, cr["metadata"]["name"]) for cr in crs)
+        self.check(sc, synced_thrice(), "every cache settled and synced three times")
+        before = workloads()
+        own = next((c["image"] for o in before.values()
+                    for c in o["spec"]["template"]["spec"].get("containers", [])
+                    + o["spec"]["template"]["spec"].get("initContainers", [])
+                    if "/memcached-hook:" in c["image"]), None)
+        if not self.check(sc, own, f"the caches run the hook's own image ({own})"):
+            return
+        bumped = own + "-next"
+        self.hook_a.stop()
+        self.hook_a.args = ["--reload-agent-image", bumped]
+        try:
+            self.hook_a.start()
+            synced = synced_thrice()
+            after = workloads()
+            self.check(sc, synced, f"the hook restarted with {bumped}; three syncs of every cache answered")
+            for key, o in before.items():
+                a = after.get(key) or {}
+                same = (a.get("metadata", {}).get("generation") == o["metadata"].get("generation")
+                        and a.get("spec", {}).get("template") == o["spec"]["template"])
+                unwritten = a.get("metadata", {}).get("resourceVersion") == o["metadata"]["resourceVersion"]
+                self.check(sc, same and unwritten,
+                           f"{key[1]}/{key[2]}: generation {o['metadata'].get('generation')} and pod "
+                           "template unchanged, not written", json.dumps({
+                               "generation": [o["metadata"].get("generation"),
+                                              a.get("metadata", {}).get("generation")],
+                               "resourceVersion": [o["metadata"]["resourceVersion"],
+                                                   a.get("metadata", {}).get("resourceVersion")],
+                               "spec": spec_changes(o, a)}))
+            for cr in crs:
+                name = cr["metadata"]["name"]
+                up = self.condition(ns, name, "UpToDate") or {}
+                self.check(sc, up.get("status") == "False" and "image" in up.get("message", "")
+                           and "-next" in up.get("message", ""),
+                           f"{name}: UpToDate False naming the image change", json.dumps(up))
+            # A requested rollout rolls the TLS cache onto the new tag.
+            name = tls["metadata"]["name"]
+            dpath = obj_path("apps/v1", "Deployment", ns, name)
+            g0 = self.api.get(dpath)["metadata"]["generation"]
+            self.api.merge(parent_path(ns, name), {"metadata": {"annotations": {
+                "memcached.c5c3.io/restart-trigger": "2026-12-02T11:00:00Z"}}})
+
+            def rolled():
+                d = self.api.get(dpath)
+                pod = d["spec"]["template"]["spec"]
+                images = [c["image"] for c in pod["containers"] + pod.get("initContainers", [])]
+                return d["metadata"]["generation"] > g0 and bumped in images
+            res, took = self.wait("rolled", rolled, 60)
+            self.check(sc, res, f"{name}: restart-trigger rolls it onto {bumped} ({took:.1f}s)",
+                       json.dumps(self.api.get(dpath)["spec"]["template"]["spec"].get("initContainers"))[:600])
+            self.set_deployment_status(ns, name, ready=tls["spec"]["replicas"])
+            res, took = self.wait("up-to-date", lambda: (self.condition(ns, name, "UpToDate") or {})
+                                  .get("status") == "True", 60)
+            self.check(sc, res, f"{name}: UpToDate True ({took:.1f}s)",
+                       json.dumps(self.condition(ns, name, "UpToDate")))
+            others = [k for k in before if k[0] != name]
+            now = workloads()
+            moved = [k for k in others if (now.get(k) or {}).get("metadata", {}).get("generation")
+                     != before[k]["metadata"].get("generation")]
+            self.check(sc, not moved, "the other caches' workloads still unchanged", json.dumps(moved))
+        finally:
+            for cr in crs:
+                self.api.delete(parent_path(ns, cr["metadata"]["name"]))
+            self.hook_a.stop()
+            self.hook_a.args = []
+            self.hook_a.start()
+
     # ---- driver -------------------------------------------------------------------------------------
     ALL = ["samples", "idempotency", "readiness", "workload_switch", "updates", "secret_rotation",
            "invalid_spec", "drift",
            "delete_gc", "hook_down", "hook_500", "hook_timeout", "hook_restart", "two_replicas",
            "apiserver_restart", "mc_restart", "scale_subresource", "shared_names", "namespace_overlay",
-           "scale"]
+           "upgrade", "scale"]
 
     def run(self):
         wanted = self.args.scenarios.split(",") if self.args.scenarios else self.ALL

@@ -2,7 +2,7 @@
 # The hook under a real Metacontroller, once per apply strategy (tests/e2e/mc_suite.py):
 # samples converge to `memcached-hook render`, readiness, updates, Secret rotation, invalid spec,
 # drift, idempotency, garbage collection, `kubectl scale` and an HPA on the Memcached (its own
-# HPA controller); faults (hook down, 500, timeout, restart, two replicas,
+# HPA controller), a hook release under a new own-image tag that restarts no cache; faults (hook down, 500, timeout, restart, two replicas,
 # API server and Metacontroller restarts); 200 Memcacheds at once.
 #
 # Metacontroller is never built by this project (build it by hand outside the repository, see

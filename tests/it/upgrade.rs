@@ -4,6 +4,7 @@
 //! template of today's answer; `upgrade_fixtures.rs` feeds the real answers of earlier builds.
 
 use memcached_hook::Options;
+use memcached_hook::workload::rollout;
 use serde_json::{Value, json};
 
 use crate::common::{condition, sync_value, sync_with};
@@ -326,24 +327,237 @@ fn an_invalid_spec_keeps_everything_as_observed() {
     assert_eq!(template(&answer, "cache"), template(&old, "cache"));
 }
 
-/// Under server-side apply there is no last-applied template: the live one carries the API
-/// server's defaults and possibly a hand edit, which Metacontroller must undo. Such a workload is
-/// answered with the rendered template (the rule keeps only what this hook last answered).
-#[test]
-fn under_server_side_apply_the_rendered_template_is_answered() {
-    let today = sync_value(&request(&spec(), (1, 0), &[]));
-    let mut live = older(&today, true);
-    for child in live["children"].as_array_mut().expect("children") {
-        if child["kind"] == "Deployment" {
-            let pod = &mut child["spec"]["template"]["spec"];
-            pod["dnsPolicy"] = json!("ClusterFirst");
-            pod["containers"][0]["imagePullPolicy"] = json!("IfNotPresent");
-            pod["containers"][0]["image"] = json!("memcached:edited-by-hand");
+const UID: &str = "0d7c5a4e-1f2b-4c3d-8e9f-a1b2c3d4e5f6";
+const TEMPLATE_HASH: &str = "memcached.c5c3.io/template-hash";
+
+/// The field set (`FieldsV1`) server-side apply records for `value` applied: every member
+/// named, lists of named objects (and ports, mounts) keyed by their merge keys, other lists
+/// atomic.
+fn field_set(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut set = serde_json::Map::new();
+            for (key, member) in map {
+                set.insert(format!("f:{key}"), list_or_set(key, member));
+            }
+            Value::Object(set)
+        }
+        _ => json!({}),
+    }
+}
+
+fn list_or_set(key: &str, member: &Value) -> Value {
+    let Some(items) = member.as_array() else {
+        return field_set(member);
+    };
+    let merge_key = |item: &Value| match key {
+        "ports" if item.get("containerPort").is_some() => Some(json!({
+            "containerPort": item["containerPort"],
+            "protocol": item.get("protocol").cloned().unwrap_or(json!("TCP"))})),
+        "volumeMounts" => Some(json!({"mountPath": item["mountPath"]})),
+        _ => item.get("name").map(|name| json!({"name": name})),
+    };
+    if !items
+        .iter()
+        .all(|i| i.is_object() && merge_key(i).is_some())
+    {
+        return json!({}); // atomic
+    }
+    let mut set = serde_json::Map::new();
+    for item in items {
+        let mut sub = field_set(item);
+        sub[".".to_owned()] = json!({});
+        let k = merge_key(item).expect("keyed");
+        set.insert(
+            format!("k:{}", serde_json::to_string(&k).expect("encodes")),
+            sub,
+        );
+    }
+    Value::Object(set)
+}
+
+/// The children of `answer` as the API server holds them once Metacontroller applied them
+/// with server-side apply and they settled: the answer's fields, Metacontroller's controller
+/// reference, its `Apply` entry in `managedFields` naming exactly what it applied, and the
+/// API server's defaults in the pod templates (fields nobody applied).
+fn observed_ssa(answer: &Value) -> Vec<Value> {
+    let owner = json!({"apiVersion": "memcached.c5c3.io/v1beta1", "kind": "Memcached",
+        "name": "cache", "uid": UID, "controller": true, "blockOwnerDeletion": true});
+    let children = answer["children"].as_array().expect("children");
+    observed(answer, false)
+        .into_iter()
+        .zip(children)
+        .map(|(mut obj, applied)| {
+            let mut set = field_set(applied);
+            for key in ["f:apiVersion", "f:kind"] {
+                set.as_object_mut().expect("a set").remove(key);
+            }
+            let meta = set["f:metadata"].as_object_mut().expect("metadata");
+            meta.remove("f:name");
+            meta.insert(
+                "f:ownerReferences".to_owned(),
+                json!({format!("k:{{\"uid\":\"{UID}\"}}"): {".": {}}}),
+            );
+            obj["metadata"]["ownerReferences"] = json!([owner]);
+            obj["metadata"]["managedFields"] = json!([
+                {"manager": "metacontroller", "operation": "Apply", "apiVersion": "apps/v1",
+                 "fieldsType": "FieldsV1", "fieldsV1": set},
+                {"manager": "kube-controller-manager", "operation": "Update",
+                 "apiVersion": "apps/v1", "fieldsType": "FieldsV1", "subresource": "status",
+                 "fieldsV1": {"f:status": {"f:replicas": {}}}}]);
+            if let Some(pod) = obj["spec"]["template"]["spec"].as_object_mut() {
+                pod.insert("dnsPolicy".to_owned(), json!("ClusterFirst"));
+                pod.insert("schedulerName".to_owned(), json!("default-scheduler"));
+                for c in pod["containers"].as_array_mut().expect("containers") {
+                    c["imagePullPolicy"] = json!("IfNotPresent");
+                    c["terminationMessagePath"] = json!("/dev/termination-log");
+                }
+            }
+            obj
+        })
+        .collect()
+}
+
+/// A request observing `children`, under server-side apply: the parent has its UID.
+fn request_ssa(spec: &Value, generation: (i64, i64), children: &[Value]) -> Value {
+    let mut next = request(spec, generation, children);
+    next["parent"]["metadata"]["uid"] = json!(UID);
+    next
+}
+
+/// `answer` as an older hook that records the hash of the template it answers would have
+/// rendered it ([`older`], stamped).
+fn older_hashed(answer: &Value) -> Value {
+    let mut old = older(answer, true);
+    for w in old["children"].as_array_mut().expect("children") {
+        if matches!(w["kind"].as_str(), Some("Deployment" | "StatefulSet")) {
+            let template = serde_json::from_value(w["spec"]["template"].clone());
+            let hash = rollout::template_hash(&template.expect("a template"));
+            w["metadata"]["annotations"][TEMPLATE_HASH] = json!(hash);
         }
     }
-    let answer = sync_value(&request(&spec(), (1, 1), &observed(&live, false)));
+    old
+}
+
+/// The workload named `name` of the observed `children`.
+fn child_mut<'a>(children: &'a mut [Value], name: &str) -> &'a mut Value {
+    children
+        .iter_mut()
+        .find(|c| c["metadata"]["name"] == name && c["kind"] != "Service")
+        .unwrap_or_else(|| panic!("no workload {name}"))
+}
+
+/// Under server-side apply there is no last-applied annotation: the template Metacontroller
+/// applied is read from its managed fields, and kept when its hash is the one the workload
+/// records (the hash of the template answered), whatever the hook renders now (here: no
+/// security contexts and another agent tag). Kept, it is answered exactly as applied, so a
+/// second apply changes nothing; the hash recorded is the same.
+#[test]
+fn under_server_side_apply_the_applied_template_is_kept() {
+    let spec = json!({"replicas": 2, "memcached": {"maxMemoryMB": 128},
+                      "security": {"tls": {"enabled": true, "certificateSecretRef": {"name": "tls"}},
+                                   "secretRotation": "Reload"}});
+    let today = sync_value(&request_ssa(&spec, (1, 0), &[]));
+    let old = older_hashed(&today);
+    let answer = sync_value(&request_ssa(&spec, (1, 1), &observed_ssa(&old)));
+    assert_eq!(template(&answer, "cache"), template(&old, "cache"));
+    let up = condition(&answer, "UpToDate");
+    assert_eq!(
+        (up.status.as_str(), up.reason.as_str()),
+        ("False", "NewRendering")
+    );
+    assert!(up.message.contains("image"), "{}", up.message);
+    let w = workloads(&answer)[0];
+    let was = workloads(&old)[0];
+    assert_eq!(
+        w["metadata"]["annotations"][TEMPLATE_HASH],
+        was["metadata"]["annotations"][TEMPLATE_HASH]
+    );
+    // Applied again and observed: the same answer.
+    let again = sync_value(&request_ssa(&spec, (1, 1), &observed_ssa(&answer)));
+    assert_eq!(again["children"], answer["children"]);
+}
+
+/// A field another manager took over (`kubectl edit`: operation `Update`) leaves
+/// Metacontroller's set: the template read back no longer hashes to what was answered, and the
+/// rendered template is answered, undoing the edit.
+#[test]
+fn under_server_side_apply_a_hand_edit_gets_the_rendered_template() {
+    let today = sync_value(&request_ssa(&spec(), (1, 0), &[]));
+    let old = older_hashed(&today);
+    // Unedited, the older template is kept.
+    let kept = sync_value(&request_ssa(&spec(), (1, 1), &observed_ssa(&old)));
+    assert_eq!(template(&kept, "cache"), template(&old, "cache"));
+    let mut live = observed_ssa(&old);
+    let w = child_mut(&mut live, "cache");
+    w["spec"]["template"]["spec"]["containers"][0]["image"] = json!("memcached:edited-by-hand");
+    let set = &mut w["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]["f:template"]["f:spec"]
+        ["f:containers"];
+    let key = set
+        .as_object()
+        .and_then(|s| s.keys().find(|k| k.contains("memcached")).cloned())
+        .expect("the memcached container");
+    set[&key].as_object_mut().expect("a set").remove("f:image");
+    w["metadata"]["managedFields"]
+        .as_array_mut()
+        .expect("entries")
+        .push(
+            json!({"manager": "kubectl-edit", "operation": "Update", "apiVersion": "apps/v1",
+            "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:template": {"f:spec": {
+                "f:containers": {key.clone(): {"f:image": {}}}}}}}}),
+        );
+    let answer = sync_value(&request_ssa(&spec(), (1, 1), &live));
     assert_eq!(template(&answer, "cache"), template(&today, "cache"));
     assert_eq!(condition(&answer, "UpToDate").status, "True");
+
+    // A value changed under Metacontroller's own field (no other manager): the hash tells.
+    let mut live = observed_ssa(&old);
+    let w = child_mut(&mut live, "cache");
+    w["spec"]["template"]["spec"]["containers"][0]["image"] = json!("memcached:edited-by-hand");
+    let answer = sync_value(&request_ssa(&spec(), (1, 1), &live));
+    assert_eq!(template(&answer, "cache"), template(&today, "cache"));
+
+    // No hash recorded (an earlier build's workload): nothing proves the template.
+    let mut live = observed_ssa(&old);
+    let w = child_mut(&mut live, "cache");
+    w["metadata"]["annotations"]
+        .as_object_mut()
+        .expect("annotated")
+        .remove(TEMPLATE_HASH);
+    let answer = sync_value(&request_ssa(&spec(), (1, 1), &live));
+    assert_eq!(template(&answer, "cache"), template(&today, "cache"));
+}
+
+/// A spec change under server-side apply: today's rendering.
+#[test]
+fn under_server_side_apply_a_spec_change_gets_the_rendered_template() {
+    let today = sync_value(&request_ssa(&spec(), (1, 0), &[]));
+    let live = observed_ssa(&older_hashed(&today));
+    let changed = json!({"replicas": 2, "memcached": {"maxMemoryMB": 256}});
+    let answer = sync_value(&request_ssa(&changed, (2, 1), &live));
+    let fresh = sync_value(&request_ssa(&changed, (1, 0), &[]));
+    assert_eq!(template(&answer, "cache"), template(&fresh, "cache"));
+    assert_eq!(condition(&answer, "UpToDate").status, "True");
+}
+
+/// Zones under server-side apply keep their templates across a new rendering, and a spec
+/// change still rolls zone by zone, the held zones answered as applied.
+#[test]
+fn under_server_side_apply_zones_keep_theirs_and_roll_zone_by_zone() {
+    let spec = json!({"replicas": 2, "zones": {"names": ["a", "b", "c"]}});
+    let today = sync_value(&request_ssa(&spec, (1, 0), &[]));
+    let old = older_hashed(&today);
+    let answer = sync_value(&request_ssa(&spec, (1, 1), &observed_ssa(&old)));
+    for zone in ["cache-a", "cache-b", "cache-c"] {
+        assert_eq!(template(&answer, zone), template(&old, zone), "{zone}");
+    }
+    let changed = json!({"replicas": 2, "zones": {"names": ["a", "b", "c"]},
+                         "memcached": {"maxMemoryMB": 256}});
+    let rolled = sync_value(&request_ssa(&changed, (2, 1), &observed_ssa(&old)));
+    assert!(template(&rolled, "cache-a")["spec"]["securityContext"].is_object());
+    for zone in ["cache-b", "cache-c"] {
+        assert_eq!(template(&rolled, zone), template(&old, zone), "{zone}");
+    }
 }
 
 #[test]
