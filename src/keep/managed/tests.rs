@@ -193,3 +193,64 @@ fn list_keys_of_too_many_shapes_keep_nothing() {
     s["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]["f:ports"] = Value::Object(set);
     assert_eq!(kept(&[s]).expect("kept")[0]["spec"]["ports"], json!([]));
 }
+
+/// A Deployment whose template Metacontroller applied, with the API server's defaults beside it
+/// and the memcached image taken over by `kubectl edit`.
+fn deployment() -> Value {
+    json!({
+        "metadata": {"managedFields": [
+            {"manager": "metacontroller", "operation": "Apply", "fieldsType": "FieldsV1", "fieldsV1": {
+                "f:metadata": {"f:ownerReferences": {format!("k:{{\"uid\":\"{UID}\"}}"): {}}},
+                "f:spec": {"f:replicas": {}, "f:template": {
+                    "f:metadata": {"f:labels": {"f:app": {}}},
+                    "f:spec": {"f:containers": {
+                        "k:{\"name\":\"memcached\"}": {".": {}, "f:name": {}, "f:args": {}},
+                        "k:{\"name\":\"agent\"}": {".": {}, "f:name": {}, "f:image": {}}}}}}}},
+            {"manager": "kubectl-edit", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": {
+                "f:spec": {"f:template": {"f:spec": {"f:containers": {
+                    "k:{\"name\":\"memcached\"}": {"f:image": {}}}}}}}}
+        ]},
+        "spec": {"replicas": 2, "template": {
+            "metadata": {"labels": {"app": "cache"}},
+            "spec": {"dnsPolicy": "ClusterFirst", "containers": [
+                {"name": "memcached", "image": "memcached:edited", "args": ["-m", "64"],
+                 "imagePullPolicy": "IfNotPresent"},
+                {"name": "agent", "image": "hook:1", "terminationMessagePath": "/dev/termination-log"}]}}}
+    })
+}
+
+fn template_of(d: &Value) -> Option<Value> {
+    let raw = |v: &Value| RawValue::from_string(v.to_string()).unwrap();
+    let (fields, spec) = (raw(&d["metadata"]["managedFields"]), raw(&d["spec"]));
+    applied_template(&fields, &spec, UID).map(|t| serde_json::from_str(&t).unwrap())
+}
+
+#[test]
+fn the_applied_template_leaves_out_defaults_and_fields_another_manager_took() {
+    assert_eq!(
+        template_of(&deployment()),
+        Some(json!({"metadata": {"labels": {"app": "cache"}},
+                    "spec": {"containers": [{"name": "memcached", "args": ["-m", "64"]},
+                                            {"name": "agent", "image": "hook:1"}]}}))
+    );
+}
+
+#[test]
+fn no_single_apply_entry_owning_the_controller_reference_gives_no_template() {
+    let mut d = deployment();
+    let second = d["metadata"]["managedFields"][0].clone();
+    d["metadata"]["managedFields"]
+        .as_array_mut()
+        .unwrap()
+        .push(second);
+    assert_eq!(template_of(&d), None);
+    let mut d = deployment();
+    d["metadata"]["managedFields"][0]["operation"] = json!("Update");
+    assert_eq!(template_of(&d), None);
+    let mut d = deployment();
+    d["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("f:template");
+    assert_eq!(template_of(&d), None);
+}
