@@ -20,7 +20,7 @@
 //!
 //! With `--proxy-routes` (proxy mode, in a pod of memcached's proxy) it watches the proxy's
 //! mounted route configuration instead, and on a change sends SIGHUP to the proxy that listens
-//! on the admin address and confirms the load from the proxy's `stats` (`proxy.rs`, field
+//! on the admin address and confirms the load from the proxy's `stats` (`routes.rs`, field
 //! `what` = `routes`). A configuration the proxy refuses is counted as a failure and not sent
 //! again until it changes; the proxy keeps the routes it has.
 //!
@@ -36,7 +36,7 @@ mod args;
 pub mod condition;
 mod metrics;
 pub mod pod_condition;
-mod proxy;
+mod routes;
 mod watched;
 
 pub use args::Args;
@@ -142,7 +142,7 @@ impl Agent {
         let Some(snapshot) = watched.pending(poll, What::Routes) else {
             return;
         };
-        match proxy::reload(&self.admin, &self.process_name) {
+        match routes::reload(&self.admin, &self.process_name) {
             Err(e @ memcached::AdminError::RoutesRefused(_)) => {
                 watched.refused(&snapshot);
                 self.report.outcome(What::Routes, Err(&e));
