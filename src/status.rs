@@ -17,6 +17,7 @@ pub use crate::workload::{Switching, ZoneSwitch};
 
 mod conditions;
 mod pods;
+pub mod proxies;
 pub mod secret_reload;
 pub mod up_to_date;
 pub mod warm_restart;
@@ -128,6 +129,8 @@ pub struct Inputs<'a> {
     /// older one, each part once (empty: every workload runs the current rendering), which
     /// `UpToDate` phrases.
     pub behind: Vec<String>,
+    /// With `spec.proxy`: `status.proxy`.
+    pub proxy: Option<crate::api::ProxyStatus>,
 }
 
 /// The valid spec of a sync, its workload plan, the related objects Metacontroller sent and the
@@ -260,6 +263,7 @@ pub fn build(inputs: &Inputs<'_>, previous: &[Condition], now: &str) -> Memcache
         tls_server_names,
         zones_ready: (!inputs.zones.is_empty()).then(|| zones_ready(inputs)),
         zones: (!inputs.zones.is_empty()).then(|| inputs.zones.clone()),
+        proxy: inputs.proxy.clone(),
     }
 }
 

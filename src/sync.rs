@@ -428,6 +428,7 @@ fn config_map(name: &str, namespace: &str, e: &Effective<'_>, members: Members<'
         members,
         port: ports::for_clients(e),
         tls: e.security.tls.is_some(),
+        proxy: e.proxy.is_some(),
     };
     Child::ConfigMap(Box::new(servers::build(&list)))
 }

@@ -4,7 +4,7 @@ use crate::api::effective::Effective;
 use crate::children::ports;
 use crate::children::servers::Members;
 use crate::hook::{ChildStatus, SyncRequest};
-use crate::status::{Inputs, Spec};
+use crate::status::{Inputs, Spec, proxies};
 use crate::workload::Layout;
 
 use super::Outcome;
@@ -39,13 +39,10 @@ pub(super) fn inputs<'a>(
         None => parent.spec.replicas,
     };
     let client_port = ports::for_clients(e);
-    let zones = layout.zones.as_ref().map(|z| {
-        let at = (name, namespace, client_port);
-        (
-            z.status(at, outcome.zones.budgets.as_ref(), creating),
-            z.replicas,
-        )
-    });
+    let at = (name, namespace, client_port);
+    let budgets = outcome.zones.budgets.as_ref();
+    let zones = layout.zones.as_ref();
+    let zones = zones.map(|z| (z.status(at, budgets, creating), z.replicas));
     let (zones, zone_replicas) = zones.unwrap_or_default();
     Inputs {
         name,
@@ -83,5 +80,6 @@ pub(super) fn inputs<'a>(
         zone_replicas,
         zone_budgets: outcome.zones.budgets,
         behind: outcome.behind,
+        proxy: proxies::of((name, namespace), e, &req.children),
     }
 }

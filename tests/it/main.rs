@@ -29,6 +29,7 @@ mod pod;
 mod pod_security;
 mod properties;
 mod proxy;
+mod proxy_status;
 mod reference;
 mod reload_report;
 mod running_layouts;

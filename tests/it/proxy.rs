@@ -8,7 +8,7 @@ use crate::common::{controller, sync_value};
 
 /// A first-sync request for the Memcached `cache` in `shop` with `spec`, under a
 /// CompositeController that also declares StatefulSets and ConfigMaps.
-fn request(spec: Value) -> Value {
+pub(crate) fn request(spec: Value) -> Value {
     let mut controller = controller();
     let kinds = controller["spec"]["childResources"]
         .as_array_mut()
@@ -33,7 +33,7 @@ fn violations(spec: Value) -> Vec<String> {
 }
 
 /// The ConfigMaps of an answer, by name.
-fn config_map<'a>(answer: &'a Value, name: &str) -> Option<&'a Value> {
+pub(crate) fn config_map<'a>(answer: &'a Value, name: &str) -> Option<&'a Value> {
     answer["children"]
         .as_array()?
         .iter()
@@ -46,7 +46,7 @@ fn routes(answer: &Value) -> &str {
         .expect("routes.lua")
 }
 
-fn zoned(replicas: i32) -> Value {
+pub(crate) fn zoned(replicas: i32) -> Value {
     json!({"workload": "StatefulSet", "replicas": replicas,
            "zones": {"names": ["zone-a", "zone-b", "zone-c"]},
            "proxy": {"enabled": true}})
@@ -163,7 +163,7 @@ fn beside_the_server_list_both_config_maps_are_emitted() {
 
 /// `request(spec)` with the children of `answer` observed, each as Metacontroller stores it
 /// (with its last-applied annotation and the namespace).
-fn observing(spec: Value, answer: &Value) -> Value {
+pub(crate) fn observing(spec: Value, answer: &Value) -> Value {
     let mut req = request(spec);
     let mut children = json!({});
     for child in answer["children"].as_array().expect("children") {

@@ -1,0 +1,161 @@
+//! `status.proxy`: the address of memcached's proxy and its ready pods, from the observed proxy
+//! Deployments (docs/behaviour.md, "Proxy").
+
+use crate::api::effective::Effective;
+use crate::api::{ProxyStatus, ProxyZoneStatus};
+use crate::children::{discovery, proxy_pods};
+use crate::hook::Observed;
+
+/// What `status.proxy` is computed from.
+#[derive(Clone, Copy, Debug)]
+pub struct Wanted<'a> {
+    /// The parent's name.
+    pub name: &'a str,
+    /// The parent's namespace.
+    pub namespace: &'a str,
+    /// `spec.proxy.replicas`: per zone with zones.
+    pub replicas: i32,
+    /// With `spec.zones`: the zones, in spec order.
+    pub zones: Option<&'a [&'a str]>,
+}
+
+/// `status.proxy` of the Memcached `name` in `namespace` with the spec `e`; `None` with the
+/// proxy off.
+#[must_use]
+pub fn of(
+    (name, namespace): (&str, &str),
+    e: &Effective<'_>,
+    observed: &Observed,
+) -> Option<ProxyStatus> {
+    let proxy = e.proxy?;
+    let wanted = Wanted {
+        name,
+        namespace,
+        replicas: proxy.replicas,
+        zones: e.zones.as_ref().map(|z| z.names.as_slice()),
+    };
+    Some(status(wanted, observed))
+}
+
+/// `status.proxy` of `w`, its ready pods read from the `observed` children.
+#[must_use]
+pub fn status(w: Wanted<'_>, observed: &Observed) -> ProxyStatus {
+    let ready_of = |zone: Option<&str>| {
+        observed
+            .find(
+                "apps/v1",
+                "Deployment",
+                &proxy_pods::workload_name(w.name, zone),
+            )
+            .and_then(|d| d.status.ready_replicas)
+    };
+    let zones = w.zones.map(|names| {
+        names
+            .iter()
+            .map(|zone| ProxyZoneStatus {
+                name: (*zone).to_owned(),
+                ready_replicas: ready_of(Some(zone)),
+            })
+            .collect::<Vec<_>>()
+    });
+    let (ready, deployments) = match &zones {
+        Some(zones) => (
+            zones
+                .iter()
+                .filter_map(|z| z.ready_replicas)
+                .fold(0i32, i32::saturating_add),
+            zones.len(),
+        ),
+        None => (ready_of(None).unwrap_or(0), 1),
+    };
+    let desired = w
+        .replicas
+        .saturating_mul(i32::try_from(deployments).unwrap_or(i32::MAX));
+    ProxyStatus {
+        address: discovery::proxy_address(w.name, w.namespace),
+        ready_replicas: (ready != 0).then_some(ready),
+        desired_replicas: desired,
+        ready: format!("{ready}/{desired}"),
+        zones,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn observed(deployments: &[(&str, i32)]) -> Observed {
+        let children: Vec<serde_json::Value> = deployments
+            .iter()
+            .map(|(name, ready)| {
+                serde_json::json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                    "metadata": {"name": name}, "status": {"readyReplicas": ready}})
+            })
+            .collect();
+        let by_name: serde_json::Map<String, serde_json::Value> = children
+            .into_iter()
+            .map(|c| {
+                (
+                    c["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                    c,
+                )
+            })
+            .collect();
+        serde_json::from_value(serde_json::json!({"Deployment.apps/v1": by_name}))
+            .expect("observed children")
+    }
+
+    #[test]
+    fn with_zones_each_zone_counts_its_own_deployment() {
+        let zones = ["zone-a", "zone-b", "zone-c"];
+        let seen = observed(&[
+            ("cache-proxy-zone-a", 2),
+            ("cache-proxy-zone-c", 1),
+            ("cache-zone-b", 2),
+        ]);
+        let s = status(
+            Wanted {
+                name: "cache",
+                namespace: "shop",
+                replicas: 2,
+                zones: Some(&zones),
+            },
+            &seen,
+        );
+        assert_eq!(s.address, "cache-proxy.shop:11211");
+        assert_eq!((s.ready_replicas, s.desired_replicas), (Some(3), 6));
+        assert_eq!(s.ready, "3/6");
+        let per_zone: Vec<(String, Option<i32>)> = s
+            .zones
+            .unwrap_or_default()
+            .into_iter()
+            .map(|z| (z.name, z.ready_replicas))
+            .collect();
+        assert_eq!(
+            per_zone,
+            [
+                ("zone-a".to_owned(), Some(2)),
+                ("zone-b".to_owned(), None),
+                ("zone-c".to_owned(), Some(1))
+            ]
+        );
+    }
+
+    #[test]
+    fn without_zones_the_one_deployment_counts() {
+        let wanted = Wanted {
+            name: "cache",
+            namespace: "shop",
+            replicas: 3,
+            zones: None,
+        };
+        let none = status(wanted, &Observed::default());
+        assert_eq!((none.ready_replicas, none.ready.as_str()), (None, "0/3"));
+        assert!(none.zones.is_none());
+        let seen = status(wanted, &observed(&[("cache-proxy", 3)]));
+        assert_eq!(seen.ready, "3/3");
+    }
+}
