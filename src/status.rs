@@ -48,6 +48,10 @@ pub const WARM_RESTART: &str = "WarmRestart";
 /// Condition type: with `spec.zones`, which zone's disruption budget lets pods go.
 pub const ZONE_DISRUPTION: &str = "ZoneDisruption";
 
+/// Condition type: with `spec.proxy`, whether every proxy pod wanted is ready (the cache's own
+/// `Ready` does not count them).
+pub const PROXY_READY: &str = "ProxyReady";
+
 /// A condition computed from the spec (`SecretReload`, `WarmRestart`, `ZoneDisruption`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SpecCondition {
@@ -175,6 +179,7 @@ fn merge(
         SECRET_RELOAD,
         WARM_RESTART,
         ZONE_DISRUPTION,
+        PROXY_READY,
         CHILD_RESOURCES_MISSING,
         up_to_date::UP_TO_DATE,
     ];

@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "camelCase", default)]
 pub struct MemcachedStatus {
     /// Available, Progressing, Degraded, Ready, DisruptionBudgetBlocking, ChildResourcesMissing,
-    /// SecretReload, WarmRestart, UpToDate, ZoneDisruption; condition types written by others are
-    /// kept.
+    /// SecretReload, WarmRestart, UpToDate, ZoneDisruption, ProxyReady; condition types written by
+    /// others are kept.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(
         with = "Option<Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>>",

@@ -1,6 +1,7 @@
 //! `status.proxy`: the address of memcached's proxy and its ready pods, from the observed proxy
 //! Deployments (docs/behaviour.md, "Proxy").
 
+use super::SpecCondition;
 use crate::api::effective::Effective;
 use crate::api::{ProxyStatus, ProxyZoneStatus};
 use crate::children::{discovery, proxy_pods};
@@ -77,6 +78,40 @@ pub fn status(w: Wanted<'_>, observed: &Observed) -> ProxyStatus {
         desired_replicas: desired,
         ready: format!("{ready}/{desired}"),
         zones,
+    }
+}
+
+/// The `ProxyReady` condition of `p`: `True` once every proxy pod wanted is ready (with zones,
+/// in every zone), `False` naming how many are and, with zones, the zones short of them.
+#[must_use]
+pub fn condition(p: &ProxyStatus) -> SpecCondition {
+    let ready = p.ready_replicas.unwrap_or(0);
+    let zones = p.zones.as_deref().unwrap_or_default();
+    let per_zone = i32::try_from(zones.len())
+        .ok()
+        .filter(|n| *n > 0)
+        .map_or(p.desired_replicas, |n| p.desired_replicas / n);
+    let short: Vec<String> = zones
+        .iter()
+        .filter(|z| z.ready_replicas.unwrap_or(0) < per_zone)
+        .map(|z| format!("{} {}/{per_zone}", z.name, z.ready_replicas.unwrap_or(0)))
+        .collect();
+    if ready >= p.desired_replicas && short.is_empty() {
+        return SpecCondition {
+            status: true,
+            reason: "ProxyPodsReady",
+            message: format!("{ready} of {} proxy pods ready", p.desired_replicas),
+        };
+    }
+    let zones = if short.is_empty() {
+        String::new()
+    } else {
+        format!(" (short: {})", short.join(", "))
+    };
+    SpecCondition {
+        status: false,
+        reason: "ProxyPodsNotReady",
+        message: format!("{ready} of {} proxy pods ready{zones}", p.desired_replicas),
     }
 }
 
@@ -157,5 +192,30 @@ mod tests {
         assert!(none.zones.is_none());
         let seen = status(wanted, &observed(&[("cache-proxy", 3)]));
         assert_eq!(seen.ready, "3/3");
+        let ready = condition(&seen);
+        assert_eq!(
+            (ready.status, ready.reason, ready.message.as_str()),
+            (true, "ProxyPodsReady", "3 of 3 proxy pods ready")
+        );
+        let not = condition(&none);
+        assert_eq!((not.status, not.reason), (false, "ProxyPodsNotReady"));
+        assert_eq!(not.message, "0 of 3 proxy pods ready");
+    }
+
+    #[test]
+    fn a_zone_short_of_proxy_pods_is_named_even_when_the_total_is_reached() {
+        let zones = ["zone-a", "zone-b"];
+        let s = status(
+            Wanted {
+                name: "cache",
+                namespace: "shop",
+                replicas: 2,
+                zones: Some(&zones),
+            },
+            &observed(&[("cache-proxy-zone-a", 4), ("cache-proxy-zone-b", 1)]),
+        );
+        let c = condition(&s);
+        assert!(!c.status);
+        assert_eq!(c.message, "5 of 4 proxy pods ready (short: zone-b 1/2)");
     }
 }

@@ -89,3 +89,56 @@ fn the_proxy_status_is_small() {
         .len();
     assert!(bytes < 200, "{bytes} bytes");
 }
+
+/// `ProxyReady` says whether every proxy pod wanted is ready; the cache's own conditions do not
+/// count the proxy's pods.
+#[test]
+fn proxy_ready_follows_the_proxy_pods_and_leaves_ready_alone() {
+    let first = sync_value(&request(zoned(2)));
+    let proxy_ready = crate::common::condition(&first, "ProxyReady");
+    assert_eq!(
+        (proxy_ready.status.as_str(), proxy_ready.reason.as_str()),
+        ("False", "ProxyPodsNotReady")
+    );
+    assert_eq!(
+        proxy_ready.message,
+        "0 of 6 proxy pods ready (short: zone-a 0/2, zone-b 0/2, zone-c 0/2)"
+    );
+    let all = [
+        ("cache-proxy-zone-a", 2),
+        ("cache-proxy-zone-b", 2),
+        ("cache-proxy-zone-c", 2),
+    ];
+    let later = sync_value(&with_ready(zoned(2), &first, &all));
+    let proxy_ready = crate::common::condition(&later, "ProxyReady");
+    assert_eq!(
+        (proxy_ready.status.as_str(), proxy_ready.message.as_str()),
+        ("True", "6 of 6 proxy pods ready")
+    );
+    let ready = |answer: &Value| crate::common::condition(answer, "Ready").status;
+    assert_eq!(
+        ready(&later),
+        ready(&first),
+        "the cache's Ready ignores the proxy"
+    );
+    let mut off = zoned(2);
+    off["proxy"] = json!({"enabled": false});
+    let mut req = observing(off, &later);
+    req["parent"]["status"] = later["status"].clone();
+    let answer = sync_value(&req);
+    let types = |answer: &Value| -> Vec<String> {
+        answer["status"]["conditions"]
+            .as_array()
+            .expect("conditions")
+            .iter()
+            .filter_map(|c| c["type"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert!(types(&later).contains(&"ProxyReady".to_owned()));
+    assert!(
+        !types(&answer).contains(&"ProxyReady".to_owned()),
+        "{:?}",
+        types(&answer)
+    );
+    assert!(answer["status"].get("proxy").is_none());
+}
