@@ -4,7 +4,7 @@
 use super::SpecCondition;
 use crate::api::effective::Effective;
 use crate::api::{ProxyStatus, ProxyZoneStatus};
-use crate::children::{discovery, proxy_pods};
+use crate::children::{discovery, own_image, proxy_pods};
 use crate::hook::Observed;
 
 /// What `status.proxy` is computed from.
@@ -83,8 +83,21 @@ pub fn status(w: Wanted<'_>, observed: &Observed) -> ProxyStatus {
 
 /// The `ProxyReady` condition of `p`: `True` once every proxy pod wanted is ready (with zones,
 /// in every zone), `False` naming how many are and, with zones, the zones short of them.
+/// `agent_image` is the hook's `--reload-agent-image` (of a valid spec): still the placeholder,
+/// no proxy pod can start its reload agent, and the condition says so.
 #[must_use]
-pub fn condition(p: &ProxyStatus) -> SpecCondition {
+pub fn condition(p: &ProxyStatus, agent_image: Option<&str>) -> SpecCondition {
+    if let Some(image) = agent_image.filter(|i| own_image::is_placeholder(i)) {
+        return SpecCondition {
+            status: false,
+            reason: "AgentImagePlaceholder",
+            message: format!(
+                "The reload-agent image {image} is a placeholder no node can pull, and every \
+                 proxy pod runs the agent: set the hook's --reload-agent-image \
+                 (MEMCACHED_HOOK_RELOAD_AGENT_IMAGE) to the hook's own image"
+            ),
+        };
+    }
     let ready = p.ready_replicas.unwrap_or(0);
     let zones = p.zones.as_deref().unwrap_or_default();
     let per_zone = i32::try_from(zones.len())
@@ -192,14 +205,19 @@ mod tests {
         assert!(none.zones.is_none());
         let seen = status(wanted, &observed(&[("cache-proxy", 3)]));
         assert_eq!(seen.ready, "3/3");
-        let ready = condition(&seen);
+        let ready = condition(&seen, Some("ghcr.io/corp/memcached-hook:1"));
         assert_eq!(
             (ready.status, ready.reason, ready.message.as_str()),
             (true, "ProxyPodsReady", "3 of 3 proxy pods ready")
         );
-        let not = condition(&none);
+        let not = condition(&none, None);
         assert_eq!((not.status, not.reason), (false, "ProxyPodsNotReady"));
         assert_eq!(not.message, "0 of 3 proxy pods ready");
+        let placeholder = condition(&seen, Some(own_image::DEFAULT_IMAGE));
+        assert_eq!(
+            (placeholder.status, placeholder.reason),
+            (false, "AgentImagePlaceholder")
+        );
     }
 
     #[test]
@@ -214,7 +232,7 @@ mod tests {
             },
             &observed(&[("cache-proxy-zone-a", 4), ("cache-proxy-zone-b", 1)]),
         );
-        let c = condition(&s);
+        let c = condition(&s, None);
         assert!(!c.status);
         assert_eq!(c.message, "5 of 4 proxy pods ready (short: zone-b 1/2)");
     }

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::common::sync_value;
+use crate::common::{sync_value, sync_with};
 use crate::proxy::{config_map, observing, request, zoned};
 
 /// `request(spec)` observing `answer`'s children, each proxy Deployment with `ready` ready pods
@@ -90,10 +90,20 @@ fn the_proxy_status_is_small() {
     assert!(bytes < 200, "{bytes} bytes");
 }
 
+/// A hook told its own image (every proxy pod runs its reload agent).
+fn with_agent_image() -> memcached_hook::Options {
+    memcached_hook::Options {
+        reload_agent_image: "ghcr.io/corp/memcached-hook:0.1.0".into(),
+        ..memcached_hook::Options::default()
+    }
+}
+
 /// `ProxyReady` says whether every proxy pod wanted is ready; the cache's own conditions do not
 /// count the proxy's pods.
 #[test]
 fn proxy_ready_follows_the_proxy_pods_and_leaves_ready_alone() {
+    let options = with_agent_image();
+    let sync_value = |req: &Value| sync_with(req, &options);
     let first = sync_value(&request(zoned(2)));
     let proxy_ready = crate::common::condition(&first, "ProxyReady");
     assert_eq!(
@@ -141,4 +151,19 @@ fn proxy_ready_follows_the_proxy_pods_and_leaves_ready_alone() {
         types(&answer)
     );
     assert!(answer["status"].get("proxy").is_none());
+}
+
+/// With the placeholder agent image no proxy pod can start its reload agent: `ProxyReady` says so.
+#[test]
+fn proxy_ready_names_a_placeholder_agent_image() {
+    let answer = sync_value(&request(zoned(1)));
+    let proxy_ready = crate::common::condition(&answer, "ProxyReady");
+    assert_eq!(
+        (proxy_ready.status.as_str(), proxy_ready.reason.as_str()),
+        ("False", "AgentImagePlaceholder")
+    );
+    assert!(
+        proxy_ready.message.contains("--reload-agent-image"),
+        "{proxy_ready:?}"
+    );
 }
