@@ -121,6 +121,16 @@ fn admin_port(e: &Effective<'_>) -> i32 {
     }
 }
 
+/// The mount of the route configuration, read-only (the proxy's and the reload agent's).
+fn config_mount() -> VolumeMount {
+    VolumeMount {
+        name: CONFIG_VOLUME.to_owned(),
+        mount_path: CONFIG_DIR.to_owned(),
+        read_only: Some(true),
+        ..VolumeMount::default()
+    }
+}
+
 /// The volumes of the proxy's pods and the container's mounts: the route configuration, and
 /// the TLS Secret with TLS.
 fn volumes(name: &str, e: &Effective<'_>) -> (Vec<Volume>, Vec<VolumeMount>) {
@@ -132,12 +142,7 @@ fn volumes(name: &str, e: &Effective<'_>) -> (Vec<Volume>, Vec<VolumeMount>) {
         }),
         ..Volume::default()
     }];
-    let mut mounts = vec![VolumeMount {
-        name: CONFIG_VOLUME.to_owned(),
-        mount_path: CONFIG_DIR.to_owned(),
-        read_only: Some(true),
-        ..VolumeMount::default()
-    }];
+    let mut mounts = vec![config_mount()];
     if let Some(tls) = e.security.tls {
         let keys: &[&str] = if tls.client_cert {
             &["tls.crt", "tls.key", "ca.crt"]
@@ -201,7 +206,7 @@ fn pod_spec(
         e,
         agent_image,
         (&format!("{CONFIG_DIR}/{ROUTES_KEY}"), admin_port(e)),
-        mounts[0].clone(),
+        config_mount(),
     );
     PodSpec {
         affinity: zone.map(|z| Affinity {
