@@ -44,7 +44,7 @@ pub use proxy::ProxySpec;
 pub use security::{NetworkPolicySpec, SaslSpec, SecretRef, SecuritySpec, TlsSpec, TlsVersion};
 pub use service::ServiceSpec;
 pub use spec::*;
-pub use status::{Condition, MemcachedStatus, ZoneStatus};
+pub use status::{Condition, MemcachedStatus, ProxyStatus, ProxyZoneStatus, ZoneStatus};
 pub use warm_restart::WarmRestartSpec;
 pub use zones::ZonesSpec;
 

@@ -25,8 +25,8 @@ use serve::ServeArgs;
 pub struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
-    /// Image of the reload-agent sidecar in memcached pods (`secretRotation: Reload`): the hook's
-    /// own image, which runs `memcached-hook reload-agent`.
+    /// Image of the reload-agent sidecar in memcached pods (`secretRotation: Reload`) and in the
+    /// pods of `spec.proxy`: the hook's own image, which runs `memcached-hook reload-agent`.
     #[arg(
         long,
         global = true,

@@ -17,6 +17,7 @@ pub use crate::workload::{Switching, ZoneSwitch};
 
 mod conditions;
 mod pods;
+pub mod proxies;
 pub mod secret_reload;
 pub mod up_to_date;
 pub mod warm_restart;
@@ -46,6 +47,10 @@ pub const WARM_RESTART: &str = "WarmRestart";
 
 /// Condition type: with `spec.zones`, which zone's disruption budget lets pods go.
 pub const ZONE_DISRUPTION: &str = "ZoneDisruption";
+
+/// Condition type: with `spec.proxy`, whether every proxy pod wanted is ready (the cache's own
+/// `Ready` does not count them).
+pub const PROXY_READY: &str = "ProxyReady";
 
 /// A condition computed from the spec (`SecretReload`, `WarmRestart`, `ZoneDisruption`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -142,6 +147,8 @@ pub struct Inputs<'a> {
     pub behind: Vec<String>,
     /// Children whose names other objects hold, in answer order.
     pub taken: Vec<Taken>,
+    /// With `spec.proxy`: `status.proxy`.
+    pub proxy: Option<crate::api::ProxyStatus>,
 }
 
 /// The valid spec of a sync, its workload plan, the related objects Metacontroller sent and the
@@ -186,6 +193,7 @@ fn merge(
         SECRET_RELOAD,
         WARM_RESTART,
         ZONE_DISRUPTION,
+        PROXY_READY,
         CHILD_RESOURCES_MISSING,
         up_to_date::UP_TO_DATE,
     ];
@@ -274,6 +282,7 @@ pub fn build(inputs: &Inputs<'_>, previous: &[Condition], now: &str) -> Memcache
         tls_server_names,
         zones_ready: (!inputs.zones.is_empty()).then(|| zones_ready(inputs)),
         zones: (!inputs.zones.is_empty()).then(|| inputs.zones.clone()),
+        proxy: inputs.proxy.clone(),
     }
 }
 

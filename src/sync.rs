@@ -261,7 +261,8 @@ fn desired(
         .map(|s| s.kept(received))
         .transpose()?;
     children.extend(kept.into_iter().flatten());
-    children.extend(proxy_children((name, namespace), e, layout, (kinds, req)));
+    let at = ((name, namespace), &*options.reload_agent_image);
+    children.extend(proxy_children(at, e, layout, (kinds, req)));
     Ok((children, outcome))
 }
 
@@ -429,17 +430,18 @@ fn config_map(name: &str, namespace: &str, e: &Effective<'_>, members: Members<'
         members,
         port: ports::for_clients(e),
         tls: e.security.tls.is_some(),
+        proxy: e.proxy.is_some(),
     };
     Child::ConfigMap(Box::new(servers::build(&list)))
 }
 
 /// The children of `spec.proxy`: its route configuration `<name>-proxy` (among the declared
 /// `kinds`), whose pools list the same membership as the server lists; a proxy Deployment per
-/// zone (or one) when the CompositeController declares Deployments; the Service
-/// `<name>-proxy`. The proxy reaches the pods on their plaintext port (validation refuses TLS
+/// zone (or one, each with the reload agent of `agent_image`) when the CompositeController
+/// declares Deployments; the Service `<name>-proxy`. The proxy reaches the pods on their plaintext port (validation refuses TLS
 /// without one).
 fn proxy_children(
-    (name, namespace): (&str, &str),
+    ((name, namespace), agent_image): ((&str, &str), &str),
     e: &Effective<'_>,
     layout: &Layout<'_>,
     (kinds, req): (&[ChildKind], &crate::hook::SyncRequest),
@@ -454,12 +456,6 @@ fn proxy_children(
         port: ports::MEMCACHED.number,
     };
     let config = proxy_config::build(&routes);
-    let hash = config
-        .data
-        .as_ref()
-        .and_then(|d| d.get(proxy_config::ROUTES_KEY))
-        .map(|text| proxy_pods::routes_hash(text))
-        .unwrap_or_default();
     let mut out = Vec::new();
     if kinds.contains(&ChildKind::ConfigMap) {
         out.push(Child::ConfigMap(Box::new(config)));
@@ -481,7 +477,11 @@ fn proxy_children(
         };
         out.extend(zones.into_iter().map(|zone| {
             Child::Deployment(Box::new(proxy_pods::deployment(
-                name, e, wanted, zone, &hash,
+                name,
+                e,
+                wanted,
+                zone,
+                agent_image,
             )))
         }));
     }

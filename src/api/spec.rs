@@ -86,6 +86,7 @@ const MIB: u32 = 1 << 20;
     printcolumn = r#"{"name":"Pods","type":"integer","jsonPath":".status.desiredReplicas","description":"Memcached pods wanted over all zones: spec.replicas (1 when unset, or the autoscaler's count), times the zones with spec.zones"}"#,
     printcolumn = r#"{"name":"Ready","type":"integer","jsonPath":".status.readyReplicas","description":"Ready Memcached pods over all zones"}"#,
     printcolumn = r#"{"name":"Zones","type":"string","jsonPath":".status.zonesReady","description":"With spec.zones: zones whose pods are all ready, over all zones","priority":1}"#,
+    printcolumn = r#"{"name":"Proxy","type":"string","jsonPath":".status.proxy.ready","description":"With spec.proxy: ready proxy pods over the proxy pods wanted, over all zones","priority":1}"#,
     printcolumn = r#"{"name":"Status","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status","description":"Whether all desired Memcached pods are ready"}"#,
     printcolumn = r#"{"name":"UpToDate","type":"string","jsonPath":".status.conditions[?(@.type==\"UpToDate\")].status","description":"Whether the pods run this hook's current rendering of their template (False: kept until the next spec change or requested rollout)","priority":1}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#

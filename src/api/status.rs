@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "camelCase", default)]
 pub struct MemcachedStatus {
     /// Available, Progressing, Degraded, Ready, DisruptionBudgetBlocking, ChildResourcesMissing,
-    /// SecretReload, WarmRestart, UpToDate, ZoneDisruption; condition types written by others are
-    /// kept.
+    /// SecretReload, WarmRestart, UpToDate, ZoneDisruption, ProxyReady; condition types written by
+    /// others are kept.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(
         with = "Option<Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>>",
@@ -66,6 +66,41 @@ pub struct MemcachedStatus {
     /// the ZONES column.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub zones_ready: Option<String>,
+    /// With `spec.proxy`: where clients reach memcached's proxy, and its ready pods.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<ProxyStatus>,
+}
+
+/// memcached's proxy in front of a Memcached with `spec.proxy`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ProxyStatus {
+    /// The proxy's Service as clients in any namespace reach it: `<name>-proxy.<namespace>:11211`.
+    pub address: String,
+    /// Ready proxy pods, over all zones (from the observed proxy Deployments).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ready_replicas: Option<i32>,
+    /// Proxy pods wanted, over all zones: `spec.proxy.replicas`, times the zones with
+    /// `spec.zones`.
+    pub desired_replicas: i32,
+    /// `<ready>/<desired>`. Shown as the PROXY column.
+    pub ready: String,
+    /// With `spec.zones`: each zone's ready proxy pods (each wants `spec.proxy.replicas`), in
+    /// the order of `spec.zones.names`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
+    pub zones: Option<Vec<ProxyZoneStatus>>,
+}
+
+/// The proxy pods of one zone.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ProxyZoneStatus {
+    /// The zone.
+    pub name: String,
+    /// Ready proxy pods of the zone's proxy Deployment.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ready_replicas: Option<i32>,
 }
 
 /// One zone of a Memcached with `spec.zones`.

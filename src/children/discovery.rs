@@ -26,6 +26,14 @@ pub fn service_host(name: &str, namespace: &str) -> String {
     format!("{name}.{namespace}")
 }
 
+/// The address of memcached's proxy in front of the Memcached `name` (`spec.proxy`): its Service
+/// `<name>-proxy` as clients in any namespace resolve it, on the proxy's port.
+#[must_use]
+pub fn proxy_address(name: &str, namespace: &str) -> String {
+    let service = format!("{name}{}", super::proxy_config::SUFFIX);
+    address(&service_host(&service, namespace), MEMCACHED.number)
+}
+
 /// The host of the pod `ordinal` of the StatefulSet `workload` governed by the headless Service
 /// `name`: `<workload>-<ordinal>.<name>.<namespace>.svc` (a zone's StatefulSet is
 /// `<name>-<zone>`).

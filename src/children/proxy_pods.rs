@@ -1,10 +1,11 @@
 //! The proxy's pods and Service: memcached started as memcached's proxy with the route
 //! configuration `<name>-proxy` mounted, one Deployment per zone pinned to it and told its zone
 //! (or one Deployment without zones), and the Service `<name>-proxy` in front of them all
-//! (docs/behaviour.md, "Proxy").
+//! (docs/behaviour.md, "Proxy"). Each proxy pod runs the reload agent in proxy mode beside the
+//! proxy: a new route configuration is loaded by SIGHUP, so the pod template depends on the
+//! proxy's own settings only, and a new membership restarts no proxy.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment,
@@ -16,12 +17,11 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::networking::v1::NetworkPolicyPeer;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use sha2::{Digest, Sha256};
 
 use super::proxy_config::{ROUTES_KEY, SUFFIX, ZONE_ENV};
 use super::volumes::{TLS_VOLUME, secret_volume};
 use super::zone::Zone;
-use super::{TLS_MOUNT_PATH, labels, ports, security_context};
+use super::{TLS_MOUNT_PATH, labels, ports, reload_agent, security_context};
 use crate::api::effective::Effective;
 use crate::api::proxy::Proxy;
 
@@ -32,9 +32,6 @@ pub const APP_NAME: &str = "memcached-proxy";
 pub const CONFIG_DIR: &str = "/etc/memcached/proxy";
 /// The volume of the route configuration.
 const CONFIG_VOLUME: &str = "proxy-routes";
-/// Pod annotation: a hash of the route configuration, so that a new membership rolls the
-/// proxies onto it.
-pub const ROUTES_HASH: &str = "memcached.c5c3.io/proxy-routes-hash";
 /// The proxy's container.
 const CONTAINER: &str = "proxy";
 
@@ -85,7 +82,7 @@ pub fn peer(name: &str) -> NetworkPolicyPeer {
 
 /// The proxy's command line after the image's entrypoint: the route library with the mounted
 /// configuration, no UDP, and with `spec.security.tls` TLS on its port (with client
-/// certificates when asked).
+/// certificates when asked) and plaintext only on the pod's loopback, for the reload agent.
 #[must_use]
 pub fn args(e: &Effective<'_>) -> Vec<String> {
     let mut args = vec![
@@ -98,18 +95,40 @@ pub fn args(e: &Effective<'_>) -> Vec<String> {
     ];
     if let Some(tls) = e.security.tls {
         args.extend(super::args::tls_args(tls));
+        // With -Z every listener speaks TLS unless prefixed `notls:`.
+        args.extend([
+            "-l".to_owned(),
+            format!(
+                "{}:{}",
+                super::args::LISTEN_ADDRESS,
+                ports::MEMCACHED.number
+            ),
+            "-l".to_owned(),
+            format!("notls:127.0.0.1:{}", ports::LOOPBACK_PLAINTEXT),
+        ]);
     }
     args
 }
 
-/// The hash of a route configuration, as the pods' [`ROUTES_HASH`] annotation.
-#[must_use]
-pub fn routes_hash(routes: &str) -> String {
-    let digest = Sha256::digest(routes.as_bytes());
-    digest.iter().take(8).fold(String::new(), |mut out, b| {
-        let _ = write!(out, "{b:02x}");
-        out
-    })
+/// The proxy's plaintext port on the pod's loopback: its client port, or with TLS (which the
+/// proxy serves on its client port whatever `allowPlaintext` says) a loopback listener of its
+/// own.
+fn admin_port(e: &Effective<'_>) -> i32 {
+    if e.security.tls.is_some() {
+        ports::LOOPBACK_PLAINTEXT
+    } else {
+        ports::MEMCACHED.number
+    }
+}
+
+/// The mount of the route configuration, read-only (the proxy's and the reload agent's).
+fn config_mount() -> VolumeMount {
+    VolumeMount {
+        name: CONFIG_VOLUME.to_owned(),
+        mount_path: CONFIG_DIR.to_owned(),
+        read_only: Some(true),
+        ..VolumeMount::default()
+    }
 }
 
 /// The volumes of the proxy's pods and the container's mounts: the route configuration, and
@@ -123,12 +142,7 @@ fn volumes(name: &str, e: &Effective<'_>) -> (Vec<Volume>, Vec<VolumeMount>) {
         }),
         ..Volume::default()
     }];
-    let mut mounts = vec![VolumeMount {
-        name: CONFIG_VOLUME.to_owned(),
-        mount_path: CONFIG_DIR.to_owned(),
-        read_only: Some(true),
-        ..VolumeMount::default()
-    }];
+    let mut mounts = vec![config_mount()];
     if let Some(tls) = e.security.tls {
         let keys: &[&str] = if tls.client_cert {
             &["tls.crt", "tls.key", "ca.crt"]
@@ -179,9 +193,21 @@ fn container(
     }
 }
 
-/// The proxy's pod spec: the cache's placement and security contexts, pinned to `zone`.
-fn pod_spec(name: &str, e: &Effective<'_>, proxy: Proxy<'_>, zone: Option<Zone<'_>>) -> PodSpec {
+/// The proxy's pod spec: the cache's placement and security contexts, pinned to `zone`, with the
+/// reload agent of the hook's `agent_image` beside the proxy.
+fn pod_spec(
+    name: &str,
+    e: &Effective<'_>,
+    (proxy, agent_image): (Proxy<'_>, &str),
+    zone: Option<Zone<'_>>,
+) -> PodSpec {
     let (volumes, mounts) = volumes(name, e);
+    let agent = reload_agent::proxy_container(
+        e,
+        agent_image,
+        (&format!("{CONFIG_DIR}/{ROUTES_KEY}"), admin_port(e)),
+        config_mount(),
+    );
     PodSpec {
         affinity: zone.map(|z| Affinity {
             node_affinity: Some(z.pin(None)),
@@ -193,6 +219,9 @@ fn pod_spec(name: &str, e: &Effective<'_>, proxy: Proxy<'_>, zone: Option<Zone<'
         image_pull_secrets: e.pod.image_pull_secrets.map(<[_]>::to_vec),
         security_context: Some(security_context::pod(e, false)),
         automount_service_account_token: Some(false),
+        // The agent sends SIGHUP to the proxy for new routes.
+        share_process_namespace: Some(true),
+        init_containers: Some(vec![agent]),
         containers: vec![container(e, proxy, zone, mounts)],
         volumes: Some(volumes),
         ..PodSpec::default()
@@ -200,15 +229,15 @@ fn pod_spec(name: &str, e: &Effective<'_>, proxy: Proxy<'_>, zone: Option<Zone<'
 }
 
 /// The proxy Deployment of the Memcached `name` (of `zone`, pinned to it and told its name),
-/// its pods annotated with the `hash` of the route configuration they load: a new membership
-/// rolls them, one new pod before an old one goes.
+/// with the reload agent of the hook's `agent_image`. A change of the proxy's own settings
+/// rolls its pods, one new pod before an old one goes; new routes do not.
 #[must_use]
 pub fn deployment(
     name: &str,
     e: &Effective<'_>,
     proxy: Proxy<'_>,
     zone: Option<Zone<'_>>,
-    hash: &str,
+    agent_image: &str,
 ) -> Deployment {
     let pod_labels = pod_labels(name, zone);
     Deployment {
@@ -233,10 +262,9 @@ pub fn deployment(
             template: PodTemplateSpec {
                 metadata: Some(ObjectMeta {
                     labels: Some(pod_labels),
-                    annotations: Some(BTreeMap::from([(ROUTES_HASH.to_owned(), hash.to_owned())])),
                     ..ObjectMeta::default()
                 }),
-                spec: Some(pod_spec(name, e, proxy, zone)),
+                spec: Some(pod_spec(name, e, (proxy, agent_image), zone)),
             },
             ..DeploymentSpec::default()
         }),
@@ -283,12 +311,5 @@ mod tests {
         assert!(!is_workload_name("cache", "cache-zone-a"));
         assert!(!is_workload_name("cache", "cache-proxyish"));
         assert_eq!(workload_name("cache", Some("zone-a")), "cache-proxy-zone-a");
-    }
-
-    #[test]
-    fn the_hash_follows_the_routes() {
-        assert_eq!(routes_hash("a"), routes_hash("a"));
-        assert_ne!(routes_hash("a"), routes_hash("b"));
-        assert_eq!(routes_hash("a").len(), 16);
     }
 }

@@ -27,6 +27,9 @@ pub const TWEMPROXY: &str = "twemproxy-servers.yaml";
 pub const PROXY_POOLS: &str = "memcached-proxy-pools.lua";
 /// Key: the DNS SRV name of the port the lists name (as `status.srvName`).
 pub const SRV_NAME: &str = "srv-name";
+/// Key (with `spec.proxy`): the address of memcached's proxy in front of the cache,
+/// `<name>-proxy.<namespace>:11211` (as `status.proxy.address`).
+pub const PROXY: &str = "proxy";
 /// Key (with TLS): the names a TLS client verifies the certificate against, comma-separated
 /// (as `status.tlsServerNames`).
 pub const TLS_SERVER_NAMES: &str = "tls-server-names";
@@ -87,6 +90,8 @@ pub struct Servers<'a> {
     pub port: i32,
     /// TLS is on: the port speaks TLS.
     pub tls: bool,
+    /// `spec.proxy` is on: the proxy's address is listed too.
+    pub proxy: bool,
 }
 
 /// One listed server: the host to connect to and a name for it that outlives its address.
@@ -234,6 +239,9 @@ pub fn build(s: &Servers<'_>) -> ConfigMap {
             let servers: Vec<Server> = pods(&workload, name, namespace, n).collect();
             data.insert(format!("{PLAIN}.{zone}"), plain(&servers, port));
         }
+    }
+    if s.proxy {
+        data.insert(PROXY.to_owned(), discovery::proxy_address(name, namespace));
     }
     if s.tls {
         let names = discovery::tls_server_names(name, namespace, s.members.per_pod());

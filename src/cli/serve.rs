@@ -122,7 +122,7 @@ pub(super) fn serve(args: &ServeArgs, options: memcached_hook::Options) -> anyho
             image = %options.reload_agent_image,
             "the reload-agent image is the placeholder: set --reload-agent-image \
              (MEMCACHED_HOOK_RELOAD_AGENT_IMAGE) to the hook's own image, or pods that reload \
-             Secrets in place cannot pull it"
+             Secrets in place and the pods of spec.proxy cannot pull it"
         );
     }
     let auth = load_auth(args)?;

@@ -52,6 +52,23 @@ pub enum AdminError {
     /// More than one process by that name.
     #[error("{0} processes named {1:?}; not signalling any")]
     Ambiguous(usize, String),
+    /// No process by that name holds the listener of the admin port.
+    #[error(
+        "no process named {name:?} listening on port {port} is visible (the pod needs \
+         shareProcessNamespace: true and the agent memcached's user)"
+    )]
+    NoListener {
+        /// The process name.
+        name: String,
+        /// The admin port.
+        port: u16,
+    },
+    /// memcached's proxy refused its new route configuration.
+    #[error("the proxy did not load the new routes: {0}")]
+    RoutesRefused(String),
+    /// memcached's proxy started no load after SIGHUP.
+    #[error("the proxy did not reload: {0}")]
+    NoReload(String),
     /// The kernel refused the signal.
     #[error("signalling memcached (pid {pid}): {source} (the agent must run as memcached's user)")]
     Signal {
@@ -172,6 +189,14 @@ impl Admin {
         }
     }
 
+    /// `stats` alone, without a login (memcached's proxy answers it with its own counters).
+    ///
+    /// # Errors
+    /// memcached unreachable, or a reply that is not a list of stats.
+    pub fn general_stats(&self) -> Result<BTreeMap<String, String>, AdminError> {
+        self.connect(None)?.stats(b"stats\r\n")
+    }
+
     /// `stats` and `stats settings`, logged in with `login` when memcached runs with `-Y`.
     ///
     /// # Errors
@@ -198,11 +223,8 @@ impl Admin {
     }
 }
 
-/// The one process named `name` (its `/proc/<pid>/comm`), other than this one.
-///
-/// # Errors
-/// None or more than one such process.
-pub fn find_process(name: &str) -> Result<i32, AdminError> {
+/// The processes named `name` (their `/proc/<pid>/comm`), other than this one.
+fn named(name: &str) -> Result<Vec<u32>, AdminError> {
     let own = std::process::id();
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc")?.take(MAX_PROCESSES).flatten() {
@@ -222,11 +244,92 @@ pub fn find_process(name: &str) -> Result<i32, AdminError> {
             found.push(pid);
         }
     }
-    match found.as_slice() {
+    Ok(found)
+}
+
+/// The one process named `name` (its `/proc/<pid>/comm`), other than this one.
+///
+/// # Errors
+/// None or more than one such process.
+pub fn find_process(name: &str) -> Result<i32, AdminError> {
+    match named(name)?.as_slice() {
         [pid] => i32::try_from(*pid).map_err(|_| AdminError::NoProcess(name.to_owned())),
         [] => Err(AdminError::NoProcess(name.to_owned())),
         many => Err(AdminError::Ambiguous(many.len(), name.to_owned())),
     }
+}
+
+/// The one process named `name` that holds a TCP socket listening on `port` (from
+/// `/proc/net/tcp{,6}` of the pod's network and each candidate's `/proc/<pid>/fd`): the process
+/// that answers on the admin address, even beside other processes of the same name.
+///
+/// # Errors
+/// None or more than one such process.
+pub fn find_listener(name: &str, port: u16) -> Result<i32, AdminError> {
+    let sockets = listening_sockets(port);
+    let none = || AdminError::NoListener {
+        name: name.to_owned(),
+        port,
+    };
+    if sockets.is_empty() {
+        return Err(none());
+    }
+    let holders: Vec<u32> = named(name)?
+        .into_iter()
+        .filter(|pid| holds_any(*pid, &sockets))
+        .collect();
+    match holders.as_slice() {
+        [pid] => i32::try_from(*pid).map_err(|_| none()),
+        [] => Err(none()),
+        many => Err(AdminError::Ambiguous(many.len(), name.to_owned())),
+    }
+}
+
+/// The socket inodes listening on TCP `port` (any address, IPv4 or IPv6).
+fn listening_sockets(port: u16) -> Vec<u64> {
+    const LISTEN: &str = "0A";
+    let mut out = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else {
+            continue;
+        };
+        for line in text.lines().skip(1).take(MAX_PROCESSES) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (Some(local), Some(state), Some(inode)) =
+                (fields.get(1), fields.get(3), fields.get(9))
+            else {
+                continue;
+            };
+            let listens_on = local
+                .rsplit_once(':')
+                .and_then(|(_, p)| u16::from_str_radix(p, 16).ok())
+                == Some(port);
+            if listens_on
+                && *state == LISTEN
+                && let Ok(inode) = inode.parse::<u64>()
+            {
+                out.push(inode);
+            }
+        }
+    }
+    out
+}
+
+/// Whether the process `pid` has one of the `sockets` open.
+fn holds_any(pid: u32, sockets: &[u64]) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.take(MAX_PROCESSES).flatten().any(|fd| {
+        std::fs::read_link(fd.path()).ok().is_some_and(|target| {
+            target
+                .to_str()
+                .and_then(|t| t.strip_prefix("socket:["))
+                .and_then(|t| t.strip_suffix(']'))
+                .and_then(|t| t.parse::<u64>().ok())
+                .is_some_and(|inode| sockets.contains(&inode))
+        })
+    })
 }
 
 /// Sends SIGHUP to `pid` (memcached >= 1.5.15 re-reads its `-Y` file).

@@ -18,6 +18,12 @@
 //! is not retried until it changes). Each outcome is a log line (`reload succeeded` /
 //! `reload failed`, field `what` = `tls` or `auth`) and a counter on `GET /metrics`.
 //!
+//! With `--proxy-routes` (proxy mode, in a pod of memcached's proxy) it watches the proxy's
+//! mounted route configuration instead, and on a change sends SIGHUP to the proxy that listens
+//! on the admin address and confirms the load from the proxy's `stats` (`routes.rs`, field
+//! `what` = `routes`). A configuration the proxy refuses is counted as a failure and not sent
+//! again until it changes; the proxy keeps the routes it has.
+//!
 //! With `--pod-condition` the outcomes also decide the condition `memcached.c5c3.io/SecretReload`
 //! on the agent's own Pod (`condition.rs`: True/`Reloaded` once every watched group's latest
 //! content was delivered, False/`ReloadFailed` with the error while one failed), which a task of
@@ -30,6 +36,7 @@ mod args;
 pub mod condition;
 mod metrics;
 pub mod pod_condition;
+mod routes;
 mod watched;
 
 pub use args::Args;
@@ -57,6 +64,7 @@ const API_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct Agent {
     tls: Option<(Watched, bool)>,
     auth: Option<Watched>,
+    routes: Option<Watched>,
     admin: Admin,
     login: Option<Credentials>,
     auth_copy: Option<PathBuf>,
@@ -95,10 +103,16 @@ impl Agent {
             }
             None => (None, None),
         };
+        let routes = args
+            .proxy_routes
+            .as_ref()
+            .map(|path| Watched::new(vec![path.clone()]))
+            .transpose()?;
         let outcomes = Outcomes::new(tls.is_some(), auth.is_some());
         Ok(Self {
             tls,
             auth,
+            routes,
             admin: Admin {
                 addr: args.admin_addr,
                 timeout: Duration::from_millis(args.timeout_ms),
@@ -117,6 +131,27 @@ impl Agent {
         self.poll += 1;
         self.poll_auth();
         self.poll_tls();
+        self.poll_routes();
+    }
+
+    fn poll_routes(&mut self) {
+        let poll = self.poll;
+        let Some(watched) = self.routes.as_mut() else {
+            return;
+        };
+        let Some(snapshot) = watched.pending(poll, What::Routes) else {
+            return;
+        };
+        match routes::reload(&self.admin, &self.process_name) {
+            Err(e @ memcached::AdminError::RoutesRefused(_)) => {
+                watched.refused(&snapshot);
+                self.report.outcome(What::Routes, Err(&e));
+                tracing::error!(what = "routes", error = %e, "reload failed: the proxy keeps the previous routes");
+            }
+            result => {
+                watched.settle(&snapshot, poll, &mut self.report, What::Routes, result);
+            }
+        }
     }
 
     fn poll_auth(&mut self) {
@@ -231,8 +266,10 @@ fn condition_writer(
 /// Unreadable files at start, or the metrics address unavailable.
 pub fn run(args: &Args) -> anyhow::Result<()> {
     use anyhow::Context as _;
-    if args.tls_cert.is_none() && args.auth_file.is_none() {
-        anyhow::bail!("nothing to watch: give --tls-cert/--tls-key and/or --auth-file");
+    if args.tls_cert.is_none() && args.auth_file.is_none() && args.proxy_routes.is_none() {
+        anyhow::bail!(
+            "nothing to watch: give --tls-cert/--tls-key and/or --auth-file, or --proxy-routes"
+        );
     }
     let metrics = Arc::new(Metrics::default());
     let writer = condition_writer(args, &metrics)?;
@@ -250,6 +287,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             admin = %args.admin_addr,
             tls = args.tls_cert.is_some(),
             auth = args.auth_file.is_some(),
+            proxy_routes = args.proxy_routes.is_some(),
             interval_seconds = args.interval_seconds,
             pod_condition = args.pod_condition,
             "reload agent watching"

@@ -318,6 +318,10 @@ pub(super) fn computed(inputs: &Inputs<'_>) -> Vec<Computed> {
         let c = super::zones::condition(&inputs.zones, budgets);
         out.push(condition(ZONE_DISRUPTION, c.status, c.reason, c.message));
     }
+    if let Some(p) = &inputs.proxy {
+        let c = super::proxies::condition(p, inputs.spec.map(|s| s.agent_image));
+        out.push(condition(super::PROXY_READY, c.status, c.reason, c.message));
+    }
     out.push(child_kinds(&inputs.missing_kinds));
     out
 }

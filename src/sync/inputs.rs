@@ -4,7 +4,7 @@ use crate::api::effective::Effective;
 use crate::children::ports;
 use crate::children::servers::Members;
 use crate::hook::{ChildStatus, SyncRequest};
-use crate::status::{Inputs, Spec};
+use crate::status::{Inputs, Spec, proxies};
 use crate::workload::Layout;
 
 use super::Outcome;
@@ -27,13 +27,10 @@ pub(super) fn inputs<'a>(
     let switching = layout.switch_state();
     let spec_replicas = spec_replicas(req, e, layout, kept);
     let client_port = ports::for_clients(e);
-    let zones = layout.zones.as_ref().map(|z| {
-        let at = (name, namespace, client_port);
-        (
-            z.status(at, outcome.zones.budgets.as_ref(), creating),
-            z.replicas,
-        )
-    });
+    let at = (name, namespace, client_port);
+    let budgets = outcome.zones.budgets.as_ref();
+    let zones = layout.zones.as_ref();
+    let zones = zones.map(|z| (z.status(at, budgets, creating), z.replicas));
     let (zones, zone_replicas) = zones.unwrap_or_default();
     Inputs {
         name,
@@ -72,6 +69,7 @@ pub(super) fn inputs<'a>(
         zone_budgets: outcome.zones.budgets,
         behind: outcome.behind,
         taken: outcome.taken,
+        proxy: proxies::of((name, namespace), e, &req.children),
     }
 }
 

@@ -77,7 +77,9 @@ fn golden_files_crd_matches_the_generated_one() {
         .collect();
     assert_eq!(
         columns,
-        ["Pods", "Ready", "Zones", "Status", "UpToDate", "Age"]
+        [
+            "Pods", "Ready", "Zones", "Proxy", "Status", "UpToDate", "Age"
+        ]
     );
     let schema = beta
         .schema

@@ -30,6 +30,7 @@ mod pod_security;
 mod properties;
 mod proxy;
 mod proxy_network;
+mod proxy_status;
 mod reference;
 mod reload_report;
 mod running_layouts;

@@ -8,7 +8,7 @@ use crate::common::{controller, sync_value};
 
 /// A first-sync request for the Memcached `cache` in `shop` with `spec`, under a
 /// CompositeController that also declares StatefulSets and ConfigMaps.
-fn request(spec: Value) -> Value {
+pub(crate) fn request(spec: Value) -> Value {
     let mut controller = controller();
     let kinds = controller["spec"]["childResources"]
         .as_array_mut()
@@ -33,7 +33,7 @@ fn violations(spec: Value) -> Vec<String> {
 }
 
 /// The ConfigMaps of an answer, by name.
-fn config_map<'a>(answer: &'a Value, name: &str) -> Option<&'a Value> {
+pub(crate) fn config_map<'a>(answer: &'a Value, name: &str) -> Option<&'a Value> {
     answer["children"]
         .as_array()?
         .iter()
@@ -46,7 +46,7 @@ fn routes(answer: &Value) -> &str {
         .expect("routes.lua")
 }
 
-fn zoned(replicas: i32) -> Value {
+pub(crate) fn zoned(replicas: i32) -> Value {
     json!({"workload": "StatefulSet", "replicas": replicas,
            "zones": {"names": ["zone-a", "zone-b", "zone-c"]},
            "proxy": {"enabled": true}})
@@ -163,7 +163,7 @@ fn beside_the_server_list_both_config_maps_are_emitted() {
 
 /// `request(spec)` with the children of `answer` observed, each as Metacontroller stores it
 /// (with its last-applied annotation and the namespace).
-fn observing(spec: Value, answer: &Value) -> Value {
+pub(crate) fn observing(spec: Value, answer: &Value) -> Value {
     let mut req = request(spec);
     let mut children = json!({});
     for child in answer["children"].as_array().expect("children") {
@@ -277,16 +277,64 @@ fn with_zones_a_proxy_deployment_per_zone_is_pinned_to_it_and_told_its_zone() {
     assert!(proxy["spec"].get("clusterIP").is_none());
 }
 
+/// A new membership changes the routes but not the proxies' pod template: the reload agent beside
+/// each proxy has it load the new routes by SIGHUP, and no proxy restarts.
 #[test]
-fn a_new_membership_rolls_the_proxies_onto_the_new_routes() {
-    let hash = |answer: &Value| {
-        named(answer, "Deployment", "cache-proxy-zone-a")[0]["spec"]["template"]["metadata"]
-            ["annotations"]["memcached.c5c3.io/proxy-routes-hash"]
-            .clone()
+fn a_new_membership_leaves_the_proxy_pod_template_equal() {
+    let template = |answer: &Value| {
+        named(answer, "Deployment", "cache-proxy-zone-a")[0]["spec"]["template"].clone()
     };
     let two = sync_value(&request(zoned(2)));
-    assert_eq!(hash(&two), hash(&sync_value(&request(zoned(2)))));
-    assert_ne!(hash(&two), hash(&sync_value(&request(zoned(3)))));
+    let three = sync_value(&request(zoned(3)));
+    assert_ne!(routes(&two), routes(&three), "the membership changed");
+    assert_eq!(template(&two), template(&three));
+    let with_four_zones = {
+        let mut spec = zoned(2);
+        spec["zones"]["names"] = json!(["zone-a", "zone-b", "zone-c", "zone-d"]);
+        sync_value(&request(spec))
+    };
+    assert_eq!(template(&two), template(&with_four_zones));
+    // The proxy's own settings still change it.
+    let mut bigger = zoned(2);
+    bigger["proxy"]["resources"] = json!({"requests": {"cpu": "200m"}});
+    assert_ne!(template(&two), template(&sync_value(&request(bigger))));
+}
+
+/// Each proxy pod runs the reload agent in proxy mode, watching the mounted routes and
+/// signalling the proxy in the same process namespace.
+#[test]
+fn the_proxy_pod_runs_the_reload_agent_in_proxy_mode() {
+    let answer = sync_value(&request(zoned(2)));
+    let proxy = named(&answer, "Deployment", "cache-proxy-zone-b")[0];
+    let pod = &proxy["spec"]["template"]["spec"];
+    assert_eq!(pod["shareProcessNamespace"], true);
+    let agent = &pod["initContainers"][0];
+    assert_eq!(agent["name"], "reload-agent");
+    assert_eq!(agent["restartPolicy"], "Always");
+    assert_eq!(
+        agent["args"],
+        json!([
+            "reload-agent",
+            "--proxy-routes",
+            "/etc/memcached/proxy/routes.lua",
+            "--admin-addr",
+            "127.0.0.1:11211"
+        ])
+    );
+    assert_eq!(
+        agent["volumeMounts"],
+        json!([{"name": "proxy-routes", "mountPath": "/etc/memcached/proxy", "readOnly": true}])
+    );
+    assert_eq!(
+        agent["securityContext"], pod["containers"][0]["securityContext"],
+        "the agent runs as the proxy's user"
+    );
+    assert!(
+        proxy["spec"]["template"]["metadata"]
+            .get("annotations")
+            .is_none(),
+        "{proxy:#}"
+    );
 }
 
 #[test]
@@ -373,6 +421,14 @@ fn with_tls_clients_reach_the_proxy_by_tls() {
         assert!(args.contains(&want), "{args:?}");
     }
     assert_eq!(pod["volumes"][1]["secret"]["secretName"], "certs");
+    // TLS only on the proxy's port; plaintext on the pod's loopback, for the reload agent.
+    assert!(
+        args.windows(2)
+            .any(|w| w == ["-l", "notls:127.0.0.1:11213"]),
+        "{args:?}"
+    );
+    assert!(args.windows(2).any(|w| w == ["-l", "*:11211"]), "{args:?}");
+    assert_eq!(pod["initContainers"][0]["args"][4], "127.0.0.1:11213");
     // The routes still reach the pods on their plaintext port.
     assert!(routes(&answer).contains("\"cache-zone-a-0.cache.shop.svc:11211\","));
 }

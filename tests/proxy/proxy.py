@@ -10,7 +10,11 @@ port, nothing else of the text changes, and the proxy is started with it as memc
 (`-o proxy_config=routelib,proxy_arg=FILE`), its zone in the environment as a proxy pod's. Checks:
 a write reaches one pod of every zone, a read is served by the local zone, a miss there is served
 by another zone, reads keep hitting with the local zone's pods stopped, and a new replica count
-rendered again, written over the file and signalled with SIGHUP reaches the same proxy process.
+rendered again reaches the same proxy process: the file is mounted the way kubelet mounts a
+ConfigMap (`routes.lua -> ..data/routes.lua`, `..data` a symlink to a versioned directory), the
+new version is published by swapping `..data`, and the rendered reload agent
+(`memcached-hook reload-agent` with the rendered proxy-mode arguments) sends the SIGHUP and
+confirms the load.
 Last line: "proxy: N passed, M failed".
 """
 import argparse
@@ -91,11 +95,61 @@ def render_routes(hook, work, replicas):
 
 
 def proxy_command(hook, work):
-    """The rendered proxy container of the local zone: its arguments and environment."""
+    """The rendered proxy pod of the local zone: the proxy's arguments and environment, and the
+    reload agent's arguments."""
     deployment = child(render(hook, work, 2), "Deployment", f"{NAME}-proxy-{LOCAL}")
-    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    pod = deployment["spec"]["template"]["spec"]
+    container = pod["containers"][0]
     env = {e["name"]: e["value"] for e in container.get("env", [])}
-    return container["args"], env
+    agent = pod["initContainers"][0]
+    return container["args"], env, agent["args"]
+
+
+class Volume:
+    """A directory laid out as kubelet mounts a ConfigMap: `<key> -> ..data/<key>`, `..data` a
+    symlink to a versioned directory, a new version published by one rename of `..data`."""
+
+    def __init__(self, dir, key):
+        self.dir, self.key, self.version = dir, key, 0
+        os.makedirs(dir)
+
+    def path(self):
+        return os.path.join(self.dir, self.key)
+
+    def publish(self, text):
+        self.version += 1
+        name = f"..2026_12_02_00_00_00.{self.version}"
+        os.mkdir(os.path.join(self.dir, name))
+        with open(os.path.join(self.dir, name, self.key), "w") as f:
+            f.write(text)
+        tmp = os.path.join(self.dir, "..data_tmp")
+        os.symlink(name, tmp)
+        os.replace(tmp, os.path.join(self.dir, "..data"))
+        if not os.path.islink(self.path()):
+            os.symlink(os.path.join("..data", self.key), self.path())
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def agent_metrics(port):
+    """The reload agent's `routes` counters: (success, failure)."""
+    text = ""
+    with socket.create_connection(("127.0.0.1", port), timeout=REQUEST_TIMEOUT) as s:
+        s.sendall(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            text += chunk.decode()
+    counts = {}
+    for outcome in ("success", "failure"):
+        m = re.search(r'memcached_reload_agent_reloads_total\{what="routes",outcome="%s"\} (\d+)' % outcome, text)
+        counts[outcome] = int(m.group(1)) if m else -1
+    return counts["success"], counts["failure"]
 
 
 BACKEND = re.compile(r'"([a-z0-9.-]+\.svc):11211"')
@@ -233,7 +287,7 @@ def main():
     user = ["-u", "root"] if os.getuid() == 0 else []
     work = tempfile.mkdtemp(prefix="memcached-hook-proxy.")
     fleet = Fleet(args.memcached, user)
-    proxy = None
+    proxy = agent = None
     started = time.monotonic()
     try:
         text = render_routes(args.hook, work, 2)
@@ -242,17 +296,15 @@ def main():
         result(hosts == want, "the rendered routes name each zone's pods by their stable names",
                f"{hosts}" if hosts != want else f"{len(hosts)} backends")
         fleet.ensure(hosts)
-        config = os.path.join(work, "routes.lua")
-        with open(config, "w") as f:
-            f.write(mapped(text, fleet.ports))
+        volume = Volume(os.path.join(work, "proxy-routes"), "routes.lua")
+        volume.publish(mapped(text, fleet.ports))
+        config = volume.path()
         # The proxy container's rendered command line, with the mounted file's path mapped to
         # the local file and its port to a free loopback one.
-        rendered_args, rendered_env = proxy_command(args.hook, work)
+        rendered_args, rendered_env, agent_args = proxy_command(args.hook, work)
         result(rendered_env == {"MEMCACHED_PROXY_ZONE": LOCAL},
                "the rendered proxy of the local zone is told its zone", f"{rendered_env}")
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            pport = s.getsockname()[1]
+        pport = free_port()
         mount = "/etc/memcached/proxy/routes.lua"
         proxy_args = [a.replace(mount, config) for a in rendered_args]
         at = proxy_args.index("-p")
@@ -272,10 +324,39 @@ def main():
                 time.sleep(0.05)
         result(True, "memcached 1.6.45 runs the rendered proxy command line with the rendered routes",
                " ".join(proxy_args))
-        checks(pport, proxy, fleet, args, work, config)
+        # The rendered reload agent, its mount and admin address mapped like the proxy's; the
+        # backends are memcached processes too: it must signal the one on the admin port.
+        want_agent = ["reload-agent", "--proxy-routes", mount, "--admin-addr", "127.0.0.1:11211"]
+        result(agent_args == want_agent, "the rendered proxy pod runs the reload agent in proxy mode",
+               f"{agent_args}")
+        mport = free_port()
+        run_args = [a.replace(mount, config).replace("127.0.0.1:11211", f"127.0.0.1:{pport}")
+                    for a in agent_args]
+        agent = subprocess.Popen(["timeout", "600", args.hook, *run_args, "--interval-seconds", "1",
+                                  "--metrics-addr", f"127.0.0.1:{mport}"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        # Its first delivery: one load of the mounted routes once the proxy answers.
+        deadline, counts = time.monotonic() + 15, (-1, -1)
+        while time.monotonic() < deadline:
+            try:
+                counts = agent_metrics(mport)
+            except OSError:
+                counts = (-1, -1)
+            if counts[0] >= 1 or agent.poll() is not None:
+                break
+            time.sleep(0.2)
+        reloads = once(pport, Conn.stats).get("proxy_config_reloads")
+        result(counts == (1, 0) and reloads == "2",
+               "the reload agent's first delivery loads the mounted routes once the proxy answers",
+               f"agent routes success/failure {counts}, proxy_config_reloads {reloads}")
+        checks(pport, proxy, fleet, args, work, (volume, agent, mport))
     except Exception as e:  # a setup failure is one failed check, with its reason
         result(False, "proxy scenario", repr(e))
     finally:
+        if agent is not None:
+            out = stop(agent)
+            if failed:
+                print("agent output:\n" + out[-3000:])
         if proxy is not None:
             out = stop(proxy)
             if failed:
@@ -285,7 +366,7 @@ def main():
     return 1 if failed else 0
 
 
-def checks(pport, proxy, fleet, args, work, config):
+def checks(pport, proxy, fleet, args, work, reloading):
     c = Conn(pport)
     # 1. a write reaches one pod of every zone.
     for k in KEYS:
@@ -357,27 +438,32 @@ def checks(pport, proxy, fleet, args, work, config):
         stored += sorted(zone_of(h) for h in fleet.holders(f"during-{i}")) == ZONES[1:]
     result(stored == 20, "with the local zone's pods stopped, writes are stored in the other zones",
            f"{stored} of 20 in both other zones; the proxy answered {answers}")
-    # 7. a new membership, rendered again, reaches the same process on SIGHUP.
+    # 7. a new membership, rendered again and published as kubelet updates a ConfigMap volume,
+    # is loaded by the same process: the reload agent sends the SIGHUP and confirms the load.
+    volume, agent, mport = reloading
+    pid = child_pid(proxy)
     reloads = int(once(pport, Conn.stats).get("proxy_config_reloads", "0"))
     text = render_routes(args.hook, work, 3)
     hosts = backend_names(text)
     fleet.ensure(hosts)
-    with open(config + ".new", "w") as f:
-        f.write(mapped(text, fleet.ports))
-    os.replace(config + ".new", config)
-    os.kill(child_pid(proxy), signal.SIGHUP)
-    deadline = time.monotonic() + 10
-    stats = {}
+    volume.publish(mapped(text, fleet.ports))
+    t0 = time.monotonic()
+    deadline = t0 + 15
+    stats, counts = {}, (-1, -1)
     while time.monotonic() < deadline:
         stats = once(pport, Conn.stats)
-        if int(stats.get("proxy_config_reloads", "0")) > reloads:
+        counts = agent_metrics(mport)
+        if int(stats.get("proxy_config_reloads", "0")) > reloads and counts[0] >= 2:
             break
         time.sleep(0.1)
     reloaded = int(stats.get("proxy_config_reloads", "0")) > reloads
-    result(reloaded and proxy.poll() is None and stats.get("proxy_config_reload_fails") == "0",
-           "a re-rendered configuration is loaded on SIGHUP by the running proxy",
-           f"pid {child_pid(proxy)}, reloads {reloads} -> {stats.get('proxy_config_reloads')}, "
-           f"fails {stats.get('proxy_config_reload_fails')}, {len(hosts)} backends")
+    result(reloaded and counts == (2, 0) and proxy.poll() is None and child_pid(proxy) == pid
+           and agent.poll() is None and stats.get("proxy_config_reload_fails") == "0",
+           "a re-published configuration is loaded by the running proxy, signalled by the reload agent",
+           f"pid {pid} -> {child_pid(proxy) if proxy.poll() is None else 'gone'}, reloads {reloads} -> "
+           f"{stats.get('proxy_config_reloads')}, fails {stats.get('proxy_config_reload_fails')}, "
+           f"agent routes success/failure {counts}, after {time.monotonic() - t0:.2f} s, "
+           f"{len(hosts)} backends")
     c.close()
     c = Conn(pport)
     # The restarted pods are connected again within the retry wait (1 s) of a backend marked down.

@@ -48,6 +48,7 @@ pub fn violation(
         members,
         port: ports::for_clients(e),
         tls: e.security.tls.is_some(),
+        proxy: e.proxy.is_some(),
     };
     let stored = stored(&servers);
     if stored <= ANNOTATIONS_TOTAL {

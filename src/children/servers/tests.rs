@@ -11,6 +11,7 @@ fn pods(n: i32) -> Servers<'static> {
         members: Members::Pods(n),
         port: 11211,
         tls: false,
+        proxy: false,
     }
 }
 
@@ -67,6 +68,7 @@ fn tls_lists_the_tls_port_the_names_to_verify_and_no_twemproxy() {
     let s = Servers {
         port: 11212,
         tls: true,
+        proxy: false,
         ..pods(2)
     };
     let d = data(&s);
@@ -114,6 +116,7 @@ fn oslo_cache_writes_an_ipv6_literal_in_its_inet6_form() {
 fn name_labels_and_keys_are_what_the_api_server_accepts() {
     let cm = build(&Servers {
         tls: true,
+        proxy: false,
         ..pods(1)
     });
     assert_eq!(cm.metadata.name.as_deref(), Some("cache-servers"));
@@ -148,6 +151,7 @@ fn zones_list_every_zone_and_each_zone_under_its_own_key() {
     let d = data(&Servers {
         members: Members::Zones(&zones, 2),
         tls: true,
+        proxy: false,
         ..pods(0)
     });
     assert_eq!(

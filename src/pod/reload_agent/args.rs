@@ -26,6 +26,11 @@ pub struct Args {
     /// SIGHUP. Without it memcached is taken to read --auth-file itself.
     #[arg(long, requires = "auth_file")]
     pub auth_copy: Option<PathBuf>,
+    /// Proxy mode: memcached's proxy's route configuration (a mounted ConfigMap file). On a
+    /// change the agent sends SIGHUP to the proxy listening on --admin-addr and confirms the
+    /// load from its `stats`.
+    #[arg(long, conflicts_with_all = ["tls_cert", "auth_file", "pod_condition"])]
+    pub proxy_routes: Option<PathBuf>,
     /// memcached's plaintext listener on the pod's loopback.
     #[arg(long, default_value = "127.0.0.1:11211")]
     pub admin_addr: SocketAddr,

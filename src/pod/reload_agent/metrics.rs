@@ -18,14 +18,17 @@ pub enum What {
     Tls,
     /// The `-Y` auth file.
     Auth,
+    /// The route configuration of memcached's proxy (proxy mode).
+    Routes,
 }
 
 impl What {
-    const ALL: [Self; 2] = [Self::Tls, Self::Auth];
+    const ALL: [Self; 3] = [Self::Tls, Self::Auth, Self::Routes];
     pub(super) fn label(self) -> &'static str {
         match self {
             Self::Tls => "tls",
             Self::Auth => "auth",
+            Self::Routes => "routes",
         }
     }
 }

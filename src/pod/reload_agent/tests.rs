@@ -38,6 +38,7 @@ fn nothing_watched(admin_addr: SocketAddr) -> Args {
         tls_ca: None,
         auth_file: None,
         auth_copy: None,
+        proxy_routes: None,
         admin_addr,
         metrics_addr: "127.0.0.1:0".parse().unwrap(),
         interval_seconds: 1,
@@ -221,4 +222,240 @@ fn pod_condition_flags_are_required_together() {
     let args = parse(&["--pod-condition", "--pod-name", "p", "--pod-namespace", "n"]).unwrap();
     assert_eq!(args.api_token_file, PathBuf::from(apiclient::TOKEN_FILE));
     assert!(!parse(&[]).unwrap().pod_condition);
+}
+
+/// The environment that makes [`fake_proxy_process`] act: the routes file it loads.
+const FAKE_PROXY_ROUTES: &str = "MEMCACHED_HOOK_FAKE_PROXY_ROUTES";
+/// Where [`fake_proxy_process`] writes the port it listens on.
+const FAKE_PROXY_PORT_FILE: &str = "MEMCACHED_HOOK_FAKE_PROXY_PORT_FILE";
+
+/// A stand-in for memcached's proxy in a process of its own (this test binary, running only
+/// this test): it loads the routes file at start, and again on each SIGHUP, counting each load
+/// in `proxy_config_reloads` and a file containing "broken" in `proxy_config_reload_fails`
+/// (keeping the routes it had), as memcached's proxy does. `stats` also names the loaded
+/// routes. Its SIGHUP handler is in place before it listens. It ends after 60 s.
+#[test]
+#[ignore = "started as a process of its own by the proxy-mode tests"]
+fn fake_proxy_process() {
+    use std::io::{BufRead as _, Write as _};
+    use std::sync::Mutex;
+    let (Ok(routes), Ok(port_file)) = (
+        std::env::var(FAKE_PROXY_ROUTES),
+        std::env::var(FAKE_PROXY_PORT_FILE),
+    ) else {
+        return;
+    };
+    let state = Arc::new(Mutex::new((
+        1u64,
+        0u64,
+        std::fs::read_to_string(&routes).unwrap(),
+    )));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut hangups = rt
+        .block_on(async { tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) })
+        .unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let served = Arc::clone(&state);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(1000).flatten() {
+            let mut reader = std::io::BufReader::new(&stream);
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
+                if line == "stats\r\n" {
+                    let (reloads, fails, loaded) = served.lock().unwrap().clone();
+                    let reply = format!(
+                        "STAT proxy_config_reloads {reloads}\r\nSTAT proxy_config_reload_fails \
+                         {fails}\r\nSTAT fake_loaded {}\r\nEND\r\n",
+                        loaded.trim()
+                    );
+                    let _ = (&stream).write_all(reply.as_bytes());
+                }
+                line.clear();
+            }
+        }
+    });
+    std::fs::write(&port_file, port.to_string()).unwrap();
+    rt.block_on(async {
+        let end = tokio::time::sleep(Duration::from_secs(60));
+        tokio::pin!(end);
+        loop {
+            tokio::select! {
+                _ = hangups.recv() => {}
+                () = &mut end => return,
+            }
+            let text = std::fs::read_to_string(&routes).unwrap_or_default();
+            let mut s = state.lock().unwrap();
+            s.0 += 1;
+            if text.contains("broken") {
+                s.1 += 1;
+            } else {
+                s.2 = text;
+            }
+        }
+    });
+}
+
+/// A running [`fake_proxy_process`] loading `routes`: the child, its port and its `comm`.
+struct FakeProxy {
+    child: std::process::Child,
+    admin: Admin,
+    comm: String,
+}
+
+impl FakeProxy {
+    fn start(routes: &std::path::Path, name: &str) -> Self {
+        let port_file = std::env::temp_dir().join(format!(
+            "memcached-hook-fake-proxy-{name}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_file(&port_file);
+        let child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "pod::reload_agent::tests::fake_proxy_process",
+                "--ignored",
+                "--quiet",
+            ])
+            .env(FAKE_PROXY_ROUTES, routes)
+            .env(FAKE_PROXY_PORT_FILE, &port_file)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        let port = loop {
+            if let Ok(text) = std::fs::read_to_string(&port_file)
+                && let Ok(port) = text.parse::<u16>()
+            {
+                break port;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "the fake proxy did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        std::fs::remove_file(&port_file).unwrap();
+        let comm = std::fs::read_to_string(format!("/proc/{}/comm", child.id()))
+            .unwrap()
+            .trim_end()
+            .to_owned();
+        Self {
+            child,
+            admin: Admin {
+                addr: SocketAddr::from(([127, 0, 0, 1], port)),
+                timeout: Duration::from_secs(2),
+            },
+            comm,
+        }
+    }
+
+    fn loaded(&self) -> (String, String, String) {
+        let stats = self.admin.general_stats().unwrap();
+        (
+            stats["proxy_config_reloads"].clone(),
+            stats["proxy_config_reload_fails"].clone(),
+            stats["fake_loaded"].clone(),
+        )
+    }
+
+    fn running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+}
+
+impl Drop for FakeProxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Proxy mode with a real volume swap and a real process: the first delivery reloads what is
+/// mounted once the proxy answers; a swapped file reaches the same process by SIGHUP; a file
+/// the proxy refuses is counted once, not sent again, and the proxy keeps its routes; the next
+/// good one is loaded.
+#[test]
+fn proxy_mode_reloads_swapped_routes_by_sighup() {
+    let mut volume = crate::mounted::tests::Volume::new("agent-proxy", &[("routes.lua", b"one")]);
+    let mut proxy = FakeProxy::start(&volume.path("routes.lua"), "reload");
+    let args = Args {
+        proxy_routes: Some(volume.path("routes.lua")),
+        process_name: proxy.comm.clone(),
+        ..nothing_watched(proxy.admin.addr)
+    };
+    let metrics = Arc::new(Metrics::default());
+    let mut agent = Agent::new(&args, Arc::clone(&metrics), None).unwrap();
+    agent.poll();
+    assert_eq!(metrics.counts(What::Routes), (1, 0), "first delivery");
+    assert_eq!(proxy.loaded(), ("2".into(), "0".into(), "one".into()));
+    agent.poll();
+    assert_eq!(proxy.loaded().0, "2", "unchanged routes: no signal");
+    volume.publish(&[("routes.lua", b"two")]);
+    agent.poll();
+    assert_eq!(metrics.counts(What::Routes), (2, 0));
+    assert_eq!(proxy.loaded(), ("3".into(), "0".into(), "two".into()));
+    volume.publish(&[("routes.lua", b"broken")]);
+    for _ in 0..3 {
+        agent.poll();
+    }
+    assert_eq!(
+        metrics.counts(What::Routes),
+        (2, 1),
+        "refused once, not sent again"
+    );
+    assert_eq!(proxy.loaded(), ("4".into(), "1".into(), "two".into()));
+    volume.publish(&[("routes.lua", b"three")]);
+    agent.poll();
+    assert_eq!(metrics.counts(What::Routes), (3, 1));
+    assert_eq!(proxy.loaded(), ("5".into(), "1".into(), "three".into()));
+    assert!(proxy.running(), "the proxy was never ended");
+    assert!(
+        metrics.render().contains(
+            "memcached_reload_agent_reloads_total{what=\"routes\",outcome=\"success\"} 3\n"
+        )
+    );
+}
+
+/// Before the proxy answers nothing is signalled and nothing fails; a listener that answers
+/// `stats` without the proxy's counters is not memcached's proxy and is never signalled.
+#[test]
+fn proxy_mode_signals_only_a_proxy_that_answers() {
+    use std::io::{BufRead as _, Write as _};
+    let volume = crate::mounted::tests::Volume::new("agent-proxy-absent", &[("routes.lua", b"x")]);
+    let args = Args {
+        proxy_routes: Some(volume.path("routes.lua")),
+        ..nothing_watched(DISCARD.parse().unwrap())
+    };
+    let metrics = Arc::new(Metrics::default());
+    let mut agent = Agent::new(&args, Arc::clone(&metrics), None).unwrap();
+    agent.poll();
+    assert_eq!(
+        metrics.counts(What::Routes),
+        (0, 0),
+        "not up yet: no failure"
+    );
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(4).flatten() {
+            let mut line = String::new();
+            let _ = std::io::BufReader::new(&stream).read_line(&mut line);
+            let _ = (&stream).write_all(b"STAT pid 1\r\nEND\r\n");
+        }
+    });
+    let args = Args {
+        admin_addr: addr,
+        ..args
+    };
+    let mut agent = Agent::new(&args, Arc::clone(&metrics), None).unwrap();
+    agent.poll();
+    assert_eq!(
+        metrics.counts(What::Routes),
+        (0, 1),
+        "not a proxy: a failure"
+    );
 }

@@ -63,6 +63,7 @@ impl Watched {
         self.next_poll = 0;
     }
 
+    /// Records `s` as refused: not delivered again until the content changes.
     pub(super) fn refused(&mut self, s: &Snapshot) {
         self.refused = Some(s.digest);
     }
@@ -86,6 +87,10 @@ impl Watched {
             What::Auth => (
                 "reload succeeded: memcached accepts the new auth file",
                 "reload failed; memcached keeps the previous auth file",
+            ),
+            What::Routes => (
+                "reload succeeded: the proxy loaded the new routes",
+                "reload failed; the proxy keeps the previous routes",
             ),
         };
         let what_label = what.label();
