@@ -26,11 +26,14 @@ pub fn service_host(name: &str, namespace: &str) -> String {
     format!("{name}.{namespace}")
 }
 
+/// The proxy's Service (`spec.proxy`) is named after the Memcached with this suffix.
+pub const PROXY_SUFFIX: &str = "-proxy";
+
 /// The address of memcached's proxy in front of the Memcached `name` (`spec.proxy`): its Service
 /// `<name>-proxy` as clients in any namespace resolve it, on the proxy's port.
 #[must_use]
 pub fn proxy_address(name: &str, namespace: &str) -> String {
-    let service = format!("{name}{}", super::proxy_config::SUFFIX);
+    let service = format!("{name}{PROXY_SUFFIX}");
     address(&service_host(&service, namespace), MEMCACHED.number)
 }
 

@@ -16,8 +16,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use super::servers::{Members, Server};
 use super::{discovery, labels};
 
-/// The ConfigMap's name is the parent's with this suffix (as the proxy's Service).
-pub const SUFFIX: &str = "-proxy";
+/// The ConfigMap's name is the parent's with this suffix (as the proxy's Service, whose name
+/// clients find the proxy by: [`discovery::PROXY_SUFFIX`]).
+pub const SUFFIX: &str = discovery::PROXY_SUFFIX;
 /// The ConfigMap's key holding the route configuration.
 pub const ROUTES_KEY: &str = "routes.lua";
 /// The environment variable naming the proxy's own zone (set from the zone its pod is pinned
