@@ -4,25 +4,8 @@
 
 use serde_json::{Value, json};
 
-use crate::common::{controller, sync_value};
-
-/// A first-sync request for the Memcached `cache` in `shop` with `spec`, declaring StatefulSets
-/// and ConfigMaps too.
-fn request(spec: Value) -> Value {
-    let mut controller = controller();
-    let kinds = controller["spec"]["childResources"]
-        .as_array_mut()
-        .expect("list");
-    kinds.push(json!({"apiVersion": "apps/v1", "resource": "statefulsets"}));
-    kinds.push(json!({"apiVersion": "v1", "resource": "configmaps"}));
-    json!({
-        "controller": controller,
-        "parent": {"apiVersion": "memcached.c5c3.io/v1beta1", "kind": "Memcached",
-                   "metadata": {"name": "cache", "namespace": "shop", "generation": 1}, "spec": spec},
-        "children": {},
-        "related": {}
-    })
-}
+use crate::common::sync_value;
+use crate::proxy::request;
 
 /// Two zones of StatefulSets behind the proxy, `proxy` merged into its block, a NetworkPolicy
 /// from `sources`, and monitoring when `metrics`.
