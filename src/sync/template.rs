@@ -74,11 +74,15 @@ fn keep_template(
     if decision == Template::Render {
         return None;
     }
-    // Only the template this hook last answered is kept: the live template alone cannot tell a
-    // hand edit (which Metacontroller must undo) from an earlier rendering, and carries the API
-    // server's defaults. A workload whose answered template cannot be proven gets the rendered
-    // one.
-    let mut kept = answered(received, current)?;
+    // The template this hook last answered is kept: the live template alone cannot tell a hand
+    // edit (which Metacontroller must undo) from an earlier rendering. A workload that this hook
+    // has marked but whose answered template cannot be proven gets the rendered one; one that
+    // carries no mark of it at all keeps the template it runs ([`unmarked`]).
+    let mut kept = match answered(received, current) {
+        Some(kept) => kept,
+        None if decision == Template::KeepIfRollersAgree => unmarked(received, current)?,
+        None => return None,
+    };
     let rendered = template(child)?;
     if decision == Template::KeepIfRollersAgree && !rollers_agree(&kept, rendered) {
         return None;
@@ -111,6 +115,23 @@ pub(super) fn answered(
     let recorded = annotations.and_then(|a| a.template_hash.as_deref())?;
     let applied = keep::server_side_applied_template(received, current)?;
     (rollout::template_hash(&applied) == recorded).then_some(applied)
+}
+
+/// The pod template the observed workload `current` runs, live, when it carries no mark of this
+/// hook: no last-applied configuration, no recorded template hash and no intent digest. Such a
+/// workload was written by another controller and adopted (the reference operator's Deployment
+/// of the same name and labels) or by a build of this hook older than those marks; there is no
+/// answer of this hook to prove, so nothing to tell a hand edit from, and rolling its pods
+/// would empty the cache for no change of its owner's. The answer records the marks, so the
+/// next sync keeps it as any other.
+fn unmarked(received: &Received<'_>, current: &ObservedChild) -> Option<PodTemplateSpec> {
+    let annotations = current.metadata.annotations.as_ref();
+    let marked = current.last_applied().is_some()
+        || annotations.is_some_and(|a| a.template_hash.is_some() || a.source.is_some());
+    if marked {
+        return None;
+    }
+    keep::observed_template(received, current)
 }
 
 /// Whether the kept template records the same observed inputs (the secret hash, the restart

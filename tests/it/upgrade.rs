@@ -576,3 +576,98 @@ fn zones_turned_on_render_the_zones_and_keep_the_leaving_workload() {
         "kept while leaving"
     );
 }
+
+/// A Deployment written by another controller, as the reference operator leaves it once
+/// Metacontroller adopts it: the same name and selector labels, no mark of this hook (no
+/// last-applied configuration, no digest, no template hash), the API server's defaults filled
+/// in, every pod ready.
+fn adopted_deployment() -> Value {
+    let labels = json!({"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "cache",
+                        "app.kubernetes.io/managed-by": "memcached-operator"});
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "cache", "namespace": "shop", "generation": 3, "labels": labels,
+                     "annotations": {"deployment.kubernetes.io/revision": "1"}},
+        "spec": {
+            "replicas": 2, "revisionHistoryLimit": 10, "progressDeadlineSeconds": 600,
+            "selector": {"matchLabels": labels},
+            "strategy": {"type": "RollingUpdate",
+                         "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "containers": [{
+                        "name": "memcached", "image": "memcached:1.6",
+                        "args": ["-m", "128", "-c", "1024", "-t", "4", "-I", "1m"],
+                        "ports": [{"name": "memcached", "containerPort": 11211, "protocol": "TCP"}],
+                        "livenessProbe": {"tcpSocket": {"port": "memcached"},
+                            "initialDelaySeconds": 10, "periodSeconds": 10, "timeoutSeconds": 1,
+                            "successThreshold": 1, "failureThreshold": 3},
+                        "readinessProbe": {"tcpSocket": {"port": "memcached"},
+                            "initialDelaySeconds": 5, "periodSeconds": 5, "timeoutSeconds": 1,
+                            "successThreshold": 1, "failureThreshold": 3},
+                        "resources": {},
+                        "imagePullPolicy": "IfNotPresent",
+                        "terminationMessagePath": "/dev/termination-log",
+                        "terminationMessagePolicy": "File"
+                    }],
+                    "restartPolicy": "Always", "terminationGracePeriodSeconds": 30,
+                    "dnsPolicy": "ClusterFirst", "schedulerName": "default-scheduler",
+                    "securityContext": {}
+                }
+            }
+        },
+        "status": {"observedGeneration": 3, "replicas": 2, "updatedReplicas": 2,
+                   "readyReplicas": 2, "availableReplicas": 2}
+    })
+}
+
+/// Another operator's workload, adopted: it keeps the pods it runs until its owner's first
+/// change, and the answer marks it so that the next sync keeps it as any other.
+#[test]
+fn an_adopted_workload_keeps_its_pods_until_the_owners_first_change() {
+    let live = adopted_deployment();
+    let answer = sync_value(&request(&spec(), (1, 1), std::slice::from_ref(&live)));
+    assert_eq!(template(&answer, "cache"), &live["spec"]["template"]);
+    let w = workloads(&answer)[0];
+    assert!(w["metadata"]["annotations"][SOURCE].is_string(), "{w}");
+    assert!(
+        w["metadata"]["annotations"][TEMPLATE_HASH].is_string(),
+        "{w}"
+    );
+    let up = condition(&answer, "UpToDate");
+    assert_eq!(
+        (up.status.as_str(), up.reason.as_str()),
+        ("False", "NewRendering"),
+        "{}",
+        up.message
+    );
+
+    // Applied (the answer is its last-applied configuration now) and observed again: kept.
+    let again = sync_value(&request(&spec(), (1, 1), &observed(&answer, true)));
+    assert_eq!(template(&again, "cache"), &live["spec"]["template"]);
+
+    // The owner's first change: today's rendering.
+    let changed = json!({"replicas": 2, "memcached": {"maxMemoryMB": 256}});
+    let today = sync_value(&request(&changed, (1, 0), &[]));
+    let rolled = sync_value(&request(&changed, (2, 1), &observed(&answer, true)));
+    assert_eq!(template(&rolled, "cache"), template(&today, "cache"));
+    assert_eq!(condition(&rolled, "UpToDate").status, "True");
+
+    // Adopted while its owner's change is still unsynced: nothing to keep it for.
+    let unsynced = sync_value(&request(&changed, (2, 1), std::slice::from_ref(&live)));
+    assert_eq!(template(&unsynced, "cache"), template(&today, "cache"));
+}
+
+/// A workload that carries a mark of this hook but whose answer cannot be proven (here: the
+/// digest, but neither a last-applied configuration nor a template hash) is not taken for an
+/// adopted one: it gets today's rendering, as before.
+#[test]
+fn a_marked_workload_without_its_answer_is_not_taken_for_an_adopted_one() {
+    let mut live = adopted_deployment();
+    let today = sync_value(&request(&spec(), (1, 0), &[]));
+    let digest = workloads(&today)[0]["metadata"]["annotations"][SOURCE].clone();
+    live["metadata"]["annotations"][SOURCE] = digest;
+    let answer = sync_value(&request(&spec(), (1, 1), &[live]));
+    assert_eq!(template(&answer, "cache"), template(&today, "cache"));
+}
