@@ -305,6 +305,11 @@ pub struct ParentStatus {
     /// (an entry of another shape reads as none, as for `observedGeneration`).
     #[serde(default, deserialize_with = "lenient_zones")]
     pub zones: Vec<ZoneShort>,
+    /// `status.desiredReplicas`, only whether it is there (of any value): this hook writes it in
+    /// every status, another controller of the same kind (the reference operator) never, so a
+    /// status without it is none of this hook's answers.
+    #[serde(default)]
+    pub desired_replicas: Option<serde::de::IgnoredAny>,
 }
 
 /// A zone's entry of `status.zones`, as far as a sync reads it back.

@@ -62,13 +62,16 @@ pub fn customize(
     Ok(CustomizeResponse { related_resources })
 }
 
-/// Whether the Memcached's status is of its current generation and says Ready: then each of its
-/// children exists, and none of its names needs looking up.
+/// Whether the Memcached's status is one of this hook's answers (it has `desiredReplicas`), of
+/// its current generation, and says Ready: then each of its children exists, and none of its
+/// names needs looking up. A status another controller wrote (the reference operator's, before
+/// its Memcacheds move to the hook) says nothing of the hook's children.
 fn settled(parent: &Parent) -> bool {
     let status = &parent.status;
     let current = status.observed_generation.is_some()
         && status.observed_generation == parent.metadata.generation;
-    current
+    status.desired_replicas.is_some()
+        && current
         && status
             .conditions
             .iter()

@@ -112,6 +112,30 @@ fn a_settled_memcached_asks_for_none_and_a_changed_one_asks_again() {
     );
 }
 
+/// The reference operator's status (Ready at the current generation, as it writes it before its
+/// Memcacheds move to the hook) is none of this hook's answers: the names are asked for, so that
+/// a child whose name its Deployment still holds is said at once.
+#[test]
+fn another_controllers_ready_status_is_not_settled() {
+    let mut request = request_json(json!({}));
+    request["parent"]["metadata"]["generation"] = json!(4);
+    request["parent"]["status"] = json!({"observedGeneration": 4, "readyReplicas": 1,
+        "conditions": [{"type": "Ready", "status": "True", "reason": "MemcachedReady",
+                        "lastTransitionTime": "2026-11-01T00:00:00Z", "message": "",
+                        "observedGeneration": 4}]});
+    let asked = asked(&customize(&request["parent"]));
+    assert!(
+        asked.iter().any(|(r, _)| r == "apps/v1/deployments"),
+        "{asked:?}"
+    );
+    // The same status with the field only this hook writes: settled.
+    request["parent"]["status"]["desiredReplicas"] = json!(1);
+    assert_eq!(
+        customize(&request["parent"]),
+        json!({"relatedResources": []})
+    );
+}
+
 #[test]
 fn an_invalid_spec_asks_for_no_names() {
     let request = request_json(json!({"replicas": -1}));

@@ -149,6 +149,11 @@ def scenario_migrate(t: Test):
                 "the reference's pods untouched",
                 conditions(ns).get("Ready") != "True" and pods(ns) == before,
                 {"conditions": conditions(ns), "pods": pods(ns)})
+        ready = {c["type"]: c for c in get(PARENT, "cache", ns=ns.name).get("status", {}).get("conditions", [])}
+        ready = ready.get("Ready", {})
+        print(f"     migrate: Ready {ready.get('reason')}: {ready.get('message')}", flush=True)
+        t.check("without the label: Ready says why (ChildNameTaken: held by no one)",
+                ready.get("reason") == "ChildNameTaken" and "controlled by no one" in ready.get("message", ""), ready)
 
         uid = get(PARENT, "cache", ns=ns.name)["metadata"]["uid"]
         start = time.monotonic()
