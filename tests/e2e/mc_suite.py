@@ -1346,6 +1346,83 @@ class Suite:
         for name in ("cache-a", "cache"):
             self.api.delete(parent_path(ns, name))
 
+    def s_adopt(self):
+        """Another controller's Deployment handed to the hook, as the reference operator's is
+        (docs/install.md, "Migrating from the reference operator"): a Deployment `cache` of the
+        reference's shape exists before its Memcached; without Metacontroller's controller-uid
+        label the Memcached's Ready names it (ChildNameTaken, held by no one); labelled, it is
+        adopted and keeps its pod template and generation over several syncs (UpToDate False);
+        the owner's first spec change then gives it the hook's rendering."""
+        sc = "adopt"
+        ns = self.ns("adopt")
+        labels = {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "cache",
+                  "app.kubernetes.io/managed-by": "memcached-operator"}
+        dpath = obj_path("apps/v1", "Deployment", ns, "cache")
+        self.api.call("POST", obj_path("apps/v1", "Deployment", ns), {
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "cache", "namespace": ns, "labels": labels},
+            "spec": {"replicas": 2, "selector": {"matchLabels": labels},
+                     "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+                     "template": {"metadata": {"labels": labels}, "spec": {"containers": [{
+                         "name": "memcached", "image": "memcached:1.6",
+                         "args": ["-m", "64", "-c", "1024", "-t", "4", "-I", "1m"],
+                         "ports": [{"name": "memcached", "containerPort": 11211, "protocol": "TCP"}],
+                         "readinessProbe": {"tcpSocket": {"port": "memcached"}, "periodSeconds": 5}}]}}}})
+        self.set_deployment_status(ns, "cache", 2)
+        cr = {"apiVersion": f"{GROUP}/v1beta1", "kind": "Memcached", "metadata": {"name": "cache"},
+              "spec": {"replicas": 2, "memcached": {"maxMemoryMB": 64}}}
+        self.create(cr, ns)
+        uid = (self.parent(ns, "cache") or {}).get("metadata", {}).get("uid")
+
+        def controlled():
+            d = self.api.get(dpath) or {}
+            owners = [r.get("uid") for r in d.get("metadata", {}).get("ownerReferences") or [] if r.get("controller")]
+            return d if owners == [uid] else None
+        if self.strategy == "server-side-apply":
+            # Server-side apply creates by applying: an object of the child's name that no
+            # controller owns is applied over and taken at once, without the label.
+            res, took = self.wait("the Deployment taken over", controlled, 60)
+            template = (res or {}).get("spec", {}).get("template", {})
+            self.check(sc, bool(res) and template.get("spec", {}).get("securityContext", {}).get("runAsNonRoot"),
+                       f"server-side apply: the unlabelled Deployment is taken over at once and gets the hook's "
+                       f"rendering ({took:.1f}s)", json.dumps(template)[:400])
+            self.api.delete(parent_path(ns, "cache"))
+            return
+
+        def taken():
+            c = self.condition(ns, "cache", "Ready") or {}
+            return c if c.get("reason") == "ChildNameTaken" else None
+        res, took = self.wait("Ready names the Deployment held by no one", taken, 60)
+        self.check(sc, bool(res) and "Deployment cache (controlled by no one)" in (res or {}).get("message", ""),
+                   f"unlabelled: Ready is ChildNameTaken naming Deployment cache, controlled by no one ({took:.1f}s)",
+                   json.dumps(self.condition(ns, "cache", "Ready")))
+        before = self.api.get(dpath)
+        self.api.merge(dpath, {"metadata": {"labels": {"controller-uid": uid}}})
+
+        def adopted():
+            d = controlled() or {}
+            return d if "memcached.c5c3.io/source" in (d.get("metadata", {}).get("annotations") or {}) else None
+        res, took = self.wait("the Deployment adopted and answered", adopted, 60)
+        self.check(sc, bool(res), f"labelled: Metacontroller adopts the Deployment and the hook marks it ({took:.1f}s)")
+        time.sleep(6)  # several more syncs
+        after = self.api.get(dpath) or {}
+        gens = [before["metadata"]["generation"], after.get("metadata", {}).get("generation")]
+        self.check(sc, after.get("spec", {}).get("template") == before["spec"]["template"],
+                   f"adopted: the pod template is the reference's, unchanged (generation {gens[0]} -> {gens[1]}: "
+                   "the rest of the spec follows the hook)",
+                   json.dumps({"before": before["spec"]["template"], "after": after.get("spec", {}).get("template")}))
+        self.set_deployment_status(ns, "cache", 2)
+        up, took = self.wait("UpToDate False", lambda: (self.condition(ns, "cache", "UpToDate") or {})
+                             .get("status") == "False", 30)
+        self.check(sc, up, f"adopted: UpToDate False, naming what a rollout would change ({took:.1f}s)",
+                   json.dumps(self.condition(ns, "cache", "UpToDate")))
+        self.patch_spec(ns, "cache", {"memcached": {"maxMemoryMB": 96}})
+        cr["spec"]["memcached"]["maxMemoryMB"] = 96
+        res, took = self.wait("the hook's rendering", lambda: (self.api.get(dpath) or {}).get("spec", {})
+                              .get("template", {}).get("spec", {}).get("securityContext", {}).get("runAsNonRoot"), 60)
+        self.check(sc, bool(res), f"the owner's first change: the hook's rendering ({took:.1f}s)")
+        self.api.delete(parent_path(ns, "cache"))
+
     def s_upgrade(self):
         """A hook release restarts no cache (docs/behaviour.md, "Pod templates across hook
         releases"): a TLS cache with the reload agent, a SASL cache with the exporter, a
@@ -1481,7 +1558,7 @@ class Suite:
            "invalid_spec", "drift",
            "delete_gc", "hook_down", "hook_500", "hook_timeout", "hook_restart", "two_replicas",
            "apiserver_restart", "mc_restart", "scale_subresource", "shared_names", "namespace_overlay",
-           "upgrade", "scale"]
+           "upgrade", "adopt", "scale"]
 
     def run(self):
         wanted = self.args.scenarios.split(",") if self.args.scenarios else self.ALL
