@@ -4,7 +4,7 @@
 usage: scale.py run --system hook|reference --ns NS --n N --replicas R --steady S --zone Z
                     --timeout T --bound B --syncs-metrics URL --syncs-metric NAME:LABEL
                     --client-metrics URL --pids NAME=PID,... --summary FILE
-                    [--zones A,B,... [--rollout-image IMAGE]]
+                    [--zones A,B,... [--rollout-image IMAGE]] [--proxy]
        scale.py compare SUMMARY.json SUMMARY.json...
        scale.py customize-stub --port P
 
@@ -20,8 +20,9 @@ under E2E_STATE_DIR), creates N Memcacheds (R replicas, a PodDisruptionBudget wi
   --syncs-metrics summed over LABEL: the hook's memcached_hook_sync_outcomes_total, or the
   reference's controller_runtime_reconcile_total);
 - steady: S seconds with nothing changing; the writes that only the controller makes (to
-  memcacheds, their status, deployments, services, poddisruptionbudgets, and the HPAs,
-  NetworkPolicies and ServiceMonitors the reference deletes when disabled), those that succeeded,
+  memcacheds, their status, deployments, statefulsets, configmaps, services,
+  poddisruptionbudgets, and the HPAs, NetworkPolicies and ServiceMonitors the reference deletes
+  when disabled), those that succeeded,
   per minute must be 0; the sync counter is sampled every 3 s to tell when the last sync came;
 - drain: the nodes of zone Z (or of every zone of a comma-separated list) cordoned, their pods
   evicted through the eviction API, 16 at a time (a
@@ -49,6 +50,11 @@ status.zonesReady Z/Z and readyReplicas R x Z. Two phases change:
   the parent's first-zone Deployment: one that succeeds while that zone is not whole (ready R,
   none going) is a violation. Fails on a violation, when a pod on a node not drained is gone,
   when the second zone's half is not emptied, or when the fleet does not re-converge.
+
+With --proxy (the hook only), every Memcached is a StatefulSet with spec.proxy on (two proxy pods
+per zone, or in all without zones): Ready also needs ProxyReady True, and the objects per parent
+count its proxy Deployments, Service and routes ConfigMap. Neither the rollout nor the drain,
+which follow the cache's zone Deployments, runs with it.
 
 `upgrade` (after `run --own-image`, the hook restarted with its own image at a new tag) waits
 three resync periods and fails when a Deployment or StatefulSet was written (anything but its
@@ -88,8 +94,12 @@ POLL = 3.0
 EVICTORS = 16
 # Writes no one but the controller makes for these parents: (resource, subresource).
 MC_WRITES = {("memcacheds", ""), ("memcacheds", "status"), ("deployments", ""),
+             ("statefulsets", ""), ("configmaps", ""),
              ("services", ""), ("poddisruptionbudgets", ""), ("horizontalpodautoscalers", ""),
              ("networkpolicies", ""), ("servicemonitors", "")}
+# The kinds counted as objects per parent once the fleet is Ready.
+OBJECT_KINDS = [("apps/v1", "deployments"), ("apps/v1", "statefulsets"), ("v1", "services"),
+                ("v1", "configmaps"), ("policy/v1", "poddisruptionbudgets"), ("v1", "pods")]
 # The controller processes: their CPU and peak RSS are summed as "controller".
 CONTROLLERS = {"metacontroller", "hook", "reference"}
 WRITE_VERBS = {"POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION"}
@@ -143,7 +153,7 @@ class Api:
 SASL_SECRET = "scale-sasl"
 
 
-def memcached(ns, i, replicas, zones=None, own_image=False):
+def memcached(ns, i, replicas, zones=None, own_image=False, proxy=False):
     name = f"cache-{i:04d}"
     if zones:
         # A full copy per zone (replicas per zone), a budget per zone; the zone is required.
@@ -156,6 +166,9 @@ def memcached(ns, i, replicas, zones=None, own_image=False):
                 "maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
                 "whenUnsatisfiable": "ScheduleAnyway",
                 "labelSelector": {"matchLabels": {"app.kubernetes.io/instance": name}}}]}}
+    if proxy:
+        spec["workload"] = "StatefulSet"
+        spec["proxy"] = {"enabled": True}
     if own_image:
         spec["security"] = {"secretRotation": "Reload", "sasl": {
             "enabled": True, "credentialsSecretRef": {"name": SASL_SECRET}}}
@@ -246,7 +259,8 @@ def report(title, n, start, end):
           f"({detail or 'none'})")
     writes = mc_writes(start.metrics_file, end.metrics_file)
     print(f"   the controller's writes that succeeded (memcacheds, their status, deployments, "
-          f"services, pdbs, hpas, networkpolicies, servicemonitors): {int(writes)}")
+          f"statefulsets, configmaps, services, pdbs, hpas, networkpolicies, servicemonitors): "
+          f"{int(writes)}")
     a, b = counts(start.metrics_file), counts(end.metrics_file)
     api_total = sum(v - a.get(k, 0) for k, v in b.items())
     sys.stdout.flush()
@@ -260,10 +274,11 @@ def report(title, n, start, end):
 
 # --- the fleet's state -----------------------------------------------------------------------
 
-def fleet(api, ns, replicas, zones=None):
+def fleet(api, ns, replicas, zones=None, proxy=False):
     """(ready parent count, {name: (status.readyReplicas, its workloads' readyReplicas)}).
     With zones: Ready also needs every zone ready (status.zonesReady Z/Z), readyReplicas counts
-    every zone's pods and the truth is the sum of the workloads <name>-<zone>."""
+    every zone's pods and the truth is the sum of the workloads <name>-<zone>. With the proxy,
+    ProxyReady True too."""
     ready = 0
     seen = {}
     total = replicas * (len(zones) if zones else 1)
@@ -274,10 +289,14 @@ def fleet(api, ns, replicas, zones=None):
               and st.get("readyReplicas") == total and cond.get("Ready") == "True")
         if zones:
             ok = ok and st.get("zonesReady") == f"{len(zones)}/{len(zones)}"
+        if proxy:
+            ok = ok and cond.get("ProxyReady") == "True"
         ready += ok
         seen[m["metadata"]["name"]] = st.get("readyReplicas", 0)
     truth = {}
-    for d in api.items(f"/apis/apps/v1/namespaces/{ns}/deployments"):
+    workloads = (api.items(f"/apis/apps/v1/namespaces/{ns}/deployments")
+                 + api.items(f"/apis/apps/v1/namespaces/{ns}/statefulsets"))
+    for d in workloads:
         name = d["metadata"]["name"]
         for z in zones or ():
             if name.endswith("-" + z):
@@ -309,7 +328,7 @@ def wait_ready(api, args, deadline, tracker=None):
     """Polls until every parent is Ready; returns the count Ready at the end."""
     ready = 0
     while time.monotonic() < deadline:
-        ready, pairs = fleet(api, args.ns, args.replicas, args.zones)
+        ready, pairs = fleet(api, args.ns, args.replicas, args.zones, args.proxy)
         if tracker:
             tracker.observe(pairs, time.monotonic())
         if ready >= args.n:
@@ -329,9 +348,19 @@ def create(api, args):
             sys.exit(f"creating Secret {SASL_SECRET}: {code} {str(body)[:300]}")
     for i in range(args.n):
         code, body = api.call("POST", f"{GROUP}/namespaces/{args.ns}/memcacheds",
-                              memcached(args.ns, i, args.replicas, args.zones, args.own_image))
+                              memcached(args.ns, i, args.replicas, args.zones, args.own_image,
+                                        args.proxy))
         if code != 201:
             sys.exit(f"creating Memcached {i}: {code} {str(body)[:300]}")
+
+
+def objects(api, ns, n):
+    """The objects of each of OBJECT_KINDS in ns, per parent."""
+    out = {}
+    for version, plural in OBJECT_KINDS:
+        prefix = "/api/v1" if version == "v1" else f"/apis/{version}"
+        out[plural] = len(api.items(f"{prefix}/namespaces/{ns}/{plural}")) / n
+    return out
 
 
 def evict(api, pod):
@@ -581,7 +610,7 @@ def zoned_drain(api, args, deadline):
         w.start()
     tracker = WrongTracker()
     while any(w.is_alive() for w in workers) and time.monotonic() < deadline:
-        tracker.observe(fleet(api, args.ns, args.replicas, args.zones)[1], time.monotonic())
+        tracker.observe(fleet(api, args.ns, args.replicas, args.zones, args.proxy)[1], time.monotonic())
         workers[1].join(POLL)
     for w in workers:
         w.join(max(deadline - time.monotonic(), 0) + 60)
@@ -633,6 +662,8 @@ def run(args):
     summary["create"] = report(f"create: {ready}/{args.n} Ready with readyReplicas "
                                f"{total}", args.n, start, converged)
     summary["create"]["ready"] = ready
+    summary["objects"] = objects(api, args.ns, args.n)
+    print("   objects per parent: " + ", ".join(f"{k} {v:.2f}" for k, v in summary["objects"].items()))
     save()
     if ready < args.n:
         sys.exit(f"not converged within {args.timeout} s")
@@ -706,7 +737,7 @@ def run(args):
     worker = threading.Thread(target=lambda: holder.update(r=drain(api, args, deadline)))
     worker.start()
     while worker.is_alive() and time.monotonic() < deadline:
-        tracker.observe(fleet(api, args.ns, args.replicas, args.zones)[1], time.monotonic())
+        tracker.observe(fleet(api, args.ns, args.replicas, args.zones, args.proxy)[1], time.monotonic())
         worker.join(POLL)
     worker.join(max(deadline - time.monotonic(), 0) + 60)
     nodes, evicted, refused, other = holder.get("r", (0, 0, 0, 0))
@@ -852,6 +883,8 @@ def main():
     r.add_argument("--summary", required=True, help="file the summary JSON is written to")
     r.add_argument("--pids", required=True,
                    type=lambda s: {k: int(v) for k, v in (x.split("=") for x in s.split(","))})
+    r.add_argument("--proxy", action="store_true",
+                   help="every Memcached a StatefulSet with spec.proxy (no rollout, no drain)")
     r.add_argument("--own-image", action="store_true",
                    help="every Memcached runs the hook's own image (SASL with the reload agent)")
     u = sub.add_parser("upgrade")

@@ -39,6 +39,11 @@
 #              the hook restarts with its own image at a new tag, and bench/scale.py upgrade
 #              counts the workload writes of three resync periods (goal 0) and the syncs per
 #              parent [0]. With DRAIN_ZONE=none and a short STEADY it measures just that.
+#   PROXY      1 (hook only): every Memcached is a StatefulSet with spec.proxy (two proxy pods per
+#              zone, or in all), Ready only with ProxyReady True; needs DRAIN_ZONE=none and, with
+#              ZONED=1, ROLLOUT_IMAGE=none (both follow the cache's Deployments); the hook then
+#              names the reload agent's image memcached-hook:bench (KWOK pulls nothing, and
+#              ProxyReady stays False under the placeholder image) [0]
 #   WATCH_PODS 1: answer Metacontroller's customize calls from a stub that asks for related Pods
 #              (Metacontroller then caches every Pod in the cluster; no Pod reaches the hook) [0]
 #   BENCH_TIMEOUT  bound of each wait for convergence, seconds [1800]
@@ -70,12 +75,19 @@ VARIANT=${VARIANT:-install}
 WATCH_PODS=${WATCH_PODS:-0}
 TIMEOUT=${BENCH_TIMEOUT:-1800}
 UPGRADE=${UPGRADE:-0}
+PROXY=${PROXY:-0}
 RESYNC=${RESYNC:-20}
 for v in N REPLICAS NODES ZONES STEADY TIMEOUT RESYNC; do
     [[ "${!v}" =~ ^[0-9]+$ ]] || { echo "$v must be a whole number, not ${!v}" >&2; exit 2; }
 done
 [[ "$ZONED" == 0 || "$ZONED" == 1 ]] || { echo "ZONED must be 0 or 1, not $ZONED" >&2; exit 2; }
 [[ "$UPGRADE" == 0 || "$UPGRADE" == 1 ]] || { echo "UPGRADE must be 0 or 1, not $UPGRADE" >&2; exit 2; }
+[[ "$PROXY" == 0 || "$PROXY" == 1 ]] || { echo "PROXY must be 0 or 1, not $PROXY" >&2; exit 2; }
+if [[ "$PROXY" == 1 ]] && { [[ "${SYSTEMS:-hook}" != hook || "$DRAIN_ZONE" != none ]] ||
+    [[ "$ZONED" == 1 && "$ROLLOUT_IMAGE" != none ]]; }; then
+    echo "PROXY=1 needs SYSTEMS=hook, DRAIN_ZONE=none and with ZONED=1 ROLLOUT_IMAGE=none" >&2
+    exit 2
+fi
 if [[ "$UPGRADE" == 1 && "${SYSTEMS:-hook}" != hook ]]; then
     echo "UPGRADE=1 needs SYSTEMS=hook (it restarts the hook)" >&2
     exit 2
@@ -147,7 +159,9 @@ kc() { "$E2E_KUBECTL" "$@"; }
 
 if [[ "$SYSTEM" == hook ]]; then
     port=$(free_port)
-    RUST_LOG=warn "$HOOK_BIN" serve --addr "127.0.0.1:$port" >"$WORK/hook.log" 2>&1 &
+    hook_args=()
+    [[ "$PROXY" == 1 ]] && hook_args=(--reload-agent-image memcached-hook:bench)
+    RUST_LOG=warn "$HOOK_BIN" serve --addr "127.0.0.1:$port" "${hook_args[@]}" >"$WORK/hook.log" 2>&1 &
     hook_pid=$!
     pids+=("$hook_pid")
     customize_url="http://127.0.0.1:$port/customize"
@@ -216,6 +230,7 @@ if [[ "$ZONED" == 1 ]]; then
 fi
 upgrade=()
 [[ "$UPGRADE" == 1 ]] && upgrade=(--own-image)
+[[ "$PROXY" == 1 ]] && upgrade+=(--proxy)
 python3 "$ROOT/bench/scale.py" run --system "$SYSTEM" --ns "$ns" --n "$N" --replicas "$REPLICAS" --steady "$STEADY" \
     --zone "$DRAIN_ZONE" --timeout "$TIMEOUT" --bound "${STATUS_BOUND:-30}" "${zoned[@]}" "${upgrade[@]}" \
     "${measure[@]}" --pids "$proc_list" --summary "${SCALE_SUMMARY:-$WORK/summary.json}"

@@ -435,10 +435,29 @@ fn config_map(name: &str, namespace: &str, e: &Effective<'_>, members: Members<'
     Child::ConfigMap(Box::new(servers::build(&list)))
 }
 
+/// The zones a proxy Deployment each runs in: every zone of `spec.zones`, or one Deployment
+/// without zones.
+fn proxy_zones<'a>(e: &'a Effective<'_>) -> Vec<Option<crate::children::zone::Zone<'a>>> {
+    match &e.zones {
+        Some(z) => z
+            .names
+            .iter()
+            .map(|zone| {
+                Some(crate::children::zone::Zone {
+                    name: zone,
+                    topology_key: z.topology_key,
+                })
+            })
+            .collect(),
+        None => vec![None],
+    }
+}
+
 /// The children of `spec.proxy`: its route configuration `<name>-proxy` (among the declared
 /// `kinds`), whose pools list the same membership as the server lists; a proxy Deployment per
 /// zone (or one, each with the reload agent of `agent_image`) when the CompositeController
-/// declares Deployments; the Service `<name>-proxy`. The proxy reaches the pods on their plaintext port (validation refuses TLS
+/// declares Deployments; the Service `<name>-proxy`; with monitoring its ServiceMonitor, and with
+/// a NetworkPolicy its own. The proxy reaches the pods on their plaintext port (validation refuses TLS
 /// without one).
 fn proxy_children(
     ((name, namespace), agent_image): ((&str, &str), &str),
@@ -462,20 +481,7 @@ fn proxy_children(
     }
     let d = ChildKind::Deployment;
     if req.controller.declares(d.api_version(), d.resource()) {
-        let zones: Vec<Option<crate::children::zone::Zone<'_>>> = match &e.zones {
-            Some(z) => z
-                .names
-                .iter()
-                .map(|zone| {
-                    Some(crate::children::zone::Zone {
-                        name: zone,
-                        topology_key: z.topology_key,
-                    })
-                })
-                .collect(),
-            None => vec![None],
-        };
-        out.extend(zones.into_iter().map(|zone| {
+        out.extend(proxy_zones(e).into_iter().map(|zone| {
             Child::Deployment(Box::new(proxy_pods::deployment(
                 name,
                 e,
@@ -485,16 +491,25 @@ fn proxy_children(
             )))
         }));
     }
-    out.push(Child::Service(Box::new(proxy_pods::service(
-        name,
-        e.zones.is_some(),
-    ))));
+    let served = proxy_pods::served(e);
+    let service = proxy_pods::service(name, &served, e.zones.is_some());
+    out.push(Child::Service(Box::new(service)));
+    let monitor = e
+        .monitoring
+        .as_ref()
+        .and_then(|m| m.service_monitor.as_ref());
+    if let Some(settings) = monitor
+        && kinds.contains(&ChildKind::ServiceMonitor)
+    {
+        let monitor = proxy_pods::service_monitor(name, namespace, settings);
+        out.push(Child::ServiceMonitor(Box::new(monitor)));
+    }
     if let Some(sources) = e.security.network_policy
         && kinds.contains(&ChildKind::NetworkPolicy)
     {
         let pods = proxy_pods::peer(name).pod_selector.unwrap_or_default();
         let policy_name = proxy_pods::workload_name(name, None);
-        let policy = network_policy::for_proxy(policy_name, pods, &ports::MEMCACHED, sources);
+        let policy = network_policy::for_proxy(policy_name, pods, &served, sources);
         out.push(Child::NetworkPolicy(Box::new(policy)));
     }
     out

@@ -2,7 +2,8 @@
 //! Prometheus memcached exporter (`spec.monitoring.exporterImage`). With SASL memcached refuses
 //! `stats` to a client that has not logged in, and the exporter has no way to log in: the hook's
 //! own image then runs `memcached-hook stats-exporter`, which logs in with the mounted auth file
-//! and serves the same series names (`src/pod/exporter/stats.rs`).
+//! and serves the same series names (`src/pod/exporter/stats.rs`). A proxy pod's sidecar is
+//! always the stats exporter: it also serves the proxy's own counters (`memcached_proxy_*`).
 
 use k8s_openapi::api::core::v1::Container;
 
@@ -68,5 +69,31 @@ pub fn container(
             args: prometheus_exporter_args(e),
             ..common
         }
+    }
+}
+
+/// The metrics sidecar of a proxy pod: the stats exporter of `hook_image` against the proxy's
+/// plaintext `admin_port` on the pod's loopback, with the cache's exporter's port, resources and
+/// security context.
+#[must_use]
+pub fn proxy_container(
+    e: &Effective<'_>,
+    m: &Monitoring<'_>,
+    hook_image: &str,
+    admin_port: i32,
+) -> Container {
+    Container {
+        name: NAME.to_owned(),
+        image: Some(hook_image.to_owned()),
+        command: Some(vec![own_image::BINARY.to_owned()]),
+        args: Some(vec![
+            "stats-exporter".to_owned(),
+            "--memcached-addr".to_owned(),
+            format!("127.0.0.1:{admin_port}"),
+        ]),
+        ports: Some(container_ports(&[ports::METRICS], Server::Exporter)),
+        resources: resources(m.exporter_resources, &[]),
+        security_context: Some(security_context::container(e)),
+        ..Container::default()
     }
 }

@@ -78,13 +78,14 @@ pub fn build(name: &str, served: &[Port], admitted: Admitted<'_>) -> NetworkPoli
 }
 
 /// The NetworkPolicy `policy_name` of the proxy's pods (selected by `pods`): ingress only, to
-/// the proxy's `port`, from the allowed `sources` (every source when empty): the cache's
-/// policy holds for clients that go through the proxy.
+/// the proxy's `served` ports (its own, and with monitoring the exporter's), from the allowed
+/// `sources` (every source when empty): the cache's policy holds for clients that go through
+/// the proxy, and the scraper reaches the proxy's metrics as it reaches the cache's.
 #[must_use]
 pub fn for_proxy(
     policy_name: String,
     pods: LabelSelector,
-    port: &Port,
+    served: &[Port],
     sources: &[NetworkPolicyPeer],
 ) -> NetworkPolicy {
     NetworkPolicy {
@@ -96,7 +97,7 @@ pub fn for_proxy(
         spec: Some(NetworkPolicySpec {
             pod_selector: Some(pods),
             policy_types: Some(vec!["Ingress".to_owned()]),
-            ingress: Some(vec![rule(std::iter::once(port), sources)]),
+            ingress: Some(vec![rule(served.iter(), sources)]),
             egress: None,
         }),
     }

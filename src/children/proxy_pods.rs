@@ -3,7 +3,9 @@
 //! (or one Deployment without zones), and the Service `<name>-proxy` in front of them all
 //! (docs/behaviour.md, "Proxy"). Each proxy pod runs the reload agent in proxy mode beside the
 //! proxy: a new route configuration is loaded by SIGHUP, so the pod template depends on the
-//! proxy's own settings only, and a new membership restarts no proxy.
+//! proxy's own settings only, and a new membership restarts no proxy. With `spec.monitoring` each
+//! proxy pod runs the stats exporter beside the proxy, the Service has the `metrics` port, and a
+//! ServiceMonitor `<name>-proxy` of its own scrapes it.
 
 use std::collections::BTreeMap;
 
@@ -18,12 +20,16 @@ use k8s_openapi::api::networking::v1::NetworkPolicyPeer;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
+use super::ports::Port;
 use super::proxy_config::{ROUTES_KEY, SUFFIX, ZONE_ENV};
+use super::service_monitor;
 use super::volumes::{TLS_VOLUME, secret_volume};
 use super::zone::Zone;
-use super::{TLS_MOUNT_PATH, labels, ports, reload_agent, security_context};
+use super::{TLS_MOUNT_PATH, exporter, labels, ports, reload_agent, security_context};
 use crate::api::effective::Effective;
+use crate::api::monitoring::ServiceMonitor as MonitorSettings;
 use crate::api::proxy::Proxy;
+use crate::hook::service_monitor::ServiceMonitor;
 
 /// `app.kubernetes.io/name` of the proxy's pods: apart from the cache's pods, so that neither
 /// the cache's Service, budget and network policy nor its workloads select them.
@@ -78,6 +84,14 @@ pub fn peer(name: &str) -> NetworkPolicyPeer {
         }),
         ..NetworkPolicyPeer::default()
     }
+}
+
+/// The ports the proxy's pods serve to the cluster: the proxy's, and with `spec.monitoring` the
+/// stats exporter's `metrics` (the Service's ports and the NetworkPolicy's).
+#[must_use]
+pub fn served(e: &Effective<'_>) -> Vec<Port> {
+    let metrics = e.monitoring.as_ref().map(|_| ports::METRICS);
+    std::iter::once(ports::MEMCACHED).chain(metrics).collect()
 }
 
 /// The proxy's command line after the image's entrypoint: the route library with the mounted
@@ -194,7 +208,8 @@ fn container(
 }
 
 /// The proxy's pod spec: the cache's placement and security contexts, pinned to `zone`, with the
-/// reload agent of the hook's `agent_image` beside the proxy.
+/// reload agent of the hook's `agent_image` beside the proxy, and with `spec.monitoring` the
+/// stats exporter of the same image reading the proxy's plaintext port.
 fn pod_spec(
     name: &str,
     e: &Effective<'_>,
@@ -208,6 +223,10 @@ fn pod_spec(
         (&format!("{CONFIG_DIR}/{ROUTES_KEY}"), admin_port(e)),
         config_mount(),
     );
+    let mut containers = vec![container(e, proxy, zone, mounts)];
+    if let Some(m) = &e.monitoring {
+        containers.push(exporter::proxy_container(e, m, agent_image, admin_port(e)));
+    }
     PodSpec {
         affinity: zone.map(|z| Affinity {
             node_affinity: Some(z.pin(None)),
@@ -222,7 +241,7 @@ fn pod_spec(
         // The agent sends SIGHUP to the proxy for new routes.
         share_process_namespace: Some(true),
         init_containers: Some(vec![agent]),
-        containers: vec![container(e, proxy, zone, mounts)],
+        containers,
         volumes: Some(volumes),
         ..PodSpec::default()
     }
@@ -272,10 +291,11 @@ pub fn deployment(
     }
 }
 
-/// The Service `<name>-proxy` in front of every proxy pod: with zones, a client is sent to a
-/// proxy of its own zone when there is one (`trafficDistribution: PreferClose`).
+/// The Service `<name>-proxy` in front of every proxy pod, with the `served` ports: with zones,
+/// a client is sent to a proxy of its own zone when there is one (`trafficDistribution:
+/// PreferClose`).
 #[must_use]
-pub fn service(name: &str, zoned: bool) -> Service {
+pub fn service(name: &str, served: &[Port], zoned: bool) -> Service {
     let selector = pod_labels(name, None);
     Service {
         metadata: ObjectMeta {
@@ -285,18 +305,40 @@ pub fn service(name: &str, zoned: bool) -> Service {
         },
         spec: Some(ServiceSpec {
             selector: Some(selector),
-            ports: Some(vec![ServicePort {
-                name: Some(ports::MEMCACHED.name.to_owned()),
-                port: ports::MEMCACHED.number,
-                target_port: Some(IntOrString::String(ports::MEMCACHED.name.to_owned())),
-                protocol: Some("TCP".to_owned()),
-                ..ServicePort::default()
-            }]),
+            ports: Some(
+                served
+                    .iter()
+                    .map(|p| ServicePort {
+                        name: Some(p.name.to_owned()),
+                        port: p.number,
+                        target_port: Some(IntOrString::String(p.name.to_owned())),
+                        protocol: Some("TCP".to_owned()),
+                        ..ServicePort::default()
+                    })
+                    .collect(),
+            ),
             traffic_distribution: zoned.then(|| "PreferClose".to_owned()),
             ..ServiceSpec::default()
         }),
         status: None,
     }
+}
+
+/// The ServiceMonitor `<name>-proxy` in `namespace`, scraping the `metrics` port of the proxy's
+/// Service: one of its own, so that the proxy's series carry `job="<name>-proxy"` apart from
+/// the cache's `job="<name>"`.
+#[must_use]
+pub fn service_monitor(
+    name: &str,
+    namespace: &str,
+    settings: &MonitorSettings<'_>,
+) -> ServiceMonitor {
+    service_monitor::selecting(
+        &format!("{name}{SUFFIX}"),
+        namespace,
+        pod_labels(name, None),
+        settings,
+    )
 }
 
 #[cfg(test)]

@@ -387,7 +387,8 @@ class Suite:
         src = os.path.join(self.work, f"render-{ns}-{doc['metadata']['name']}.yaml")
         with open(src, "w") as f:
             yaml.safe_dump(doc, f)
-        out = subprocess.run([self.args.hook, "render", src], capture_output=True, text=True, timeout=30)
+        out = subprocess.run([self.args.hook, "render", *self.hook_a.args, src], capture_output=True, text=True,
+                             timeout=30)
         if out.returncode != 0:
             raise RuntimeError(f"render failed: {out.stderr}")
         kids = [d for d in yaml.safe_load_all(out.stdout) if d]
@@ -1553,12 +1554,127 @@ class Suite:
             self.hook_a.args = []
             self.hook_a.start()
 
+    def s_proxy(self):
+        """spec.proxy on a zoned cache (docs/behaviour.md, "Proxy"): its children (a Deployment per
+        zone, the Service, the routes ConfigMap, its NetworkPolicy, with monitoring its
+        ServiceMonitor) converge to the render; status.proxy and ProxyReady follow the proxy
+        Deployments' reported pods; a new membership rewrites the routes and leaves the proxy pods'
+        template alone; turning the proxy off removes its children and nothing else."""
+        sc = "proxy"
+        ns = self.ns("proxy")
+        name = "cache-px"
+        zones = ["a", "b"]
+        monitoring = {"enabled": True}
+        if self.declared_kind("monitoring.coreos.com/v1", "ServiceMonitor"):
+            monitoring["serviceMonitor"] = {}
+        cr = {"apiVersion": f"{GROUP}/v1beta1", "kind": "Memcached", "metadata": {"name": name},
+              "spec": {"workload": "StatefulSet", "replicas": 1, "zones": {"names": zones},
+                       "proxy": {"enabled": True, "replicas": 1}, "monitoring": monitoring,
+                       "security": {"networkPolicy": {"enabled": True}}}}
+        proxy_kids = {("Deployment", f"{name}-proxy-{z}") for z in zones} | {
+            ("Service", f"{name}-proxy"), ("ConfigMap", f"{name}-proxy"), ("NetworkPolicy", f"{name}-proxy")}
+        if "serviceMonitor" in monitoring:
+            proxy_kids.add(("ServiceMonitor", f"{name}-proxy"))
+        # A reload-agent image no node would refuse: with the placeholder ProxyReady says only that.
+        image = "ghcr.io/c5c3/memcached-hook:e2e"
+        self.hook_a.stop()
+        self.hook_a.args = ["--reload-agent-image", image]
+        self.hook_a.start()
+        try:
+            self.create(cr, ns)
+            res, took = self.wait_render(cr, ns, timeout=90)
+            self.check(sc, res, f"a zoned Memcached with the proxy converges to its render ({took:.1f}s)",
+                       "" if res else self.matches_render(cr, ns))
+            live = set(self.children(ns, name))
+            self.check(sc, proxy_kids <= live, f"the proxy's children are there: {sorted(proxy_kids)}",
+                       json.dumps(sorted(map(list, live))))
+            dpaths = {z: obj_path("apps/v1", "Deployment", ns, f"{name}-proxy-{z}") for z in zones}
+            exporter = [c for c in (self.api.get(dpaths["a"]) or {}).get("spec", {}).get("template", {})
+                        .get("spec", {}).get("containers", []) if c["name"] == "exporter"]
+            self.check(sc, len(exporter) == 1 and exporter[0]["image"] == image,
+                       "each proxy pod runs the stats exporter of the hook's image", json.dumps(exporter)[:400])
+
+            def proxy_status(ready, message):
+                def fn():
+                    st = (self.parent(ns, name) or {}).get("status") or {}
+                    c = self.condition(ns, name, "ProxyReady") or {}
+                    px = st.get("proxy") or {}
+                    good = (px.get("address") == f"{name}-proxy.{ns}:11211" and px.get("desiredReplicas") == 2
+                            and px.get("ready") == f"{ready}/2" and c.get("message") == message
+                            and c.get("status") == ("True" if ready == 2 else "False"))
+                    return good and (px, c)
+                return fn
+
+            for z in zones:
+                self.set_statefulset_ready(ns, f"{name}-{z}")
+            res, took = self.wait("not ready", proxy_status(0, "0 of 2 proxy pods ready (short: a 0/1, b 0/1)"), 30)
+            self.check(sc, res, f"no proxy pod reported: ProxyReady False, status.proxy.ready 0/2 ({took:.1f}s)",
+                       json.dumps([(self.parent(ns, name) or {}).get("status", {}).get("proxy"),
+                                   self.condition(ns, name, "ProxyReady")]))
+            res, took = self.wait("cache ready", lambda: (self.condition(ns, name, "Ready") or {}).get("status")
+                                  == "True" and (self.condition(ns, name, "ProxyReady") or {}).get("status") == "False",
+                                  30)
+            self.check(sc, res, f"the cache's own Ready turns True while ProxyReady stays False ({took:.1f}s)",
+                       json.dumps([self.condition(ns, name, "Ready"), self.condition(ns, name, "ProxyReady")]))
+            self.set_deployment_status(ns, f"{name}-proxy-a", ready=1)
+            res, took = self.wait("half", proxy_status(1, "1 of 2 proxy pods ready (short: b 0/1)"), 30)
+            self.check(sc, res, f"zone a's proxy reported ready: 1/2, short: b 0/1 ({took:.1f}s)",
+                       json.dumps(self.condition(ns, name, "ProxyReady")))
+            self.set_deployment_status(ns, f"{name}-proxy-b", ready=1)
+            res, took = self.wait("ready", proxy_status(2, "2 of 2 proxy pods ready"), 30)
+            zones_st = ((res or ({}, {}))[0]).get("zones")
+            self.check(sc, res and zones_st == [{"name": z, "readyReplicas": 1} for z in zones],
+                       f"both reported: ProxyReady True/ProxyPodsReady, status.proxy.zones 1 each ({took:.1f}s)",
+                       json.dumps([(self.parent(ns, name) or {}).get("status", {}).get("proxy"),
+                                   self.condition(ns, name, "ProxyReady")]))
+
+            # A new membership: the routes change, the proxy pods' template does not.
+            cpath = obj_path("v1", "ConfigMap", ns, f"{name}-proxy")
+            routes0 = ((self.api.get(cpath) or {}).get("data") or {}).get("routes.lua", "")
+            before = {z: self.api.get(p) for z, p in dpaths.items()}
+            self.patch_spec(ns, name, {"replicas": 2})
+            grown = copy.deepcopy(cr)
+            grown["spec"]["replicas"] = 2
+            res, took = self.wait_render(grown, ns, timeout=60)
+            routes1 = ((self.api.get(cpath) or {}).get("data") or {}).get("routes.lua", "")
+            self.check(sc, res and routes1 != routes0 and all(f"{name}-{z}-1.{name}.{ns}.svc:11211" in routes1
+                                                               for z in zones),
+                       f"replicas 1 -> 2: the routes ConfigMap names each zone's second pod ({took:.1f}s)",
+                       "" if res else self.matches_render(grown, ns))
+            after = {z: self.api.get(p) for z, p in dpaths.items()}
+            same = all(after[z] and after[z]["spec"]["template"] == before[z]["spec"]["template"]
+                       and after[z]["metadata"].get("generation") == before[z]["metadata"].get("generation")
+                       for z in zones)
+            self.check(sc, same, "the proxy Deployments keep their pod template and generation (no proxy restarts)",
+                       json.dumps({z: spec_changes(before[z], after[z]) for z in zones})[:600])
+
+            # The proxy off: its children go, the cache's stay.
+            cache_uids = {k: o["metadata"]["uid"] for k, o in self.children(ns, name).items() if k not in proxy_kids}
+            self.patch_spec(ns, name, {"proxy": {"enabled": False}})
+            off = copy.deepcopy(grown)
+            off["spec"]["proxy"] = {"enabled": False, "replicas": 1}
+            res, took = self.wait_render(off, ns, timeout=60)
+            live = self.children(ns, name)
+            self.check(sc, res and not (proxy_kids & set(live)),
+                       f"proxy.enabled false: the proxy's children are deleted, the rest is its render ({took:.1f}s)",
+                       "" if res else self.matches_render(off, ns))
+            kept = {k: o["metadata"]["uid"] for k, o in live.items() if k in cache_uids}
+            self.check(sc, kept == cache_uids and (self.parent(ns, name).get("status") or {}).get("proxy") is None
+                       and self.condition(ns, name, "ProxyReady") is None,
+                       "the cache's children keep their UIDs; status.proxy and ProxyReady are gone",
+                       json.dumps({"lost": sorted(map(str, set(cache_uids) - set(kept)))}))
+        finally:
+            self.api.delete(parent_path(ns, name))
+            self.hook_a.stop()
+            self.hook_a.args = []
+            self.hook_a.start()
+
     # ---- driver -------------------------------------------------------------------------------------
     ALL = ["samples", "idempotency", "readiness", "workload_switch", "updates", "secret_rotation",
            "invalid_spec", "drift",
            "delete_gc", "hook_down", "hook_500", "hook_timeout", "hook_restart", "two_replicas",
            "apiserver_restart", "mc_restart", "scale_subresource", "shared_names", "namespace_overlay",
-           "upgrade", "adopt", "scale"]
+           "upgrade", "adopt", "proxy", "scale"]
 
     def run(self):
         wanted = self.args.scenarios.split(",") if self.args.scenarios else self.ALL

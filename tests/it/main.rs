@@ -29,6 +29,7 @@ mod pod;
 mod pod_security;
 mod properties;
 mod proxy;
+mod proxy_monitoring;
 mod proxy_network;
 mod proxy_status;
 mod reference;

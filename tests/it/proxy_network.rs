@@ -1,6 +1,7 @@
 //! `spec.proxy` beside `spec.security.networkPolicy`: the proxy's own NetworkPolicy holds the
 //! allowed sources for clients that go through it, and `directClients: false` admits only the
-//! proxy's pods to memcached's ports.
+//! proxy's pods to memcached's ports; the proxy's metrics port admits the sources the cache's
+//! does.
 
 use serde_json::{Value, json};
 
@@ -96,9 +97,10 @@ fn without_direct_clients_only_the_proxy_reaches_memcached_and_the_scraper_the_m
             (vec![9150], Some(vec!["web".to_owned()])),
         ]
     );
+    // The proxy's metrics port admits the same sources as the cache's.
     assert_eq!(
         rules(policy(&answer, "cache-proxy")),
-        [(vec![11211], Some(vec!["web".to_owned()]))]
+        [(vec![11211, 9150], Some(vec!["web".to_owned()]))]
     );
     // Every source allowed: still only the proxy on memcached's port, everyone on the metrics.
     let answer = sync_value(&request(spec(
@@ -113,7 +115,10 @@ fn without_direct_clients_only_the_proxy_reaches_memcached_and_the_scraper_the_m
             (vec![9150], None)
         ]
     );
-    assert_eq!(rules(policy(&answer, "cache-proxy")), [(vec![11211], None)]);
+    assert_eq!(
+        rules(policy(&answer, "cache-proxy")),
+        [(vec![11211, 9150], None)]
+    );
 }
 
 #[test]

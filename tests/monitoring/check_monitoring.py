@@ -11,7 +11,7 @@
   alerts      every alert has a severity label and a runbook_url annotation whose anchor is a
               section of docs/runbooks.md; the cache alerts read only series that both the
               Prometheus memcached exporter and the hook's stats exporter (src/pod/exporter/stats.rs,
-              used under SASL) serve
+              used under SASL) serve, the proxy alerts only the proxy's series of the stats exporter
   dashboard   every query of dashboard.json (panels and template variables) names only series
               that the config produces, the rules record, ALERTS, or series the rules themselves
               already read (Metacontroller's); the queries are written out (Grafana variables
@@ -62,6 +62,15 @@ EXPORTER_SERIES = {
     "memcached_extstore_bytes_written_total", "memcached_extstore_bytes_read_total",
     "memcached_extstore_objects_used", "memcached_extstore_objects_written_total",
     "memcached_extstore_objects_evicted_total",
+}
+# Series of the proxy pods' metrics sidecar (spec.proxy): always the hook's stats exporter, which
+# serves memcached's proxy counters under these names (src/pod/exporter/stats.rs).
+PROXY_SERIES = {
+    "memcached_proxy_conn_requests_total", "memcached_proxy_conn_errors_total",
+    "memcached_proxy_conn_oom_total", "memcached_proxy_req_active",
+    "memcached_proxy_config_reloads_total", "memcached_proxy_config_reload_fails_total",
+    "memcached_proxy_backend_total", "memcached_proxy_backend_marked_bad_total",
+    "memcached_proxy_backend_failed", "memcached_proxy_request_failed_depth_total",
 }
 RUNBOOK_PREFIX = "https://git.example.com/memcached-hook/docs/runbooks.md#"
 SEVERITIES = {"critical", "warning", "info"}
@@ -343,11 +352,14 @@ def main():
     print(f"rules: {len(alerts)} alerts, {len(records)} recording rules; series from elsewhere: "
           f"{', '.join(sorted(external))}")
     for name in sorted(external):
-        if not (name.startswith("workqueue_") or name.startswith("metacontroller_") or name in EXPORTER_SERIES):
-            f.add("alerts.yaml", f"reads {name}, which neither the config, Metacontroller nor both exporters produce")
+        if not (name.startswith("workqueue_") or name.startswith("metacontroller_") or name in EXPORTER_SERIES
+                or name in PROXY_SERIES):
+            f.add("alerts.yaml", f"reads {name}, which neither the config, Metacontroller, both exporters nor the "
+                  "proxy's exporter produce")
     check_coverage(f, alerts, args.root / "tests/monitoring/alerts.test.yaml")
     check_alert_metadata(f, mon / "alerts.yaml", args.root / "docs/runbooks.md")
-    allowed = produced | set(records) | {"ALERTS", "ALERTS_FOR_STATE"} | external | EXPORTER_SERIES
+    allowed = (produced | set(records) | {"ALERTS", "ALERTS_FOR_STATE"} | external | EXPORTER_SERIES
+               | PROXY_SERIES)
     n = check_dashboard(f, mon / "dashboard.json", allowed, args.dashboard_rules_out)
     print(f"dashboard: {n} queries")
 
