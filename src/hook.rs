@@ -26,7 +26,7 @@ pub use customize::{
     CustomizeResponse, ResourceRule,
 };
 pub use observed::{ChildMeta, ChildStatus, Observed, ObservedChild, RawString};
-pub use received::Received;
+pub use received::{Received, Sent};
 pub use related::{EndedContainer, RELOAD_CONDITION, RelatedMeta, RelatedObject, ReloadReport};
 pub use response::{Child, SyncResponse};
 

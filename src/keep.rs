@@ -114,6 +114,16 @@ pub fn observed_template(
     last_applied_template(child).or_else(|| observed::template(received, child))
 }
 
+/// The pod template of the related object of `identity` (`apiVersion`, `kind`, name), live, as
+/// the request body sends it. `None` when the body holds no such object or it has no template.
+#[must_use]
+pub fn related_template(
+    received: &Received<'_>,
+    identity: (&str, &str, &str),
+) -> Option<PodTemplateSpec> {
+    observed::sent_template(received.sent_related(identity)?)
+}
+
 /// The pod template Metacontroller last applied to the observed workload `child` with
 /// server-side apply: its field set of the template ([`managed`]) with the live values. A field
 /// another manager took over since is not in it. The body is read for it once per request

@@ -28,6 +28,8 @@ pub struct Received<'a> {
     body: Option<Cow<'a, [u8]>>,
     /// The observed children as the body sends them, sorted by identity; read on first use.
     sent: OnceCell<Option<Vec<Sent>>>,
+    /// The related objects as the body sends them, sorted by identity; read on first use.
+    sent_related: OnceCell<Option<Vec<Sent>>>,
     /// Raised when the answer is no longer awaited.
     stop: Option<Arc<AtomicBool>>,
 }
@@ -79,6 +81,7 @@ impl<'a> Received<'a> {
             request,
             body: Some(body),
             sent: OnceCell::new(),
+            sent_related: OnceCell::new(),
             stop: None,
         })
     }
@@ -91,6 +94,7 @@ impl<'a> Received<'a> {
             request,
             body: None,
             sent: OnceCell::new(),
+            sent_related: OnceCell::new(),
             stop: None,
         }
     }
@@ -140,6 +144,31 @@ impl<'a> Received<'a> {
         let first = sent.partition_point(|s| s.identity() < identity);
         sent.get(first).filter(|s| s.identity() == identity)
     }
+
+    /// The related object of `identity` (`apiVersion`, `kind`, name) as the body sends it;
+    /// `None` when there is no body or it holds no such object. The body is read for it once
+    /// per request, on the first call.
+    #[must_use]
+    pub fn sent_related(&self, identity: (&str, &str, &str)) -> Option<&Sent> {
+        let sent = self
+            .sent_related
+            .get_or_init(|| sent_related(self.body()?))
+            .as_ref()?;
+        let first = sent.partition_point(|s| s.identity() < identity);
+        sent.get(first).filter(|s| s.identity() == identity)
+    }
+}
+
+/// Every related object `body` sends, sorted by identity; `None` when it does not read.
+fn sent_related(body: &[u8]) -> Option<Vec<Sent>> {
+    #[derive(Deserialize)]
+    struct Related {
+        #[serde(default)]
+        related: Observed<Sent>,
+    }
+    let mut sent = serde_json::from_slice::<Related>(body).ok()?.related.0;
+    sent.sort_by(|a, b| a.identity().cmp(&b.identity()));
+    Some(sent)
 }
 
 /// Every observed child `body` sends, sorted by identity; `None` when it does not read.

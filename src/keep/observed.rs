@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::hook::{ObservedChild, Received};
+use crate::hook::{ObservedChild, Received, Sent};
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -74,10 +74,15 @@ pub(super) fn template(
     received: &Received<'_>,
     child: &ObservedChild,
 ) -> Option<k8s_openapi::api::core::v1::PodTemplateSpec> {
+    sent_template(received.sent(child)?)
+}
+
+/// The pod template in the spec of a workload as the body sends it.
+pub(super) fn sent_template(sent: &Sent) -> Option<k8s_openapi::api::core::v1::PodTemplateSpec> {
     #[derive(Deserialize)]
     struct Spec {
         template: Option<k8s_openapi::api::core::v1::PodTemplateSpec>,
     }
-    let spec: Spec = serde_json::from_str(received.sent(child)?.spec.as_deref()?.get()).ok()?;
+    let spec: Spec = serde_json::from_str(sent.spec.as_deref()?.get()).ok()?;
     spec.template
 }

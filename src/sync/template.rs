@@ -70,18 +70,25 @@ fn keep_template(
     intent: &Intent,
 ) -> Option<Vec<String>> {
     let decision = intent::decide(current, &intent.digest, intent.parent);
-    let current = current?;
-    if decision == Template::Render {
-        return None;
-    }
-    // The template this hook last answered is kept: the live template alone cannot tell a hand
-    // edit (which Metacontroller must undo) from an earlier rendering. A workload that this hook
-    // has marked but whose answered template cannot be proven gets the rendered one; one that
-    // carries no mark of it at all keeps the template it runs ([`unmarked`]).
-    let mut kept = match answered(received, current) {
-        Some(kept) => kept,
-        None if decision == Template::KeepIfRollersAgree => unmarked(received, current)?,
-        None => return None,
+    let (mut kept, decision) = match current {
+        // Not observed: an object of its name that no controller owns, which server-side apply
+        // takes over with this answer ([`unowned`]), or nothing to keep.
+        None => (
+            unowned(received, child, intent)?,
+            Template::KeepIfRollersAgree,
+        ),
+        Some(_) if decision == Template::Render => return None,
+        // The template this hook last answered is kept: the live template alone cannot tell a
+        // hand edit (which Metacontroller must undo) from an earlier rendering. A workload that
+        // this hook has marked but whose answered template cannot be proven gets the rendered
+        // one; one that carries no mark of it at all keeps the template it runs ([`unmarked`]).
+        Some(current) => match answered(received, current) {
+            Some(kept) => (kept, decision),
+            None if decision == Template::KeepIfRollersAgree => {
+                (unmarked(received, current)?, decision)
+            }
+            None => return None,
+        },
     };
     let rendered = template(child)?;
     if decision == Template::KeepIfRollersAgree && !rollers_agree(&kept, rendered) {
@@ -132,6 +139,34 @@ fn unmarked(received: &Received<'_>, current: &ObservedChild) -> Option<PodTempl
         return None;
     }
     keep::observed_template(received, current)
+}
+
+/// The live pod template of the object of `child`'s name that no controller owns, sent as a
+/// related object (the customize hook asks for the children's names while the Memcached is
+/// unsettled), when the Memcached is synced and the hook's setting keeps templates. Under
+/// server-side apply Metacontroller creates a child by applying it, which takes such an object
+/// over at once: the reference operator's Deployment, released when its Memcached moved to the
+/// hook. Answering the template it runs keeps its pods; under dynamic apply the answer is not
+/// applied until the object is adopted, and then [`unmarked`] keeps the same template.
+fn unowned(received: &Received<'_>, child: &Child, intent: &Intent) -> Option<PodTemplateSpec> {
+    if !intent.parent.synced || intent.parent.adopt_at_once {
+        return None;
+    }
+    let (api_version, kind, meta) = match child {
+        Child::Deployment(d) => ("apps/v1", "Deployment", &d.metadata),
+        Child::StatefulSet(s) => ("apps/v1", "StatefulSet", &s.metadata),
+        _ => return None,
+    };
+    let name = meta.name.as_deref()?;
+    let related = received
+        .request()
+        .related
+        .iter()
+        .find(|o| o.api_version == api_version && o.kind == kind && o.metadata.name == name)?;
+    if related.metadata.controller().is_some() {
+        return None;
+    }
+    keep::related_template(received, (api_version, kind, name))
 }
 
 /// Whether the kept template records the same observed inputs (the secret hash, the restart

@@ -671,3 +671,33 @@ fn a_marked_workload_without_its_answer_is_not_taken_for_an_adopted_one() {
     let answer = sync_value(&request(&spec(), (1, 1), &[live]));
     assert_eq!(template(&answer, "cache"), template(&today, "cache"));
 }
+
+/// The same Deployment before Metacontroller adopts it: not observed as a child, sent as a
+/// related object (held by no one) while the Memcached is unsettled. Server-side apply takes such
+/// an object over with the answer, so the answer carries the template it runs.
+#[test]
+fn an_unowned_workload_of_the_childs_name_keeps_its_pods_when_taken_over() {
+    let live = adopted_deployment();
+    let mut req = request(&spec(), (1, 1), &[]);
+    req["related"] = json!({"Deployment.apps/v1": {"shop/cache": live.clone()}});
+    let answer = sync_value(&req);
+    assert_eq!(template(&answer, "cache"), &live["spec"]["template"]);
+    assert_eq!(condition(&answer, "UpToDate").status, "False");
+
+    let today = sync_value(&request(&spec(), (1, 0), &[]));
+    // A new Memcached (its status not of its generation): nothing to keep it for.
+    let mut new = req.clone();
+    new["parent"]["status"] = json!({});
+    assert_eq!(
+        template(&sync_value(&new), "cache"),
+        template(&today, "cache")
+    );
+    // Controlled by another owner: never taken over, never kept.
+    let mut owned = req.clone();
+    owned["related"]["Deployment.apps/v1"]["shop/cache"]["metadata"]["ownerReferences"] = json!([
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "x", "uid": "u-9", "controller": true}]);
+    assert_eq!(
+        template(&sync_value(&owned), "cache"),
+        template(&today, "cache")
+    );
+}
