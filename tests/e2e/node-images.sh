@@ -7,10 +7,16 @@
 #
 #   pause      localhost/e2e-pause:1          a static C program (pause_main below): the sandbox
 #                                             process of every pod
-#   memcached  localhost/memcached:<debian v> Debian's memcached, the libraries ldd lists,
-#                                             /etc/passwd with memcache (11211) and nobody,
-#                                             busybox's sleep (the preStop hook); the
-#                                             entrypoint is memcached itself, user 11211
+#   memcached  localhost/memcached:<version>  memcached 1.6.45 built from the release tarball in
+#                                             ../shared/memcached beside the clone
+#                                             (tests/lib/shared-memcached.sh: the default image's
+#                                             version, its proxy included), or without that folder
+#                                             Debian's memcached (the proxy scenario then skips);
+#                                             the libraries ldd lists (taken from Debian's
+#                                             packages; the proxy needs no other), /etc/passwd
+#                                             with memcache (11211) and nobody, busybox's sleep
+#                                             (the preStop hook); the entrypoint is memcached
+#                                             itself, user 11211
 #   client     localhost/e2e-client:1         busybox (static: sh, nc, nslookup, wget), openssl and
 #                                             getent (glibc's resolver, as a client's) with their
 #                                             libraries: what the tests run in a client pod
@@ -18,7 +24,10 @@
 # Usage: node-images.sh OUT_DIR
 #   Writes OUT_DIR/<name>.tar and OUT_DIR/<name>.ref (the image reference) for each image.
 #   Archives are cached in $NODE_IMAGE_CACHE (default $HOME/.cache/memcached-hook/node-images),
-#   keyed by this script's content and the Debian package versions: a warm run copies them.
+#   keyed by this script's content and the Debian package versions (and the built memcached's
+#   sha256): a warm run copies them.
+# Environment: SHARED_MEMCACHED_DIR  the folder of memcached's release tarball (default
+#   ../shared/memcached beside the clone)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -35,18 +44,21 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The packages each image takes files from.
-MEMCACHED_DEBS=(memcached libevent-2.1-7 libsasl2-2 libssl3 busybox-static)
+# The packages each image takes files from (MEMCACHED_DEBS less memcached beside a built one).
+MEMCACHED_LIBS=(libevent-2.1-7 libsasl2-2 libssl3 busybox-static)
+MEMCACHED_DEBS=(memcached "${MEMCACHED_LIBS[@]}")
 CLIENT_DEBS=(busybox-static openssl libssl3 libc-bin)
 
 pkg_version() { apt-cache show --no-all-versions "$1" 2>/dev/null | sed -n 's/^Version: //p' | head -n 1; }
 
-# key NAME PKG...: cache key of an image: this script and the candidate versions of its packages.
+# key NAME PKG...: cache key of an image: this script, the built memcached (if any) and the
+# candidate versions of its packages.
 key() {
   local name="$1" p
   shift
   {
     cat "${BASH_SOURCE[0]}"
+    [[ "${name}" == memcached && -n "${built_memcached}" ]] && sha256sum <"${built_memcached}"
     for p in "$@"; do printf '%s=%s\n' "${p}" "$(pkg_version "${p}")"; done
   } | sha256sum | cut -c1-16
 }
@@ -133,7 +145,12 @@ pause_main_commit() { commit pause "$1" "$2" 65535:65535 '["/pause"]'; }
 
 memcached_root() {
   local rootfs="$1" stage="${work}/stage-memcached"
-  unpack "${stage}" "${MEMCACHED_DEBS[@]}"
+  if [[ -n "${built_memcached}" ]]; then
+    unpack "${stage}" "${MEMCACHED_LIBS[@]}"
+    install -D -m 0755 "${built_memcached}" "${stage}/usr/bin/memcached"
+  else
+    unpack "${stage}" "${MEMCACHED_DEBS[@]}"
+  fi
   with_libs "${rootfs}" "${stage}" /usr/bin/memcached
   # `sleep`, as in the memcached images of Docker Hub: the hook's preStop hook runs it.
   install -D -m 0755 "${stage}/bin/busybox" "${rootfs}/bin/busybox"
@@ -164,8 +181,23 @@ client_root_commit() {
 }
 
 command -v buildah >/dev/null || { log "buildah is missing (apt-get install buildah)"; exit 1; }
-mc_version="$(pkg_version memcached)"
-[[ -n "${mc_version}" ]] || { log "apt-cache knows no memcached package (run apt-get update)"; exit 1; }
+# memcached built from the shared release tarball when it is there (one line when it is not).
+# shellcheck source=../lib/apt.sh
+source "${here}/../lib/apt.sh"
+# shellcheck source=../lib/shared-memcached.sh
+source "${here}/../lib/shared-memcached.sh"
+shared_memcached "${SHARED_MEMCACHED_DIR:-${here}/../../../shared/memcached}" >"${work}/shared-memcached.log" \
+  || exit 1
+log "$(cat "${work}/shared-memcached.log")"
+built_memcached="${SHARED_MEMCACHED_BIN}"
+if [[ -n "${built_memcached}" ]]; then
+  mc_version="$("${built_memcached}" --version | sed -n 's/^memcached //p')"
+  mc_debs=("${MEMCACHED_LIBS[@]}")
+else
+  mc_version="$(pkg_version memcached)"
+  [[ -n "${mc_version}" ]] || { log "apt-cache knows no memcached package (run apt-get update)"; exit 1; }
+  mc_debs=("${MEMCACHED_DEBS[@]}")
+fi
 image pause localhost/e2e-pause:1 "$(key pause gcc libc6-dev)" pause_main
-image memcached "localhost/memcached:${mc_version%%-*}" "$(key memcached "${MEMCACHED_DEBS[@]}")" memcached_root
+image memcached "localhost/memcached:${mc_version%%-*}" "$(key memcached "${mc_debs[@]}")" memcached_root
 image client localhost/e2e-client:1 "$(key client "${CLIENT_DEBS[@]}")" client_root

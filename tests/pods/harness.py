@@ -237,14 +237,17 @@ class Namespace:
         server may drop a request whose client has closed before the answer is ready."""
         return self.sh(f"(printf 'GET {path} HTTP/1.0\\r\\n\\r\\n'; sleep 3) | nc -w 5 {ip} {port}")
 
-    def memcached(self, host, commands, port=11211, tls=None):
+    def memcached(self, host, commands, port=11211, tls=None, pause=0):
         """Sends memcached text commands (list of lines, `quit` appended) from the client pod;
-        tls: extra openssl s_client arguments, None for plaintext."""
-        payload = "".join(c + "\\r\\n" for c in [*commands, "quit"])
+        tls: extra openssl s_client arguments, None for plaintext; pause: seconds between the
+        commands and `quit` (memcached 1.6.45 closes an unauthenticated connection at `quit`
+        without sending the answers before it)."""
+        payload = "".join(c + "\\r\\n" for c in commands)
+        send = f"printf '{payload}'; sleep {pause}; printf 'quit\\r\\n'" if pause else f"printf '{payload}quit\\r\\n'"
         if tls is None:
-            cmd = f"printf '{payload}' | nc -w 5 {host} {port}"
+            cmd = f"({send}) | nc -w 5 {host} {port}"
         else:
-            cmd = (f"printf '{payload}' | timeout 10 openssl s_client -quiet -ign_eof -connect {host}:{port} "
+            cmd = (f"({send}) | timeout 10 openssl s_client -quiet -ign_eof -connect {host}:{port} "
                    f"-verify_return_error {tls} 2>&1")
         return self.sh(cmd)
 

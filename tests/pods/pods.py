@@ -78,6 +78,7 @@ from reload import scenario_reload_report
 from zones import scenario_zones
 from extstore import scenario_extstore
 from migrate import scenario_migrate
+from proxy import scenario_proxy
 
 
 
@@ -519,7 +520,7 @@ def scenario_secure(t: Test):
             st = mc.sync_until(f"{name}: status Ready", lambda s: s.get("readyReplicas") == 1)
             t.check(f"{name}: pod Ready, status Ready", mc.condition("Ready") == "True", json.dumps(st, indent=1))
         # SASL: refused without the password, served with it.
-        code, out = ns.memcached(f"sasl.{ns.name}", ["get x"])
+        code, out = ns.memcached(f"sasl.{ns.name}", ["get x"], pause=1)
         t.check("sasl: a client without credentials is refused", "VALUE" not in out and "ERROR" in out, out)
         code, out = ns.memcached(f"sasl.{ns.name}", [*AUTH, "set k 0 0 2", "v1", "get k"])
         t.check("sasl: a client with the password sets and gets", "VALUE k 0 2" in out, out)
@@ -540,7 +541,7 @@ def scenario_secure(t: Test):
         wait_until("sasl: the new password accepted", lambda: "VALUE k 0 2" in ns.memcached(
             host, [*auth("n3wpass"), "get k"])[1], timeout=90, interval=2)
         t.time("SASL alone: Secret update to the new password accepted", time.monotonic() - start)
-        code, out = ns.memcached(host, [*AUTH, "get k"])
+        code, out = ns.memcached(host, [*AUTH, "get k"], pause=1)
         t.check("sasl: after the rotation the old password is refused", "VALUE" not in out and "ERROR" in out, out)
         out = scrape(ns, sasl_ip, 9150, "memcached_up 1")
         t.check("sasl: after the rotation the metrics sidecar still logs in (the cache up, no password shown)",
@@ -611,7 +612,7 @@ def scenario_rotation(t: Test):
         host = f"cache.{ns.name}"
         code, out = ns.memcached(host, [*AUTH, "set before 0 0 4", "kept", "get before"], tls=CLIENT_ARGS)
         t.check("SASL over mTLS: set and get", "VALUE before 0 4" in out, out)
-        code, out = ns.memcached(host, [*auth("s3cre"), "get before"], tls=CLIENT_ARGS)
+        code, out = ns.memcached(host, [*auth("s3cre"), "get before"], tls=CLIENT_ARGS, pause=1)
         t.check("the password less its last byte is refused", "VALUE before" not in out and "ERROR" in out, out)
         code, out = ns.container_sh(pod["metadata"]["name"], "memcached",
                                     "busybox stat -c %a /run/memcached/sasl/password-file; busybox cat /proc/mounts")
@@ -643,9 +644,9 @@ def scenario_rotation(t: Test):
                 [(p["metadata"]["name"], p["metadata"]["uid"], restarts(p)) for p in after])
         code, out = ns.memcached(host, [*new_auth, "get before"], tls=CLIENT_ARGS)
         t.check("the key written before the rotation is still there", "VALUE before 0 4" in out, out)
-        code, out = ns.memcached(host, [*AUTH, "get before"], tls=CLIENT_ARGS)
+        code, out = ns.memcached(host, [*AUTH, "get before"], tls=CLIENT_ARGS, pause=1)
         t.check("the old password is refused", "VALUE before" not in out and "ERROR" in out, out)
-        code, out = ns.memcached(host, [*auth("n3wpas"), "get before"], tls=CLIENT_ARGS)
+        code, out = ns.memcached(host, [*auth("n3wpas"), "get before"], tls=CLIENT_ARGS, pause=1)
         t.check("the new password less its last byte is refused", "VALUE before" not in out and "ERROR" in out, out)
         code, out = ns.http_get(after[0]["status"]["podIP"], 9151, "/metrics")
         t.check("the reload agent counts the reloads, none failed",
@@ -752,6 +753,7 @@ SCENARIOS = {
     "zones": scenario_zones,
     "extstore": scenario_extstore,
     "migrate": scenario_migrate,
+    "proxy": scenario_proxy,
 }
 
 
