@@ -78,6 +78,7 @@ from reload import scenario_reload_report
 from zones import scenario_zones
 from extstore import scenario_extstore
 from migrate import scenario_migrate
+from upgrade import scenario_upgrade
 
 
 
@@ -752,6 +753,7 @@ SCENARIOS = {
     "zones": scenario_zones,
     "extstore": scenario_extstore,
     "migrate": scenario_migrate,
+    "upgrade": scenario_upgrade,
 }
 
 
