@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
+use crate::children::labels;
 use crate::children::pod::{RESTART_TRIGGER, Rollers, SECRET_HASH};
 use crate::hook::{Child, ObservedChild, Parent, Received};
 use crate::keep;
@@ -96,13 +97,28 @@ fn keep_template(
     }
     let differences = up_to_date::differences(&kept, rendered, true);
     let selected = selector_labels(child);
-    kept.metadata
+    let pod_labels = kept
+        .metadata
         .get_or_insert_with(ObjectMeta::default)
         .labels
-        .get_or_insert_with(BTreeMap::new)
-        .extend(selected);
+        .get_or_insert_with(BTreeMap::new);
+    pod_labels.extend(selected);
+    let version = pod_labels.get(labels::VERSION).cloned();
     *template_mut(child)? = kept;
+    keep_version(child, version);
     Some(differences)
+}
+
+/// The workload's version label names the version its pods run, the kept template's, not the
+/// one of today's default image; none when that template has none.
+fn keep_version(child: &mut Child, version: Option<String>) {
+    let Some(workload_labels) = metadata_mut(child).and_then(|m| m.labels.as_mut()) else {
+        return;
+    };
+    match version {
+        Some(version) => workload_labels.insert(labels::VERSION.to_owned(), version),
+        None => workload_labels.remove(labels::VERSION),
+    };
 }
 
 /// The pod template this hook last answered for the observed workload `current`, when that can

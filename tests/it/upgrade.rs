@@ -701,3 +701,48 @@ fn an_unowned_workload_of_the_childs_name_keeps_its_pods_when_taken_over() {
         template(&today, "cache")
     );
 }
+
+/// A release with another default memcached image keeps the running template, and the
+/// workload's `app.kubernetes.io/version` label keeps naming what its pods run: a label that
+/// followed today's default would claim a version no pod runs, and under dynamic apply its
+/// change alone moves a Deployment's `metadata.generation` at every upgrade.
+#[test]
+fn a_new_default_image_keeps_the_workloads_version_label() {
+    const VERSION: &str = "app.kubernetes.io/version";
+    let earlier = Options {
+        default_image: "memcached:1.6.44".into(),
+        ..Options::default()
+    };
+    let old = sync_with(&request(&spec(), (1, 0), &[]), &earlier);
+    let answer = sync_value(&request(&spec(), (1, 1), &observed(&old, true)));
+    assert_eq!(template(&answer, "cache"), template(&old, "cache"));
+    let w = workloads(&answer)[0];
+    assert_eq!(
+        w["metadata"]["labels"][VERSION], "1.6.44",
+        "{}",
+        w["metadata"]
+    );
+    assert_eq!(
+        w["spec"]["template"]["metadata"]["labels"][VERSION],
+        "1.6.44"
+    );
+    let up = condition(&answer, "UpToDate");
+    assert!(
+        up.message.contains("memcached image 1.6.44 -> 1.6.45"),
+        "{}",
+        up.message
+    );
+    // The requested rollout moves both to today's.
+    let mut spec = spec();
+    spec["replicas"] = json!(3);
+    let mut rolled = request(&spec, (2, 1), &observed(&old, true));
+    rolled["parent"]["metadata"]["annotations"] =
+        json!({"memcached.c5c3.io/restart-trigger": "2026-12-02T12:00:00Z"});
+    let answer = sync_value(&rolled);
+    let w = workloads(&answer)[0];
+    assert_eq!(w["metadata"]["labels"][VERSION], "1.6.45");
+    assert_eq!(
+        w["spec"]["template"]["metadata"]["labels"][VERSION],
+        "1.6.45"
+    );
+}

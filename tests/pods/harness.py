@@ -436,12 +436,17 @@ class Memcached:
         return wait_until(what, lambda: pred(self.sync()) and self.obj["status"], timeout=timeout, interval=1)
 
 
+# The hook serve_hook started: the upgrade scenario starts it again with other options.
+SERVED = []
+
+
 def serve_hook():
     """Under Metacontroller: `memcached-hook serve` on 127.0.0.1 and the repository's
     CompositeController (metacontroller/base/) with both webhooks pointed at it. Returns the
     Hook; stop() it at the end."""
     hook = Hook(HOOK, "pods", WORK, args=hook_args())
     hook.start()
+    SERVED.append(hook)
     path = os.path.join(ROOT, "metacontroller", "base", "compositecontroller.yaml")
     cc = json.loads(kubectl("create", "--dry-run=client", "-o", "json", "-f", path).stdout)
     for name in ("sync", "customize"):
@@ -449,6 +454,16 @@ def serve_hook():
         webhook.pop("service")  # the in-cluster Service; this hook runs on the host
         webhook["url"] = f"http://127.0.0.1:{hook.port}{webhook.pop('path')}"
     kubectl("apply", "-f", "-", stdin=json.dumps(cc))
+    return hook
+
+
+def restart_hook(args):
+    """Under Metacontroller: the hook of serve_hook stopped and started again on the same port with
+    `args` as its global options, as a new release behind the same Service; returns it."""
+    hook = SERVED[-1]
+    hook.stop()
+    hook.args = list(args)
+    hook.start()
     return hook
 
 

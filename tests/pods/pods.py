@@ -79,6 +79,7 @@ from zones import scenario_zones
 from extstore import scenario_extstore
 from migrate import scenario_migrate
 from proxy import scenario_proxy
+from upgrade import scenario_upgrade
 
 
 
@@ -754,6 +755,7 @@ SCENARIOS = {
     "extstore": scenario_extstore,
     "migrate": scenario_migrate,
     "proxy": scenario_proxy,
+    "upgrade": scenario_upgrade,
 }
 
 
