@@ -134,15 +134,13 @@ impl<'a> Received<'a> {
     pub fn sent(&self, child: &ObservedChild) -> Option<&Sent> {
         let sent = self
             .sent
-            .get_or_init(|| sent_children(self.body()?))
-            .as_ref()?;
+            .get_or_init(|| sent_member(self.body()?, Member::Children));
         let identity = (
             child.api_version.as_str(),
             child.kind.as_str(),
             child.metadata.name.as_str(),
         );
-        let first = sent.partition_point(|s| s.identity() < identity);
-        sent.get(first).filter(|s| s.identity() == identity)
+        find(sent.as_deref()?, identity)
     }
 
     /// The related object of `identity` (`apiVersion`, `kind`, name) as the body sends it;
@@ -152,33 +150,42 @@ impl<'a> Received<'a> {
     pub fn sent_related(&self, identity: (&str, &str, &str)) -> Option<&Sent> {
         let sent = self
             .sent_related
-            .get_or_init(|| sent_related(self.body()?))
-            .as_ref()?;
-        let first = sent.partition_point(|s| s.identity() < identity);
-        sent.get(first).filter(|s| s.identity() == identity)
+            .get_or_init(|| sent_member(self.body()?, Member::Related));
+        find(sent.as_deref()?, identity)
     }
 }
 
-/// Every related object `body` sends, sorted by identity; `None` when it does not read.
-fn sent_related(body: &[u8]) -> Option<Vec<Sent>> {
-    #[derive(Deserialize)]
-    struct Related {
-        #[serde(default)]
-        related: Observed<Sent>,
-    }
-    let mut sent = serde_json::from_slice::<Related>(body).ok()?.related.0;
-    sent.sort_by(|a, b| a.identity().cmp(&b.identity()));
-    Some(sent)
+/// The member of the body whose objects are read as [`Sent`].
+#[derive(Clone, Copy)]
+enum Member {
+    /// `children`: the observed children.
+    Children,
+    /// `related`: the related objects.
+    Related,
 }
 
-/// Every observed child `body` sends, sorted by identity; `None` when it does not read.
-fn sent_children(body: &[u8]) -> Option<Vec<Sent>> {
+/// Every object of `member` that `body` sends, sorted by identity; `None` when it does not read.
+fn sent_member(body: &[u8], member: Member) -> Option<Vec<Sent>> {
     #[derive(Deserialize)]
     struct Children {
         #[serde(default)]
         children: Observed<Sent>,
     }
-    let mut sent = serde_json::from_slice::<Children>(body).ok()?.children.0;
+    #[derive(Deserialize)]
+    struct Related {
+        #[serde(default)]
+        related: Observed<Sent>,
+    }
+    let mut sent = match member {
+        Member::Children => serde_json::from_slice::<Children>(body).ok()?.children.0,
+        Member::Related => serde_json::from_slice::<Related>(body).ok()?.related.0,
+    };
     sent.sort_by(|a, b| a.identity().cmp(&b.identity()));
     Some(sent)
+}
+
+/// The object of `identity` in `sent` (sorted by identity).
+fn find<'s>(sent: &'s [Sent], identity: (&str, &str, &str)) -> Option<&'s Sent> {
+    let first = sent.partition_point(|s| s.identity() < identity);
+    sent.get(first).filter(|s| s.identity() == identity)
 }
